@@ -1,0 +1,3 @@
+module github.com/llm-d-incubation/wva
+
+go 1.26

@@ -1,0 +1,136 @@
+package queueing
+
+import (
+	"fmt"
+	"math"
+)
+
+// DefaultMaxQueueSize is the queue length Q assumed when none is known
+// (seed 001, "Defaults Reference").
+const DefaultMaxQueueSize = 100
+
+// maxRateFraction keeps the largest analysed rate just below μ(N), where the
+// queue would fill up (seed 000 §5.4; ARCHITECTURE.md §4: λmax = 0.999·μ(N)).
+const maxRateFraction = 0.999
+
+// Config describes one replica of a model variant.
+type Config struct {
+	Model        ServiceModel // Linear or Iteration
+	Workload     Workload
+	MaxBatchSize int // N, vLLM --max-num-seqs (≥ 1)
+	MaxQueueSize int // Q, requests that may wait for a batch slot (≥ 0)
+}
+
+// Analyzer evaluates and sizes one replica. The service rates μ(n) do not
+// depend on the arrival rate, so they are computed once here and every
+// Analyze or Size call reuses them.
+type Analyzer struct {
+	cfg   Config
+	queue *Queue // rates in requests per ms, times in ms
+}
+
+// NewAnalyzer validates cfg and tabulates μ(n) for n = 1..N.
+func NewAnalyzer(cfg Config) (*Analyzer, error) {
+	if cfg.Model == nil {
+		panic("queueing: NewAnalyzer called with a nil service model")
+	}
+	if err := cfg.Model.Validate(cfg.Workload); err != nil {
+		return nil, err
+	}
+	if cfg.MaxBatchSize < 1 || cfg.MaxBatchSize > MaxStates {
+		return nil, &ParamError{Param: "max-batch-size", Value: float64(cfg.MaxBatchSize),
+			Reason: fmt.Sprintf("must be between 1 and %d", MaxStates)}
+	}
+	inv := make([]float64, cfg.MaxBatchSize)
+	for n := range inv {
+		// 1/μ(n) = τ(n)/n in ms.
+		inv[n] = cfg.Model.ServiceTime(cfg.Workload, float64(n+1)) / float64(n+1)
+		if !finite(inv[n]) || inv[n] <= 0 {
+			return nil, &ParamError{Param: "max-batch-size", Value: float64(n + 1),
+				Reason: fmt.Sprintf("service time %v ms at this batch size is not a positive finite number", inv[n]*float64(n+1))}
+		}
+	}
+	q, err := newQueueInv(inv, cfg.MaxQueueSize)
+	if err != nil {
+		return nil, err
+	}
+	return &Analyzer{cfg: cfg, queue: q}, nil
+}
+
+// Config returns the configuration the analyzer was built with.
+func (a *Analyzer) Config() Config { return a.cfg }
+
+// Queue returns the underlying birth–death queue, with rates in requests
+// per millisecond and times in milliseconds.
+func (a *Analyzer) Queue() *Queue { return a.queue }
+
+// MaxRate returns λmax = 0.999·μ(N) in requests/s: the largest arrival rate
+// that sizing considers, just below the throughput of a full batch.
+func (a *Analyzer) MaxRate() float64 { return maxRateFraction * a.queue.Capacity() * 1000 }
+
+// Metrics are the predicted steady-state figures of one replica.
+type Metrics struct {
+	RateRPS       float64 // offered arrival rate
+	ThroughputRPS float64 // completed requests per second, λ(1 − p_K)
+	TTFTMs        float64 // time to first token: wait + prefill
+	ITLMs         float64 // average time between output tokens
+	WaitMs        float64 // W, time waiting for a batch slot
+	RespTimeMs    float64 // T, time from arrival to completion
+	ServTimeMs    float64 // S, time in service
+	AvgBatchSize  float64 // B̄, average number of requests in the batch
+	AvgInSystem   float64 // L, average number of requests in the replica
+	AvgQueued     float64 // Lq, average number waiting
+	Utilization   float64 // B̄/N
+	Blocking      float64 // probability that an arrival finds the queue full
+	MaxRateRPS    float64 // λmax = 0.999·μ(N)
+	TokensPerSec  float64 // output tokens per second, throughput × o
+}
+
+// Analyze predicts the replica's behaviour at arrival rate rateRPS
+// (requests/s). Any positive finite rate is accepted, including rates far
+// above MaxRate (the queue is finite, so excess arrivals are blocked).
+func (a *Analyzer) Analyze(rateRPS float64) (Metrics, error) {
+	if !finite(rateRPS) || rateRPS <= 0 {
+		return Metrics{}, &ParamError{Param: "rate", Value: rateRPS, Reason: "must be a positive finite number of requests/s"}
+	}
+	return a.analyze(rateRPS), nil
+}
+
+func (a *Analyzer) analyze(rateRPS float64) Metrics {
+	s := a.queue.solve(rateRPS / 1000)
+	ttft, itl := a.cfg.Model.Latencies(a.cfg.Workload, s, a.cfg.MaxBatchSize)
+	x := s.Throughput * 1000
+	return Metrics{
+		RateRPS:       rateRPS,
+		ThroughputRPS: x,
+		TTFTMs:        ttft,
+		ITLMs:         itl,
+		WaitMs:        s.Wait,
+		RespTimeMs:    s.RespTime,
+		ServTimeMs:    s.ServTime,
+		AvgBatchSize:  s.AvgBatch,
+		AvgInSystem:   s.AvgInSystem,
+		AvgQueued:     s.AvgQueued,
+		Utilization:   s.Utilization,
+		Blocking:      s.Blocking,
+		MaxRateRPS:    a.MaxRate(),
+		TokensPerSec:  x * a.cfg.Workload.OutputTokens,
+	}
+}
+
+// ttft and itl are the two functions Size searches over.
+func (a *Analyzer) ttft(rateRPS float64) float64 {
+	ttft, _ := a.cfg.Model.Latencies(a.cfg.Workload, a.queue.solve(rateRPS/1000), a.cfg.MaxBatchSize)
+	return ttft
+}
+
+func (a *Analyzer) itl(rateRPS float64) float64 {
+	_, itl := a.cfg.Model.Latencies(a.cfg.Workload, a.queue.solve(rateRPS/1000), a.cfg.MaxBatchSize)
+	return itl
+}
+
+// ceilRatio returns ceil(num/den), forgiving a relative rounding error of
+// 1e-9 so that a demand of exactly k capacities needs k replicas, not k+1.
+func ceilRatio(num, den float64) int {
+	return int(math.Ceil(num / den * (1 - 1e-9)))
+}

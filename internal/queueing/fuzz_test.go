@@ -1,0 +1,99 @@
+package queueing
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+// FuzzQueue solves queues with concave service rates μ(n) = n/(a + b·n) at
+// arbitrary loads and checks that every statistic is finite and consistent.
+func FuzzQueue(f *testing.F) {
+	f.Add(3.0, 0.01, uint16(256), uint32(100), 50.0)
+	f.Add(1.0, 0.0, uint16(1), uint32(0), 1.0)
+	f.Add(0.001, 5.0, uint16(4), uint32(100_000), 1e6)
+	f.Fuzz(func(t *testing.T, a, b float64, n uint16, q uint32, load float64) {
+		if !finite(a) || !finite(b) || a <= 1e-9 || b < 0 || a > 1e9 || b > 1e9 || n == 0 || n > 4096 || q > 100_000 ||
+			!finite(load) || load <= 1e-12 || load > 1e12 {
+			t.Skip()
+		}
+		mu := make([]float64, n)
+		for i := range mu {
+			mu[i] = float64(i+1) / (a + b*float64(i+1))
+		}
+		queue, err := NewQueue(mu, int(q))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lambda := load * queue.Capacity()
+		s, err := queue.Solve(lambda)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals := []float64{s.Throughput, s.AvgBatch, s.AvgInSystem, s.AvgQueued, s.RespTime, s.ServTime, s.Wait, s.Blocking, s.Idle, s.Utilization}
+		for i, v := range vals {
+			if !finite(v) || v < 0 {
+				t.Fatalf("statistic %d = %v (state %+v)", i, v, s)
+			}
+		}
+		if s.Blocking > 1 || s.Idle > 1 || s.Utilization > 1+1e-12 || s.AvgQueued > float64(q)*(1+1e-12) {
+			t.Fatalf("out of range: %+v", s)
+		}
+		if s.Throughput > lambda*(1+1e-12) || s.Throughput > queue.Capacity()*(1+1e-9) {
+			t.Fatalf("throughput %v above min(λ=%v, μ(N)=%v)", s.Throughput, lambda, queue.Capacity())
+		}
+		if !closeTo(s.Throughput*s.RespTime, s.AvgInSystem, 1e-12) || !closeTo(s.AvgInSystem-s.AvgBatch, s.AvgQueued, 1e-9) {
+			t.Fatalf("Little's law fails: %+v", s)
+		}
+	})
+}
+
+// FuzzAnalyzer drives both service models with arbitrary parameters and
+// rates: valid input gives finite, non-negative results; invalid input gives
+// a ParamError, never a panic.
+func FuzzAnalyzer(f *testing.F) {
+	f.Add(true, 7.0, 0.02, 5e-5, 0.0, 1024.0, 256.0, uint16(256), uint16(100), 10.0, 200.0, 30.0)
+	f.Add(false, 8.0, 0.1, 20.0, 0.002, 1024.0, 128.0, uint16(64), uint16(100), 3.0, 5000.0, 20.0)
+	f.Add(true, 5.0, 0.05, 5e-5, 0.0, 0.0, 1.0, uint16(1), uint16(0), 1e9, 0.0, 0.0)
+	f.Fuzz(func(t *testing.T, iteration bool, alpha, beta, gamma, delta, in, out float64, n, q uint16, rate, ttft, itl float64) {
+		var m ServiceModel = Linear{Alpha: alpha, Beta: beta, Gamma: gamma, Delta: delta}
+		if iteration {
+			m = Iteration{Alpha: alpha, Beta: beta, Gamma: gamma}
+		}
+		for _, v := range []float64{alpha, beta, gamma, delta, in, out} {
+			if math.Abs(v) > 1e12 {
+				t.Skip() // outside any physical range; overflow is not the question here
+			}
+		}
+		a, err := NewAnalyzer(Config{Model: m, Workload: Workload{InputTokens: in, OutputTokens: out}, MaxBatchSize: int(n), MaxQueueSize: int(q)})
+		var pe *ParamError
+		if err != nil {
+			if !errors.As(err, &pe) {
+				t.Fatalf("NewAnalyzer: %v is not a ParamError", err)
+			}
+			return
+		}
+		res, err := a.Analyze(rate)
+		if err != nil {
+			if !errors.As(err, &pe) {
+				t.Fatalf("Analyze: %v is not a ParamError", err)
+			}
+			return
+		}
+		for i, v := range []float64{res.TTFTMs, res.ITLMs, res.ThroughputRPS, res.WaitMs, res.AvgBatchSize, res.Utilization, res.Blocking, res.MaxRateRPS} {
+			if !finite(v) || v < -1e-9*math.Max(1, math.Abs(v)) {
+				t.Fatalf("metric %d = %v in %+v", i, v, res)
+			}
+		}
+		s, err := a.Size(Targets{TTFTMs: ttft, ITLMs: itl})
+		if err != nil {
+			if !errors.As(err, &pe) && !errors.Is(err, ErrInfeasible) {
+				t.Fatalf("Size: unexpected error %v", err)
+			}
+			return
+		}
+		if !(s.RateStarRPS > 0) || s.RateStarRPS > a.MaxRate() || !finite(s.CapacityRPS) || s.CapacityRPS <= 0 {
+			t.Fatalf("sizing %+v", s)
+		}
+	})
+}
