@@ -13,8 +13,7 @@ func FuzzQueue(f *testing.F) {
 	f.Add(1.0, 0.0, uint16(1), uint32(0), 1.0)
 	f.Add(0.001, 5.0, uint16(4), uint32(100_000), 1e6)
 	f.Fuzz(func(t *testing.T, a, b float64, n uint16, q uint32, load float64) {
-		if !finite(a) || !finite(b) || a <= 1e-9 || b < 0 || a > 1e9 || b > 1e9 || n == 0 || n > 4096 || q > 100_000 ||
-			!finite(load) || load <= 1e-12 || load > 1e12 {
+		if !inRange(a, 1e-9, 1e9) || !inRange(b, 0, 1e9) || n == 0 || n > 4096 || q > 100_000 || !inRange(load, 1e-12, 1e12) {
 			t.Skip()
 		}
 		mu := make([]float64, n)
@@ -30,23 +29,34 @@ func FuzzQueue(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		vals := []float64{s.Throughput, s.AvgBatch, s.AvgInSystem, s.AvgQueued, s.RespTime, s.ServTime, s.Wait, s.Blocking, s.Idle, s.Utilization}
-		for i, v := range vals {
-			if !finite(v) || v < 0 {
-				t.Fatalf("statistic %d = %v (state %+v)", i, v, s)
-			}
-		}
-		if s.Blocking > 1 || s.Idle > 1 || s.Utilization > 1+1e-12 || s.AvgQueued > float64(q)*(1+1e-12) {
-			t.Fatalf("out of range: %+v", s)
-		}
-		if s.Throughput > lambda*(1+1e-12) || s.Throughput > queue.Capacity()*(1+1e-9) {
-			t.Fatalf("throughput %v above min(λ=%v, μ(N)=%v)", s.Throughput, lambda, queue.Capacity())
-		}
-		if !closeTo(s.Throughput*s.RespTime, s.AvgInSystem, 1e-12) || !closeTo(s.AvgInSystem-s.AvgBatch, s.AvgQueued, 1e-9) {
-			t.Fatalf("Little's law fails: %+v", s)
-		}
+		checkState(t, s, queue.Capacity(), int(q))
 	})
 }
+
+// checkState asserts that a solved state is finite, in range and
+// consistent with Little's law.
+func checkState(t *testing.T, s State, capacity float64, q int) {
+	t.Helper()
+	lambda := s.Rate
+	vals := []float64{s.Throughput, s.AvgBatch, s.AvgInSystem, s.AvgQueued, s.RespTime, s.ServTime, s.Wait, s.Blocking, s.Idle, s.Utilization}
+	for i, v := range vals {
+		if !finite(v) || v < 0 {
+			t.Fatalf("statistic %d = %v (state %+v)", i, v, s)
+		}
+	}
+	if s.Blocking > 1 || s.Idle > 1 || s.Utilization > 1+1e-12 || s.AvgQueued > float64(q)*(1+1e-12) {
+		t.Fatalf("out of range: %+v", s)
+	}
+	if s.Throughput > lambda*(1+1e-12) || s.Throughput > capacity*(1+1e-9) {
+		t.Fatalf("throughput %v above min(λ=%v, μ(N)=%v)", s.Throughput, lambda, capacity)
+	}
+	if !closeTo(s.Throughput*s.RespTime, s.AvgInSystem, 1e-12) || !closeTo(s.AvgInSystem-s.AvgBatch, s.AvgQueued, 1e-9) {
+		t.Fatalf("Little's law fails: %+v", s)
+	}
+}
+
+// inRange reports whether lo ≤ v ≤ hi (false for NaN).
+func inRange(v, lo, hi float64) bool { return v >= lo && v <= hi }
 
 // FuzzAnalyzer drives both service models with arbitrary parameters and
 // rates: valid input gives finite, non-negative results; invalid input gives

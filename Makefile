@@ -1,0 +1,54 @@
+# WVA developer entry points. `make help` lists them.
+GO      ?= go
+BIN     := $(CURDIR)/bin
+LINT    := $(BIN)/golangci-lint
+# The linter's version is pinned by hack/tools/go.mod; a changed pin rebuilds it.
+LINT_STAMP := $(BIN)/.golangci-lint.$(shell sed -n 's/^\tgithub.com\/golangci\/golangci-lint\/v2 \(v[^ ]*\).*/\1/p' hack/tools/go.mod)
+FUZZTIME ?= 10s
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## build bin/wva
+	$(GO) build -o $(BIN)/wva ./cmd/wva
+
+.PHONY: run
+run: ## run the main job (until the simulator lands: the capacity calculator on a shipped plan)
+	$(GO) run ./cmd/wva model size -f examples/model/capacity-plan.yaml
+
+.PHONY: test
+test: ## run every test, with the race detector
+	$(GO) test -race -count=1 ./...
+
+.PHONY: fuzz
+fuzz: ## run each fuzz target for FUZZTIME (default 10s)
+	$(GO) test -run '^$$' -fuzz '^FuzzQueue$$' -fuzztime $(FUZZTIME) ./internal/queueing
+	$(GO) test -run '^$$' -fuzz '^FuzzAnalyzer$$' -fuzztime $(FUZZTIME) ./internal/queueing
+
+.PHONY: bench
+bench: ## run the benchmarks (figures in docs/queueing.md)
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+.PHONY: lint
+lint: $(LINT_STAMP) ## run golangci-lint (built from hack/tools on first use)
+	$(LINT) run ./...
+
+$(LINT_STAMP): hack/tools/go.mod hack/tools/go.sum
+	@mkdir -p $(BIN)
+	@echo "building golangci-lint from hack/tools (first run takes a few minutes)"
+	cd hack/tools && $(GO) build -o $(LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+	@rm -f $(BIN)/.golangci-lint.* && touch $@
+
+.PHONY: verify
+verify: ## fail if formatting or go.mod/go.sum are not up to date
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	$(GO) mod tidy -diff
+	cd hack/tools && $(GO) mod tidy -diff
+
+.PHONY: clean
+clean: ## remove build outputs
+	rm -rf $(BIN)

@@ -1,0 +1,27 @@
+package cli
+
+import "github.com/spf13/cobra"
+
+func newModelCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "model",
+		Short: "Capacity calculator: analyse or size one replica with the queueing model",
+		Long: `Capacity calculator over WVA's queueing models, without a cluster.
+
+A replica is a continuous-batching server that runs up to N requests in one
+batch (vLLM --max-num-seqs) and queues up to Q more. Its speed is described
+by one of two service models:
+
+  iteration  (α, β, γ): every engine iteration costs α ms plus, per request in
+             the batch, β ms per token computed and γ ms per token of KV
+             cache read. This is the model WVA learns online.
+  linear     (α, β, γ, δ): a decode step with n requests takes α + β·n ms and
+             a prefill γ + δ·i·n ms for i input tokens.
+
+"analyze" predicts TTFT, ITL and throughput at a given arrival rate;
+"size" finds the largest rate that meets TTFT/ITL targets and, given a
+demand, how many replicas serve it. See docs/queueing.md for the formulas.`,
+	}
+	cmd.AddCommand(newModelAnalyzeCommand(), newModelSizeCommand())
+	return cmd
+}

@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+// analyzeResult is one line of "model analyze" output. Its JSON keys are a
+// contract used outside this code base: add keys, never rename them.
+type analyzeResult struct {
+	Case                string  `json:"case,omitempty"`
+	ServiceModel        string  `json:"service_model"`
+	RateRPS             float64 `json:"rate_rps"`
+	ThroughputRPS       float64 `json:"throughput_rps"`
+	TTFTMs              float64 `json:"ttft_ms"`
+	ITLMs               float64 `json:"itl_ms"`
+	WaitMs              float64 `json:"wait_ms"`
+	ResponseTimeMs      float64 `json:"response_time_ms"`
+	ServiceTimeMs       float64 `json:"service_time_ms"`
+	AvgBatchSize        float64 `json:"avg_batch_size"`
+	AvgInSystem         float64 `json:"avg_in_system"`
+	AvgQueueLength      float64 `json:"avg_queue_length"`
+	Utilization         float64 `json:"utilization"`
+	BlockingProbability float64 `json:"blocking_probability"`
+	MaxRateRPS          float64 `json:"max_rate_rps"`
+	TokensPerSecond     float64 `json:"tokens_per_second"`
+	Error               string  `json:"error,omitempty"`
+}
+
+func newModelAnalyzeCommand() *cobra.Command {
+	o := &modelOptions{}
+	cmd := &cobra.Command{
+		Use:   "analyze",
+		Short: "Predict TTFT, ITL and throughput of one replica at an arrival rate",
+		Long: `Predict the steady state of one replica at an arrival rate.
+
+Inputs are the service model and its parameters (ms), the average request
+(tokens), the batch and queue limits, and --rate in requests/s. Any positive
+rate is accepted, also above the replica's capacity: the queue is finite, so
+excess requests are rejected (see blocking_probability).
+
+Outputs: rate_rps, throughput_rps (completed requests/s), ttft_ms (queueing
+wait + prefill), itl_ms (average time between output tokens), wait_ms,
+response_time_ms, service_time_ms, avg_batch_size, avg_in_system,
+avg_queue_length, utilization (average batch / N), blocking_probability
+(share of arrivals rejected), max_rate_rps (0.999 × the throughput of a full
+batch: the highest rate "size" considers), tokens_per_second.`,
+		Example: `  wva model analyze --alpha 7 --beta 0.02 --gamma 0.00005 \
+      --input-tokens 1024 --output-tokens 256 --max-batch-size 256 --rate 10
+
+  wva model analyze --service-model linear --alpha 8 --beta 0.1 --gamma 20 --delta 0.002 \
+      --input-tokens 1024 --output-tokens 128 --max-batch-size 64 --rate 2 -o json
+
+  wva model analyze -f examples/model/analyze-sweep.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cases, err := o.cases(cmd)
+			if err != nil {
+				return err
+			}
+			var results []analyzeResult
+			failed := 0
+			for _, c := range cases {
+				rs, err := analyzeCase(c)
+				if err != nil && !c.fromFile() {
+					return err
+				}
+				if err != nil {
+					failed++
+					rs = []analyzeResult{{Case: c.Name, ServiceModel: c.ServiceModel, Error: err.Error()}}
+				}
+				results = append(results, rs...)
+			}
+			if err := printAnalyze(cmd.OutOrStdout(), o.output, o.file != "", results); err != nil {
+				return err
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d cases failed", failed, len(cases))
+			}
+			return nil
+		},
+	}
+	o.addModelFlags(cmd.Flags())
+	cmd.Flags().Float64Var(&o.rate, "rate", 0, "arrival rate in requests/s (required, > 0); a case file may give a list under \"rates\"")
+	return cmd
+}
+
+func analyzeCase(c modelCase) ([]analyzeResult, error) {
+	a, err := c.analyzer("rate")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]analyzeResult, 0, len(c.Rates))
+	for _, rate := range c.Rates {
+		m, err := a.Analyze(rate)
+		if err != nil {
+			return nil, c.explain(err)
+		}
+		out = append(out, analyzeResult{
+			Case: c.Name, ServiceModel: c.ServiceModel, RateRPS: m.RateRPS, ThroughputRPS: m.ThroughputRPS,
+			TTFTMs: m.TTFTMs, ITLMs: m.ITLMs, WaitMs: m.WaitMs, ResponseTimeMs: m.RespTimeMs, ServiceTimeMs: m.ServTimeMs,
+			AvgBatchSize: m.AvgBatchSize, AvgInSystem: m.AvgInSystem, AvgQueueLength: m.AvgQueued,
+			Utilization: m.Utilization, BlockingProbability: m.Blocking, MaxRateRPS: m.MaxRateRPS, TokensPerSecond: m.TokensPerSec,
+		})
+	}
+	return out, nil
+}
