@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 )
 
@@ -55,30 +53,10 @@ batch: the highest rate "size" considers), tokens_per_second.`,
   wva model analyze -f examples/model/analyze-sweep.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cases, err := o.cases(cmd)
-			if err != nil {
-				return err
-			}
-			var results []analyzeResult
-			failed := 0
-			for _, c := range cases {
-				rs, err := analyzeCase(c)
-				if err != nil && !c.fromFile() {
-					return err
-				}
-				if err != nil {
-					failed++
-					rs = []analyzeResult{{Case: c.Name, ServiceModel: c.ServiceModel, Error: err.Error()}}
-				}
-				results = append(results, rs...)
-			}
-			if err := printAnalyze(cmd.OutOrStdout(), o.output, o.file != "", results); err != nil {
-				return err
-			}
-			if failed > 0 {
-				return fmt.Errorf("%d of %d cases failed", failed, len(cases))
-			}
-			return nil
+			return runCases(cmd, o, analyzeCase,
+				func(c modelCase, err error) analyzeResult {
+					return analyzeResult{Case: c.Name, ServiceModel: c.ServiceModel, Error: err.Error()}
+				}, printAnalyze)
 		},
 	}
 	o.addModelFlags(cmd.Flags())

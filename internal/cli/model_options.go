@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -253,4 +254,35 @@ func (c modelCase) analyzer(extraRequired ...string) (*queueing.Analyzer, error)
 
 func queueingTargets(c modelCase) queueing.Targets {
 	return queueing.Targets{TTFTMs: c.TargetTTFT, ITLMs: c.TargetITL, TPS: c.TargetTPS}
+}
+
+// runCases evaluates every case and prints the results. On the command line
+// alone an error ends the command; from a case file it becomes that case's
+// row, the other cases still run, and the command fails at the end.
+func runCases[T any](cmd *cobra.Command, o *modelOptions, eval func(modelCase) ([]T, error),
+	failed func(modelCase, error) T, render func(io.Writer, string, bool, []T) error) error {
+	cases, err := o.cases(cmd)
+	if err != nil {
+		return err
+	}
+	var results []T
+	nFailed := 0
+	for _, c := range cases {
+		rs, err := eval(c)
+		if err != nil && !c.fromFile() {
+			return err
+		}
+		if err != nil {
+			nFailed++
+			rs = []T{failed(c, err)}
+		}
+		results = append(results, rs...)
+	}
+	if err := render(cmd.OutOrStdout(), o.output, o.file != "", results); err != nil {
+		return err
+	}
+	if nFailed > 0 {
+		return fmt.Errorf("%d of %d cases failed", nFailed, len(cases))
+	}
+	return nil
 }

@@ -58,30 +58,12 @@ ceil(max(demand, target_tps / output_tokens) / capacity_rps).`,
   wva model size -f examples/model/capacity-plan.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cases, err := o.cases(cmd)
-			if err != nil {
-				return err
-			}
-			results := make([]sizeResult, 0, len(cases))
-			failed := 0
-			for _, c := range cases {
+			return runCases(cmd, o, func(c modelCase) ([]sizeResult, error) {
 				r, err := sizeCase(c)
-				if err != nil && !c.fromFile() {
-					return err
-				}
-				if err != nil {
-					failed++
-					r = sizeResult{Case: c.Name, ServiceModel: c.ServiceModel, Error: err.Error()}
-				}
-				results = append(results, r)
-			}
-			if err := printSize(cmd.OutOrStdout(), o.output, o.file != "", results); err != nil {
-				return err
-			}
-			if failed > 0 {
-				return fmt.Errorf("%d of %d cases failed", failed, len(cases))
-			}
-			return nil
+				return []sizeResult{r}, err
+			}, func(c modelCase, err error) sizeResult {
+				return sizeResult{Case: c.Name, ServiceModel: c.ServiceModel, Error: err.Error()}
+			}, printSize)
 		},
 	}
 	o.addModelFlags(cmd.Flags())
