@@ -5,6 +5,7 @@ go 1.26
 require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
+	gonum.org/v1/gonum v0.17.0
 	sigs.k8s.io/yaml v1.6.0
 )
 

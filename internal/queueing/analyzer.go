@@ -42,10 +42,14 @@ func NewAnalyzer(cfg Config) (*Analyzer, error) {
 			Reason: fmt.Sprintf("must be between 1 and %d", MaxStates)}
 	}
 	inv := make([]float64, cfg.MaxBatchSize)
+	// Both service models are affine in the batch size, τ(n) = τ(0) + n·(τ(1) − τ(0)),
+	// so the table is filled without calling the model N times.
+	base := cfg.Model.ServiceTime(cfg.Workload, 0)
+	slope := cfg.Model.ServiceTime(cfg.Workload, 1) - base
 	for n := range inv {
 		// 1/μ(n) = τ(n)/n in ms.
-		inv[n] = cfg.Model.ServiceTime(cfg.Workload, float64(n+1)) / float64(n+1)
-		if !finite(inv[n]) || inv[n] <= 0 {
+		inv[n] = (base + slope*float64(n+1)) / float64(n+1)
+		if !(inv[n] > 0 && inv[n] <= math.MaxFloat64) { // also false for NaN
 			return nil, &ParamError{Param: "max-batch-size", Value: float64(n + 1),
 				Reason: fmt.Sprintf("service time %v ms at this batch size is not a positive finite number", inv[n]*float64(n+1))}
 		}

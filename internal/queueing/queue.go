@@ -70,7 +70,9 @@ func newQueueInv(inv []float64, maxQueue int) (*Queue, error) {
 	}
 	q := &Queue{invMu: inv, maxQueue: maxQueue, nonDecreasing: true}
 	for i, v := range inv {
-		q.maxInvMu = math.Max(q.maxInvMu, v)
+		if v > q.maxInvMu {
+			q.maxInvMu = v
+		}
 		if i > 0 && v > inv[i-1] {
 			q.nonDecreasing = false
 		}

@@ -1,0 +1,159 @@
+package tuner
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/llm-d-incubation/wva/internal/queueing"
+)
+
+// Observation is one cycle of a variant's aggregated metrics.
+type Observation struct {
+	RateRPS      float64 // arrival rate per replica, requests/s
+	InputTokens  float64 // average prompt tokens
+	OutputTokens float64 // average generated tokens
+	MaxBatchSize int     // N of the servers
+	TTFTMs       float64 // observed average time to first token
+	ITLMs        float64 // observed average inter-token latency
+}
+
+// Validate reports the first field that cannot be used.
+func (o Observation) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"rate_rps", o.RateRPS}, {"output_tokens", o.OutputTokens}, {"ttft_ms", o.TTFTMs}, {"itl_ms", o.ITLMs}} {
+		if !(f.v > 0) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("tuner: observation %s must be a positive finite number, got %v", f.name, f.v)
+		}
+	}
+	if !(o.InputTokens >= 0) || math.IsInf(o.InputTokens, 0) {
+		return fmt.Errorf("tuner: observation input_tokens must be a finite number ≥ 0, got %v", o.InputTokens)
+	}
+	if o.OutputTokens < 1 {
+		return fmt.Errorf("tuner: observation output_tokens must be ≥ 1, got %v", o.OutputTokens)
+	}
+	if o.MaxBatchSize < 1 {
+		return fmt.Errorf("tuner: observation max_batch_size must be ≥ 1, got %d", o.MaxBatchSize)
+	}
+	return nil
+}
+
+// Strategy selects how the filter is set up and gated.
+type Strategy string
+
+const (
+	// StrategyRobust is WVA's tuner (the default): log-parameters, a wide
+	// initial covariance, an iterated update, no gate during a warm-up and
+	// for observations the estimate cannot explain, and covariance inflation
+	// after consecutive rejections. See docs/tuner.md.
+	StrategyRobust Strategy = "robust"
+	// StrategySeed is the filter exactly as the seeds describe it (seed 000
+	// §4): parameters in linear space, P₀ and Q at 5 % of the state, one
+	// EKF update, and the NIS gate from the first step, rolling back x and P.
+	// It exists to compare against; it does not converge from a wrong start.
+	StrategySeed Strategy = "seed"
+)
+
+// Config configures a Tuner. The zero value of every field means its
+// documented default.
+type Config struct {
+	// ServiceModel is "iteration" (default) or "linear".
+	ServiceModel string
+	// MaxQueueSize is Q of the queueing model (default 100).
+	MaxQueueSize int
+	// PercentChange c sets the process noise Q = diag((c·x)²): how much a
+	// parameter may drift per cycle (default 0.05; seed 000 §4.2).
+	PercentChange float64
+	// ErrorLevel ε, TPercentile t and GammaFactor g set the measurement
+	// noise σ = (ε/t)·z/√g (defaults 0.05, 1.96, 1; seed 000 §4.4).
+	ErrorLevel, TPercentile, GammaFactor float64
+	// MaxNIS is the NIS gate (default 7.378, the 97.5 % point of χ² with
+	// two degrees of freedom).
+	MaxNIS float64
+	// Strategy is StrategyRobust (default) or StrategySeed.
+	Strategy Strategy
+
+	// The rest applies to StrategyRobust only.
+
+	// InitialSpread is the standard deviation of the log-parameters at a
+	// cold start: 1.5 (default) lets each start a factor 4.5 off at 1σ.
+	InitialSpread float64
+	// WarmupUpdates is how many updates after a cold start run without the
+	// NIS gate (default 5; negative for none).
+	WarmupUpdates int
+	// MaxRejections is how many consecutive rejections make the tuner
+	// assume that the parameters changed; it then inflates the covariance
+	// and accepts the observation (default 3).
+	MaxRejections int
+	// InflationSpread is the log-standard deviation added to every
+	// parameter when the covariance is inflated (default 0.5).
+	InflationSpread float64
+	// MaxIterations bounds the iterated update (default 10).
+	MaxIterations int
+}
+
+func (c Config) withDefaults() Config {
+	def := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if c.ServiceModel == "" {
+		c.ServiceModel = ModelIteration
+	}
+	if c.MaxQueueSize == 0 {
+		c.MaxQueueSize = queueing.DefaultMaxQueueSize
+	}
+	if c.Strategy == "" {
+		c.Strategy = StrategyRobust
+	}
+	def(&c.PercentChange, 0.05)
+	def(&c.ErrorLevel, 0.05)
+	def(&c.TPercentile, 1.96)
+	def(&c.GammaFactor, 1)
+	def(&c.MaxNIS, 7.378)
+	def(&c.InitialSpread, 1.5)
+	def(&c.InflationSpread, 0.5)
+	if c.WarmupUpdates == 0 {
+		c.WarmupUpdates = 5
+	}
+	if c.MaxRejections == 0 {
+		c.MaxRejections = 3
+	}
+	if c.MaxIterations == 0 {
+		c.MaxIterations = 10
+	}
+	return c
+}
+
+// Validate reports the first setting that cannot be used (after defaults).
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if c.ServiceModel != ModelIteration && c.ServiceModel != ModelLinear {
+		return fmt.Errorf("tuner: service model must be %q or %q, got %q", ModelIteration, ModelLinear, c.ServiceModel)
+	}
+	if c.Strategy != StrategyRobust && c.Strategy != StrategySeed {
+		return fmt.Errorf("tuner: strategy must be %q or %q, got %q", StrategyRobust, StrategySeed, c.Strategy)
+	}
+	if c.MaxQueueSize < 0 {
+		return fmt.Errorf("tuner: max queue size must be ≥ 0, got %d", c.MaxQueueSize)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"percent change", c.PercentChange}, {"error level", c.ErrorLevel}, {"t percentile", c.TPercentile},
+		{"gamma factor", c.GammaFactor}, {"max NIS", c.MaxNIS}, {"initial spread", c.InitialSpread}, {"inflation spread", c.InflationSpread}} {
+		if !(f.v > 0) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("tuner: %s must be a positive finite number, got %v", f.name, f.v)
+		}
+	}
+	if c.MaxRejections < 1 || c.MaxIterations < 1 {
+		return fmt.Errorf("tuner: max rejections and max iterations must be ≥ 1")
+	}
+	return nil
+}
+
+// relNoise is the relative standard deviation of an observation,
+// (ε/t)/√g (seed 000 §4.4).
+func (c Config) relNoise() float64 { return c.ErrorLevel / c.TPercentile / math.Sqrt(c.GammaFactor) }

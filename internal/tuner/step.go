@@ -1,0 +1,263 @@
+package tuner
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/llm-d-incubation/wva/internal/kalman"
+)
+
+// Step reports one tuning cycle.
+type Step struct {
+	Accepted bool
+	// Reason says why, in words: "accepted", "accepted: warm-up fit of 3
+	// observations (gate off)", "rejected: NIS 12.3 ≥ 7.378", …
+	Reason string
+	// NIS is yᵀS⁻¹y of this observation at the estimate before the step.
+	NIS float64
+	// Innovation is observed − predicted at the prior estimate: in log units
+	// (≈ relative error) for the robust strategy, in ms for the seed one.
+	Innovation      []float64
+	ObservedTTFTMs  float64
+	ObservedITLMs   float64
+	PredictedTTFTMs float64 // at the estimate before this step
+	PredictedITLMs  float64
+	Params          Params      // estimate after the step
+	Covariance      [][]float64 // of Params, in their units, after the step
+	Iterations      int         // Gauss–Newton iterations of the update
+}
+
+// Step runs one cycle on obs. An observation that fails Validate is an
+// error and changes nothing; every other outcome, including an update the
+// filter cannot compute, is reported in the returned Step.
+func (t *Tuner) Step(obs Observation) (Step, error) {
+	if err := obs.Validate(); err != nil {
+		return Step{}, err
+	}
+	st := Step{ObservedTTFTMs: obs.TTFTMs, ObservedITLMs: obs.ITLMs}
+	prior, priorErr := t.Predict(obs)
+	if priorErr == nil {
+		st.PredictedTTFTMs, st.PredictedITLMs = prior.TTFTMs, prior.ITLMs
+	}
+	switch {
+	case t.cfg.Strategy == StrategySeed:
+		t.stepSeed(&st, obs)
+	case len(t.window) < t.windowSize:
+		t.stepWarmup(&st, obs)
+	default:
+		saturated := priorErr != nil || prior.Blocking > saturatedBlocking || prior.WaitMs > obs.TTFTMs
+		t.stepGated(&st, obs, saturated)
+	}
+	if st.Accepted {
+		t.updates++
+		t.pending = t.pending[:0]
+	} else {
+		t.rejections++
+	}
+	st.Params, st.Covariance = t.Params(), t.Covariance()
+	return st, nil
+}
+
+// stepSeed is the cycle exactly as the seeds describe it (seed 000 §4.6):
+// stash, predict, update, then reject on a non-positive parameter or an NIS
+// at or above the gate, restoring x and P from before the predict step.
+func (t *Tuner) stepSeed(st *Step, obs Observation) {
+	t.filter.Stash()
+	t.filter.Predict(nil, nil, t.processNoise())
+	upd, err := t.update(obs)
+	st.NIS, st.Innovation, st.Iterations = upd.NIS, upd.Innovation, upd.Iterations
+	switch {
+	case err != nil:
+		t.filter.Unstash()
+		st.Reason = "rejected: " + err.Error()
+	case t.Params().Validate(t.cfg.ServiceModel) != nil:
+		t.filter.Unstash()
+		st.Reason = "rejected: " + t.Params().Validate(t.cfg.ServiceModel).Error()
+	case st.NIS >= t.cfg.MaxNIS:
+		t.filter.Unstash()
+		st.Reason = fmt.Sprintf("rejected: NIS %.4g ≥ %.4g", st.NIS, t.cfg.MaxNIS)
+	default:
+		st.Accepted, st.Reason = true, "accepted"
+	}
+}
+
+// stepWarmup adds obs to the window and fits the whole window against the
+// anchor prior, without the gate. A joint fit of the first few observations
+// is the maximum a-posteriori estimate from all of them, which one
+// linearised update per observation is not: from a start far off, a
+// sequential EKF collapses its covariance in directions the first
+// observations cannot resolve and then crawls.
+func (t *Tuner) stepWarmup(st *Step, obs Observation) {
+	t.evaluate(st, obs)
+	t.window = append(t.window, obs)
+	if err := t.fitWindow(st); err != nil {
+		t.window = t.window[:len(t.window)-1]
+		st.Reason = "rejected: " + err.Error()
+		return
+	}
+	st.Accepted = true
+	st.Reason = fmt.Sprintf("accepted: warm-up fit of %d observations (gate off)", len(t.window))
+}
+
+// stepGated is the steady-state cycle: predict, iterated update, NIS gate.
+// The gate is skipped when the estimate puts the observation in overload
+// (its χ² premise fails there, and the observation proves the estimate
+// wrong). A rejected update keeps the predicted covariance, so uncertainty
+// grows while the filter waits. After MaxRejections in a row the parameters
+// are taken to have changed: the tuner re-anchors at the current estimate
+// with an inflated covariance and fits the rejected observations jointly,
+// then warms up again.
+func (t *Tuner) stepGated(st *Step, obs Observation, saturated bool) {
+	t.filter.Stash()
+	t.filter.Predict(nil, nil, t.processNoise())
+	predicted := t.filter.Covariance()
+	upd, err := t.update(obs)
+	st.NIS, st.Innovation, st.Iterations = upd.NIS, upd.Innovation, upd.Iterations
+	switch {
+	case err == nil && saturated:
+		st.Accepted, st.Reason = true, "accepted: the estimate puts this load in overload (gate off)"
+		return
+	case err == nil && st.NIS < t.cfg.MaxNIS:
+		st.Accepted, st.Reason = true, "accepted"
+		return
+	}
+	t.filter.Unstash()
+	t.filter.SetState(t.filter.State(), predicted)
+	t.pending = append(t.pending, obs)
+	if err != nil {
+		st.Reason = "rejected: " + err.Error()
+	} else {
+		st.Reason = fmt.Sprintf("rejected: NIS %.4g ≥ %.4g", st.NIS, t.cfg.MaxNIS)
+	}
+	if len(t.pending) < t.cfg.MaxRejections {
+		return
+	}
+	n := len(t.pending)
+	t.anchorX = t.filter.State()
+	t.anchorP = predicted
+	for i := range t.anchorP.SymmetricDim() {
+		t.anchorP.SetSym(i, i, t.anchorP.At(i, i)+sq(t.cfg.InflationSpread))
+	}
+	t.window = append(t.window[:0], t.pending...)
+	if err := t.fitWindow(st); err != nil {
+		st.Reason += "; refit after covariance inflation failed: " + err.Error()
+		return
+	}
+	st.Accepted = true
+	st.Reason = fmt.Sprintf("accepted: %d rejections in a row (last NIS %.4g); parameters assumed changed, covariance inflated, refitted", n, st.NIS)
+}
+
+// evaluate fills the NIS and innovation of obs at the current estimate.
+func (t *Tuner) evaluate(st *Step, obs Observation) {
+	z, r := t.measurement([]Observation{obs})
+	if upd, err := t.filter.Evaluate(z, t.observe([]Observation{obs}), t.jacobian([]Observation{obs}), r); err == nil {
+		st.NIS, st.Innovation = upd.NIS, upd.Innovation
+	}
+}
+
+// fitWindow resets the filter to the anchor and fits every observation in
+// the window at once, starting the iterations at the current estimate.
+func (t *Tuner) fitWindow(st *Step) error {
+	current := t.filter.State()
+	t.filter.Stash()
+	t.filter.SetState(t.anchorX, t.anchorP)
+	z, r := t.measurement(t.window)
+	upd, err := t.filter.UpdateIteratedFrom(z, t.observe(t.window), t.jacobian(t.window), r, t.cfg.MaxIterations, current)
+	st.Iterations += upd.Iterations
+	if err != nil {
+		t.filter.Unstash()
+		return err
+	}
+	return nil
+}
+
+// processNoise is Q = diag((c·x)²) (seed 000 §4.2); for log-parameters the
+// same relative drift is diag(c²).
+func (t *Tuner) processNoise() *mat.SymDense {
+	x := t.filter.State()
+	q := mat.NewSymDense(len(x), nil)
+	for i, v := range x {
+		if t.logSpace() {
+			q.SetSym(i, i, sq(t.cfg.PercentChange))
+		} else {
+			q.SetSym(i, i, sq(t.cfg.PercentChange*v))
+		}
+	}
+	return q
+}
+
+// update runs the measurement update for one observation.
+func (t *Tuner) update(obs Observation) (kalman.Update, error) {
+	batch := []Observation{obs}
+	z, r := t.measurement(batch)
+	h := t.observe(batch)
+	if !t.logSpace() {
+		return t.filter.Update(z, h, nil, r)
+	}
+	return t.filter.UpdateIterated(z, h, t.jacobian(batch), r, t.cfg.MaxIterations)
+}
+
+// measurement returns the stacked observations (TTFT, ITL per observation;
+// their logs for the robust strategy) and their noise covariance:
+// σ = (ε/t)/√g relative to the observed value (seed 000 §4.4), which in log
+// units is the constant σ itself.
+func (t *Tuner) measurement(batch []Observation) ([]float64, *mat.SymDense) {
+	noise := t.cfg.relNoise()
+	z := make([]float64, 0, 2*len(batch))
+	r := mat.NewSymDense(2*len(batch), nil)
+	for i, o := range batch {
+		for j, v := range []float64{o.TTFTMs, o.ITLMs} {
+			if t.logSpace() {
+				z = append(z, math.Log(v))
+				r.SetSym(2*i+j, 2*i+j, sq(noise))
+			} else {
+				z = append(z, v)
+				r.SetSym(2*i+j, 2*i+j, sq(noise*v))
+			}
+		}
+	}
+	return z, r
+}
+
+// jacobian differentiates h with respect to the log-parameters with an
+// absolute step of 0.01 (a 1 % change of each parameter); nil for the seed
+// strategy, whose filter uses the seeds' relative step.
+func (t *Tuner) jacobian(batch []Observation) kalman.JacobianFunc {
+	if !t.logSpace() {
+		return nil
+	}
+	h := t.observe(batch)
+	return func(x []float64) *mat.Dense { return kalman.NumericalJacobianAbs(h, x, logJacobianStep) }
+}
+
+// observe returns h(x): TTFT and ITL predicted for each observation's load
+// (their logs for the robust strategy). Where the model cannot be evaluated
+// it returns NaN, which the filter reports as a non-finite update.
+func (t *Tuner) observe(batch []Observation) kalman.Func {
+	return func(x []float64) []float64 {
+		out := make([]float64, 0, 2*len(batch))
+		p := t.toParams(x)
+		for _, obs := range batch {
+			m, err := t.analyze(p, obs)
+			if err != nil || !(m.TTFTMs > 0) || !(m.ITLMs > 0) {
+				return nanVector(2 * len(batch))
+			}
+			if t.logSpace() {
+				out = append(out, math.Log(m.TTFTMs), math.Log(m.ITLMs))
+			} else {
+				out = append(out, m.TTFTMs, m.ITLMs)
+			}
+		}
+		return out
+	}
+}
+
+func nanVector(n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = math.NaN()
+	}
+	return v
+}

@@ -1,0 +1,176 @@
+package tuner
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/llm-d-incubation/wva/internal/kalman"
+	"github.com/llm-d-incubation/wva/internal/queueing"
+)
+
+// logJacobianStep is the finite-difference step on a log-parameter: a 1 %
+// change of the parameter, the seeds' relative step (seed 000 §3.3).
+const logJacobianStep = 0.01
+
+// saturatedBlocking is the blocking probability above which the estimate is
+// said to put an observation in overload.
+const saturatedBlocking = 1e-3
+
+// Tuner learns one variant's parameters. It is not safe for concurrent use.
+type Tuner struct {
+	cfg    Config
+	filter *kalman.Filter
+	// anchorX and anchorP are the prior that the observations in window
+	// are fitted against jointly: the cold start, or the estimate with an
+	// inflated covariance after the parameters changed.
+	anchorX []float64
+	anchorP *mat.SymDense
+	window  []Observation
+	// windowSize is how many observations a (re)start fits jointly.
+	windowSize int
+	// pending are the rejected observations since the last accepted one.
+	pending    []Observation
+	updates    int // accepted updates
+	rejections int // rejected updates
+}
+
+// New returns a tuner that starts from init. With StrategyRobust the
+// log-parameters start with standard deviation InitialSpread; with
+// StrategySeed the parameters start with 5 % standard deviation (the
+// seeds' P₀ = diag((c·x₀)²)).
+func New(cfg Config, init Params) (*Tuner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if err := init.Validate(cfg.ServiceModel); err != nil {
+		return nil, err
+	}
+	x0 := init.vector(cfg.ServiceModel)
+	n := len(x0)
+	p0 := mat.NewSymDense(n, nil)
+	if cfg.Strategy == StrategySeed {
+		for i, v := range x0 {
+			p0.SetSym(i, i, sq(cfg.PercentChange*v))
+		}
+	} else {
+		for i := range x0 {
+			x0[i] = math.Log(x0[i])
+			p0.SetSym(i, i, sq(cfg.InitialSpread))
+		}
+	}
+	f, err := kalman.New(x0, p0)
+	if err != nil {
+		return nil, fmt.Errorf("tuner: %w", err)
+	}
+	t := &Tuner{cfg: cfg, filter: f, windowSize: max(cfg.WarmupUpdates, 0), anchorX: f.State(), anchorP: f.Covariance()}
+	t.setBounds()
+	return t, nil
+}
+
+// NewCold starts a tuner from a bootstrap guess on the first observation
+// (seed 001 §9.3), or from Defaults when the bootstrap fails. It reports
+// which it used: "bootstrap" or "default".
+func NewCold(cfg Config, first Observation) (*Tuner, string, error) {
+	model := cfg.withDefaults().ServiceModel
+	if p, ok := Bootstrap(model, first); ok {
+		t, err := New(cfg, p)
+		return t, "bootstrap", err
+	}
+	t, err := New(cfg, Defaults(model))
+	return t, "default", err
+}
+
+// bounds in parameter units: wide enough for any GPU and model, tight
+// enough to keep the queueing model finite.
+var (
+	lowerBounds = map[string][]float64{ModelIteration: {1e-3, 1e-9, 1e-12}, ModelLinear: {1e-3, 1e-9, 1e-3, 1e-12}}
+	upperBounds = map[string][]float64{ModelIteration: {1e5, 1e3, 1e2}, ModelLinear: {1e5, 1e3, 1e5, 1e2}}
+)
+
+func (t *Tuner) setBounds() {
+	lo := append([]float64(nil), lowerBounds[t.cfg.ServiceModel]...)
+	hi := append([]float64(nil), upperBounds[t.cfg.ServiceModel]...)
+	if t.logSpace() {
+		for i := range lo {
+			lo[i], hi[i] = math.Log(lo[i]), math.Log(hi[i])
+		}
+	}
+	t.filter.Lower, t.filter.Upper = lo, hi
+}
+
+func (t *Tuner) logSpace() bool { return t.cfg.Strategy == StrategyRobust }
+
+// Config returns the configuration with defaults filled in.
+func (t *Tuner) Config() Config { return t.cfg }
+
+// Params returns the current estimate.
+func (t *Tuner) Params() Params { return t.toParams(t.filter.State()) }
+
+func (t *Tuner) toParams(x []float64) Params {
+	v := append([]float64(nil), x...)
+	if t.logSpace() {
+		for i := range v {
+			v[i] = math.Exp(v[i])
+		}
+	}
+	return paramsOf(t.cfg.ServiceModel, v)
+}
+
+// Covariance returns the covariance of the parameters in their own units
+// (ms²). For the log-parameter filter it is the first-order transform
+// D·P·D with D = diag(x).
+func (t *Tuner) Covariance() [][]float64 {
+	p := t.filter.Covariance()
+	x := t.Params().vector(t.cfg.ServiceModel)
+	n := len(x)
+	out := make([][]float64, n)
+	for i := range out {
+		out[i] = make([]float64, n)
+		for j := range out[i] {
+			out[i][j] = p.At(i, j)
+			if t.logSpace() {
+				out[i][j] *= x[i] * x[j]
+			}
+		}
+	}
+	return out
+}
+
+// RelativeStdDev returns each parameter's standard deviation divided by its
+// value: how sure the tuner is, 0.05 meaning ±5 %.
+func (t *Tuner) RelativeStdDev() []float64 {
+	cov := t.Covariance()
+	x := t.Params().vector(t.cfg.ServiceModel)
+	out := make([]float64, len(x))
+	for i := range out {
+		out[i] = math.Sqrt(cov[i][i]) / x[i]
+	}
+	return out
+}
+
+// Updates returns the numbers of accepted and rejected updates so far.
+func (t *Tuner) Updates() (accepted, rejected int) { return t.updates, t.rejections }
+
+// Predict returns the TTFT and ITL that the current estimate predicts for
+// an observation's load, tokens and batch limit.
+func (t *Tuner) Predict(obs Observation) (queueing.Metrics, error) {
+	return t.analyze(t.Params(), obs)
+}
+
+func (t *Tuner) analyze(p Params, obs Observation) (queueing.Metrics, error) {
+	a, err := queueing.NewAnalyzer(queueing.Config{
+		Model:        p.serviceModel(t.cfg.ServiceModel),
+		Workload:     queueing.Workload{InputTokens: obs.InputTokens, OutputTokens: obs.OutputTokens},
+		MaxBatchSize: obs.MaxBatchSize,
+		MaxQueueSize: t.cfg.MaxQueueSize,
+	})
+	if err != nil {
+		return queueing.Metrics{}, err
+	}
+	return a.Analyze(obs.RateRPS)
+}
+
+func sq(v float64) float64 { return v * v }
