@@ -38,7 +38,7 @@ token counts per request.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newModelCommand())
+	root.AddCommand(newModelCommand(), newTuneCommand())
 	return root
 }
 

@@ -60,7 +60,8 @@ const (
 type Config struct {
 	// ServiceModel is "iteration" (default) or "linear".
 	ServiceModel string
-	// MaxQueueSize is Q of the queueing model (default 100).
+	// MaxQueueSize is Q of the queueing model (default 100; negative for
+	// Q = 0, a server that rejects what it cannot batch at once).
 	MaxQueueSize int
 	// PercentChange c sets the process noise Q = diag((c·x)²): how much a
 	// parameter may drift per cycle (default 0.05; seed 000 §4.2).
@@ -79,9 +80,10 @@ type Config struct {
 	// InitialSpread is the standard deviation of the log-parameters at a
 	// cold start: 1.5 (default) lets each start a factor 4.5 off at 1σ.
 	InitialSpread float64
-	// WarmupUpdates is how many updates after a cold start run without the
-	// NIS gate (default 5; negative for none).
-	WarmupUpdates int
+	// Window is how many recent observations are fitted jointly (default
+	// 5). The first Window observations after a cold start are fitted
+	// without the NIS gate: the warm-up.
+	Window int
 	// MaxRejections is how many consecutive rejections make the tuner
 	// assume that the parameters changed; it then inflates the covariance
 	// and accepts the observation (default 3).
@@ -115,8 +117,8 @@ func (c Config) withDefaults() Config {
 	def(&c.MaxNIS, 7.378)
 	def(&c.InitialSpread, 1.5)
 	def(&c.InflationSpread, 0.5)
-	if c.WarmupUpdates == 0 {
-		c.WarmupUpdates = 5
+	if c.Window == 0 {
+		c.Window = 5
 	}
 	if c.MaxRejections == 0 {
 		c.MaxRejections = 3
@@ -136,9 +138,6 @@ func (c Config) Validate() error {
 	if c.Strategy != StrategyRobust && c.Strategy != StrategySeed {
 		return fmt.Errorf("tuner: strategy must be %q or %q, got %q", StrategyRobust, StrategySeed, c.Strategy)
 	}
-	if c.MaxQueueSize < 0 {
-		return fmt.Errorf("tuner: max queue size must be ≥ 0, got %d", c.MaxQueueSize)
-	}
 	for _, f := range []struct {
 		name string
 		v    float64
@@ -148,8 +147,8 @@ func (c Config) Validate() error {
 			return fmt.Errorf("tuner: %s must be a positive finite number, got %v", f.name, f.v)
 		}
 	}
-	if c.MaxRejections < 1 || c.MaxIterations < 1 {
-		return fmt.Errorf("tuner: max rejections and max iterations must be ≥ 1")
+	if c.Window < 1 || c.MaxRejections < 1 || c.MaxIterations < 1 {
+		return fmt.Errorf("tuner: window, max rejections and max iterations must be ≥ 1")
 	}
 	return nil
 }

@@ -27,6 +27,10 @@ type Step struct {
 	Params          Params      // estimate after the step
 	Covariance      [][]float64 // of Params, in their units, after the step
 	Iterations      int         // Gauss–Newton iterations of the update
+	// Gated is true when the NIS gate decided the outcome (false during a
+	// warm-up, for overload observations, and for the seed strategy's
+	// positivity rejections).
+	Gated bool
 }
 
 // Step runs one cycle on obs. An observation that fails Validate is an
@@ -44,7 +48,7 @@ func (t *Tuner) Step(obs Observation) (Step, error) {
 	switch {
 	case t.cfg.Strategy == StrategySeed:
 		t.stepSeed(&st, obs)
-	case len(t.window) < t.windowSize:
+	case t.fitting:
 		t.stepWarmup(&st, obs)
 	default:
 		saturated := priorErr != nil || prior.Blocking > saturatedBlocking || prior.WaitMs > obs.TTFTMs
@@ -76,10 +80,11 @@ func (t *Tuner) stepSeed(st *Step, obs Observation) {
 		t.filter.Unstash()
 		st.Reason = "rejected: " + t.Params().Validate(t.cfg.ServiceModel).Error()
 	case st.NIS >= t.cfg.MaxNIS:
+		st.Gated = true
 		t.filter.Unstash()
 		st.Reason = fmt.Sprintf("rejected: NIS %.4g ≥ %.4g", st.NIS, t.cfg.MaxNIS)
 	default:
-		st.Accepted, st.Reason = true, "accepted"
+		st.Accepted, st.Reason, st.Gated = true, "accepted", true
 	}
 }
 
@@ -99,35 +104,57 @@ func (t *Tuner) stepWarmup(st *Step, obs Observation) {
 	}
 	st.Accepted = true
 	st.Reason = fmt.Sprintf("accepted: warm-up fit of %d observations (gate off)", len(t.window))
+	if len(t.window) >= t.windowSize {
+		// Warm-up done: the joint fit becomes the anchor, linearised at its
+		// maximum a-posteriori estimate rather than one observation at a time
+		// against the cold prior.
+		t.fitting = false
+		t.anchorX, t.anchorP = t.filter.State(), t.filter.Covariance()
+		t.window = t.window[:0]
+	}
 }
 
-// stepGated is the steady-state cycle: predict, iterated update, NIS gate.
-// The gate is skipped when the estimate puts the observation in overload
-// (its χ² premise fails there, and the observation proves the estimate
-// wrong). A rejected update keeps the predicted covariance, so uncertainty
-// grows while the filter waits. After MaxRejections in a row the parameters
-// are taken to have changed: the tuner re-anchors at the current estimate
-// with an inflated covariance and fits the rejected observations jointly,
-// then warms up again.
+// stepGated is the steady-state cycle. The observation's NIS at the
+// predicted estimate is gated; the gate is skipped when the estimate puts
+// the observation in overload (its χ² premise fails there, and the
+// observation proves the estimate wrong). An accepted observation joins the
+// window of the last Window observations, which is fitted jointly against
+// the anchor — the estimate from everything older, advanced by one EKF
+// update each time an observation leaves the window (a moving-horizon
+// estimate with an EKF arrival cost). Fitting a few observations at once
+// averages their noise instead of chasing the newest one.
+//
+// A rejected observation changes nothing but the anchor's uncertainty, which
+// grows by the process noise as time passes. After MaxRejections in a row
+// the parameters are taken to have changed: the tuner re-anchors at the
+// current estimate with an inflated covariance and fits the rejected
+// observations jointly, then warms up again.
 func (t *Tuner) stepGated(st *Step, obs Observation, saturated bool) {
 	t.filter.Stash()
 	t.filter.Predict(nil, nil, t.processNoise())
-	predicted := t.filter.Covariance()
-	upd, err := t.update(obs)
-	st.NIS, st.Innovation, st.Iterations = upd.NIS, upd.Innovation, upd.Iterations
-	switch {
-	case err == nil && saturated:
-		st.Accepted, st.Reason = true, "accepted: the estimate puts this load in overload (gate off)"
-		return
-	case err == nil && st.NIS < t.cfg.MaxNIS:
+	t.evaluate(st, obs)
+	t.filter.Unstash()
+	st.Gated = st.Innovation != nil && !saturated
+	if st.Innovation != nil && (saturated || st.NIS < t.cfg.MaxNIS) {
+		t.window = append(t.window, obs)
+		if len(t.window) > t.windowSize {
+			t.advanceAnchor()
+		}
+		if err := t.fitWindow(st); err != nil {
+			t.window = t.window[:len(t.window)-1]
+			st.Reason = "rejected: " + err.Error()
+			return
+		}
 		st.Accepted, st.Reason = true, "accepted"
+		if saturated {
+			st.Reason = "accepted: the estimate puts this load in overload (gate off)"
+		}
 		return
 	}
-	t.filter.Unstash()
-	t.filter.SetState(t.filter.State(), predicted)
+	t.anchorP.AddSym(t.anchorP, t.processNoise())
 	t.pending = append(t.pending, obs)
-	if err != nil {
-		st.Reason = "rejected: " + err.Error()
+	if st.Innovation == nil {
+		st.Reason = "rejected: the queueing model cannot be evaluated at this observation"
 	} else {
 		st.Reason = fmt.Sprintf("rejected: NIS %.4g ≥ %.4g", st.NIS, t.cfg.MaxNIS)
 	}
@@ -136,7 +163,7 @@ func (t *Tuner) stepGated(st *Step, obs Observation, saturated bool) {
 	}
 	n := len(t.pending)
 	t.anchorX = t.filter.State()
-	t.anchorP = predicted
+	t.anchorP = t.filter.Covariance()
 	for i := range t.anchorP.SymmetricDim() {
 		t.anchorP.SetSym(i, i, t.anchorP.At(i, i)+sq(t.cfg.InflationSpread))
 	}
@@ -146,7 +173,27 @@ func (t *Tuner) stepGated(st *Step, obs Observation, saturated bool) {
 		return
 	}
 	st.Accepted = true
+	t.fitting = len(t.window) < t.windowSize
 	st.Reason = fmt.Sprintf("accepted: %d rejections in a row (last NIS %.4g); parameters assumed changed, covariance inflated, refitted", n, st.NIS)
+}
+
+// advanceAnchor moves the oldest observation out of the window and into the
+// anchor, with one iterated EKF update linearised at the current estimate.
+func (t *Tuner) advanceAnchor() {
+	oldest := t.window[0]
+	t.window = t.window[1:]
+	current := t.filter.State()
+	p := mat.NewSymDense(t.anchorP.SymmetricDim(), nil)
+	p.AddSym(t.anchorP, t.processNoise())
+	t.filter.SetState(t.anchorX, p)
+	batch := []Observation{oldest}
+	z, r := t.measurement(batch)
+	if _, err := t.filter.UpdateIteratedFrom(z, t.observe(batch), t.jacobian(batch), r, t.cfg.MaxIterations, current); err == nil {
+		t.anchorX, t.anchorP = t.filter.State(), t.filter.Covariance()
+	} else {
+		t.anchorP = p
+	}
+	t.filter.SetState(current, nil)
 }
 
 // evaluate fills the NIS and innovation of obs at the current estimate.
@@ -158,11 +205,19 @@ func (t *Tuner) evaluate(st *Step, obs Observation) {
 }
 
 // fitWindow resets the filter to the anchor and fits every observation in
-// the window at once, starting the iterations at the current estimate.
+// the window at once, starting the iterations at the current estimate. The
+// parameters may have drifted by the process noise in each cycle since the
+// anchor, so the prior is the anchor's covariance plus that much.
 func (t *Tuner) fitWindow(st *Step) error {
 	current := t.filter.State()
 	t.filter.Stash()
-	t.filter.SetState(t.anchorX, t.anchorP)
+	prior := mat.NewSymDense(t.anchorP.SymmetricDim(), nil)
+	prior.CopySym(t.anchorP)
+	q := t.processNoise()
+	for range t.window {
+		prior.AddSym(prior, q)
+	}
+	t.filter.SetState(t.anchorX, prior)
 	z, r := t.measurement(t.window)
 	upd, err := t.filter.UpdateIteratedFrom(z, t.observe(t.window), t.jacobian(t.window), r, t.cfg.MaxIterations, current)
 	st.Iterations += upd.Iterations

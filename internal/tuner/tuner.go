@@ -28,8 +28,10 @@ type Tuner struct {
 	anchorX []float64
 	anchorP *mat.SymDense
 	window  []Observation
-	// windowSize is how many observations a (re)start fits jointly.
+	// windowSize is how many observations a (re)start fits jointly, and
+	// fitting is true until the window is full.
 	windowSize int
+	fitting    bool
 	// pending are the rejected observations since the last accepted one.
 	pending    []Observation
 	updates    int // accepted updates
@@ -65,7 +67,8 @@ func New(cfg Config, init Params) (*Tuner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tuner: %w", err)
 	}
-	t := &Tuner{cfg: cfg, filter: f, windowSize: max(cfg.WarmupUpdates, 0), anchorX: f.State(), anchorP: f.Covariance()}
+	t := &Tuner{cfg: cfg, filter: f, windowSize: cfg.Window, anchorX: f.State(), anchorP: f.Covariance()}
+	t.fitting = t.windowSize > 0
 	t.setBounds()
 	return t, nil
 }
@@ -165,7 +168,7 @@ func (t *Tuner) analyze(p Params, obs Observation) (queueing.Metrics, error) {
 		Model:        p.serviceModel(t.cfg.ServiceModel),
 		Workload:     queueing.Workload{InputTokens: obs.InputTokens, OutputTokens: obs.OutputTokens},
 		MaxBatchSize: obs.MaxBatchSize,
-		MaxQueueSize: t.cfg.MaxQueueSize,
+		MaxQueueSize: max(t.cfg.MaxQueueSize, 0),
 	})
 	if err != nil {
 		return queueing.Metrics{}, err

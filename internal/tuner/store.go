@@ -1,0 +1,148 @@
+package tuner
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Key identifies one variant's learned parameters.
+type Key struct {
+	Namespace string
+	Model     string // model ID, e.g. meta-llama/Llama-3.1-8B-Instruct
+	Variant   string // the variant (VariantAutoscaling name)
+}
+
+func (k Key) String() string { return k.Namespace + "/" + k.Model + "/" + k.Variant }
+
+// Record is what a Store keeps for one variant: enough to resume tuning
+// where it stopped.
+type Record struct {
+	ServiceModel string
+	Strategy     Strategy
+	Params       Params
+	// StateCovariance is the covariance of the filter state: of the
+	// log-parameters for the robust strategy, of the parameters themselves
+	// for the seed one.
+	StateCovariance [][]float64
+	Updates         int // accepted updates so far
+	Rejections      int
+	LastNIS         float64
+	LastUpdate      time.Time
+}
+
+// Store keeps learned parameters across cycles (and, in the controller,
+// across restarts and leader changes).
+type Store interface {
+	// Get returns the record of k; ok is false when there is none.
+	Get(k Key) (rec Record, ok bool, err error)
+	// Put replaces the record of k.
+	Put(k Key, rec Record) error
+	// Delete forgets k; deleting a missing key is not an error.
+	Delete(k Key) error
+}
+
+// MemoryStore is a Store in memory, safe for concurrent use.
+type MemoryStore struct {
+	mu sync.Mutex
+	m  map[Key]Record
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// NewMemoryStore returns an empty MemoryStore.
+func NewMemoryStore() *MemoryStore { return &MemoryStore{m: map[Key]Record{}} }
+
+// Get implements Store.
+func (s *MemoryStore) Get(k Key) (Record, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.m[k]
+	return r.clone(), ok, nil
+}
+
+// Put implements Store.
+func (s *MemoryStore) Put(k Key, rec Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[k] = rec.clone()
+	return nil
+}
+
+// Delete implements Store.
+func (s *MemoryStore) Delete(k Key) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, k)
+	return nil
+}
+
+func (r Record) clone() Record {
+	c := r
+	c.StateCovariance = make([][]float64, len(r.StateCovariance))
+	for i, row := range r.StateCovariance {
+		c.StateCovariance[i] = append([]float64(nil), row...)
+	}
+	return c
+}
+
+// Record returns the tuner's state for a Store, stamped with now.
+func (t *Tuner) Record(now time.Time, lastNIS float64) Record {
+	p := t.filter.Covariance()
+	n := p.SymmetricDim()
+	cov := make([][]float64, n)
+	for i := range cov {
+		cov[i] = make([]float64, n)
+		for j := range cov[i] {
+			cov[i][j] = p.At(i, j)
+		}
+	}
+	return Record{ServiceModel: t.cfg.ServiceModel, Strategy: t.cfg.Strategy, Params: t.Params(),
+		StateCovariance: cov, Updates: t.updates, Rejections: t.rejections, LastNIS: lastNIS, LastUpdate: now}
+}
+
+// Restore returns a tuner that resumes from rec. The configuration must
+// name the same service model and strategy. A record that has finished its
+// warm-up resumes gated; one that has not restarts its warm-up window from
+// the stored estimate.
+func Restore(cfg Config, rec Record) (*Tuner, error) {
+	full := cfg.withDefaults()
+	if rec.ServiceModel != full.ServiceModel || rec.Strategy != full.Strategy {
+		return nil, fmt.Errorf("tuner: record is for %s/%s, configuration is %s/%s",
+			rec.ServiceModel, rec.Strategy, full.ServiceModel, full.Strategy)
+	}
+	t, err := New(cfg, rec.Params)
+	if err != nil {
+		return nil, err
+	}
+	n := dim(full.ServiceModel)
+	if len(rec.StateCovariance) != n {
+		return nil, fmt.Errorf("tuner: record covariance is %d×%d, want %d×%d", len(rec.StateCovariance), len(rec.StateCovariance), n, n)
+	}
+	p := mat.NewSymDense(n, nil)
+	for i, row := range rec.StateCovariance {
+		if len(row) != n {
+			return nil, errors.New("tuner: record covariance is not square")
+		}
+		for j := i; j < n; j++ {
+			v := (row[j] + rec.StateCovariance[j][i]) / 2
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, errors.New("tuner: record covariance is not finite")
+			}
+			p.SetSym(i, j, v)
+		}
+	}
+	var chol mat.Cholesky
+	if !chol.Factorize(p) {
+		return nil, errors.New("tuner: record covariance is not positive-definite")
+	}
+	t.filter.SetState(t.filter.State(), p)
+	t.anchorX, t.anchorP = t.filter.State(), t.filter.Covariance()
+	t.updates, t.rejections = rec.Updates, rec.Rejections
+	t.fitting = rec.Updates < t.windowSize // resume gated once warmed up
+	return t, nil
+}
