@@ -153,7 +153,7 @@ func (o *tuneOptions) run(cmd *cobra.Command) error {
 
 // readRows reads the observation file, reporting skipped rows on stderr.
 func (o *tuneOptions) readRows(cmd *cobra.Command) ([]tuner.Row, error) {
-	var in io.Reader = cmd.InOrStdin()
+	in := cmd.InOrStdin()
 	if o.file != "-" {
 		f, err := os.Open(o.file)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 func newTuneStudyCommand() *cobra.Command {
 	var (
 		out    string
+		traces string
 		cycles int
 		seed   uint64
 	)
@@ -33,8 +34,9 @@ robust tuner and once configured exactly as the seeds describe.
 For each run it reports the cycles until the predicted TTFT and ITL at three
 held-out loads (20 %, 50 %, 75 % of capacity) stay within 5 % of the truth,
 the same after the jump, the final parameter errors, the accepted updates
-and the mean NIS. It writes summary.md, runs.md and PNG plots to --out and
-prints the summary.`,
+and the mean NIS. It also scores the final estimate after 10 cycles on 20 traces per truth
+and noise level. It writes summary.md, runs.md, after10.md and PNG plots to
+--out and prints the summaries.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cycles < 4 {
@@ -46,6 +48,11 @@ prints the summary.`,
 			fmt.Fprintf(cmd.ErrOrStderr(), "running %d runs of %d cycles…\n",
 				len(study.Truths)*len(study.Noises)*len(study.Starts)*2, cycles)
 			spec := study.Spec{Cycles: cycles, Seed: seed}
+			if traces != "" {
+				if err := writeTraces(traces, cycles, seed); err != nil {
+					return fmt.Errorf("--traces: %w", err)
+				}
+			}
 			rs, err := study.Run(spec)
 			if err != nil {
 				return err
@@ -56,8 +63,13 @@ prints the summary.`,
 	cmd.Flags().StringVar(&out, "out", "docs/tuner-study", "folder for summary.md, runs.md and the plots")
 	cmd.Flags().IntVar(&cycles, "cycles", 60, "observation cycles per run; the parameters jump by 30 % at the middle")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the synthetic traces")
+	cmd.Flags().StringVar(&traces, "traces", "", "also write each synthetic trace as an observation CSV (for wva tune) to this folder")
 	return cmd
 }
+
+// spreadTraces is how many traces per truth and noise level score the
+// estimate after 10 cycles.
+const spreadTraces = 20
 
 func writeStudy(cmd *cobra.Command, out string, rs []study.Result, cycles int) error {
 	write := func(name string, fn func(*os.File) error) error {
@@ -90,9 +102,48 @@ func writeStudy(cmd *cobra.Command, out string, rs []study.Result, cycles int) e
 			files = append(files, name)
 		}
 	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "scoring the final estimate after 10 cycles on %d traces per truth and noise level…\n", spreadTraces)
+	ss, err := study.ErrorAfter(10, spreadTraces)
+	if err != nil {
+		return err
+	}
+	if err := write("after10.md", func(f *os.File) error { return study.WriteSpread(f, ss) }); err != nil {
+		return err
+	}
 	if err := study.WriteSummary(cmd.OutOrStdout(), rs); err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "wrote summary.md, runs.md and %v to %s\n", files, out)
+	fmt.Fprintln(cmd.OutOrStdout())
+	if err := study.WriteSpread(cmd.OutOrStdout(), ss); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "wrote summary.md, runs.md, after10.md and %v to %s\n", files, out)
+	return nil
+}
+
+// writeTraces writes the study's traces in the format "wva tune" reads.
+func writeTraces(dir string, cycles int, seed uint64) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	for _, tr := range study.Truths {
+		for _, noise := range study.Noises {
+			obs, err := tuner.Synthesize(tr, tuner.TraceSpec{Cycles: cycles, Noise: noise, JumpAt: cycles / 2, JumpFactor: 1.3, MaxQueueSize: 100, Seed: seed})
+			if err != nil {
+				return err
+			}
+			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("trace-%s-noise%.0f.csv", tr.Name, 100*noise)))
+			if err != nil {
+				return err
+			}
+			if err := tuner.WriteCSV(f, obs); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }

@@ -136,6 +136,10 @@ type Update struct {
 	NIS        float64       // yᵀ S⁻¹ y, χ² with len(z) degrees of freedom when the filter is consistent
 	Cond       float64       // condition number estimate of S
 	Iterations int           // Gauss–Newton iterations (1 for a plain EKF update)
+	// Cost is the MAP cost (x − x⁻)ᵀP⁻¹(x − x⁻) + (z − h(x))ᵀR⁻¹(z − h(x)) at
+	// the new estimate, for iterated updates: it ranks fits from different
+	// starts.
+	Cost float64
 }
 
 // Update runs the EKF measurement update with observation z, observation
@@ -229,6 +233,11 @@ func (f *Filter) update(z []float64, h Func, jac JacobianFunc, r *mat.SymDense, 
 	if !allFinite(xi) {
 		return out, ErrNonFinite
 	}
+	if maxIter > 1 {
+		if cost, err := mapCost(prior, f.p, zv, h, r); err == nil {
+			out.Cost, _ = cost(xi)
+		}
+	}
 	f.x = mat.NewVecDense(len(xi), xi)
 	f.clamp()
 	f.p = joseph(f.p, gain, hjFinal, r)
@@ -239,7 +248,7 @@ func (f *Filter) update(z []float64, h Func, jac JacobianFunc, r *mat.SymDense, 
 // new state with the gain and Jacobian of the last linearisation.
 func (f *Filter) iterate(prior, start []float64, z *mat.VecDense, h Func, jac JacobianFunc, r *mat.SymDense,
 	hj *mat.Dense, hx []float64, chol *mat.Cholesky, maxIter int) (x []float64, gain, hjOut *mat.Dense, iters int, err error) {
-	var cost func([]float64) float64
+	var cost func([]float64) (float64, []float64)
 	if maxIter > 1 {
 		cost, err = mapCost(prior, f.p, z, h, r)
 		if err != nil {
@@ -272,12 +281,12 @@ func (f *Filter) iterate(prior, start []float64, z *mat.VecDense, h Func, jac Ja
 		if maxIter == 1 {
 			return next, gain, hj, iters, nil
 		}
-		step, moved := backtrack(cost, xi, next)
+		step, hStep, moved := backtrack(cost, xi, next)
 		xi = step
 		if !moved || iters >= maxIter {
 			return xi, gain, hj, iters, nil
 		}
-		hx = h(xi)
+		hx = hStep
 		hj = jacobianOf(h, jac, xi)
 		s := innovationCov(hj, f.p, r)
 		if !chol.Factorize(s) {
@@ -287,9 +296,10 @@ func (f *Filter) iterate(prior, start []float64, z *mat.VecDense, h Func, jac Ja
 }
 
 // backtrack moves from x towards target, halving the step until the cost
-// falls (at most 6 halvings). It reports whether x moved measurably.
-func backtrack(cost func([]float64) float64, x, target []float64) ([]float64, bool) {
-	c0 := cost(x)
+// falls (at most 6 halvings). It returns the new point with h there, and
+// whether x moved measurably.
+func backtrack(cost func([]float64) (float64, []float64), x, target []float64) ([]float64, []float64, bool) {
+	c0, _ := cost(x)
 	t := 1.0
 	for range 7 {
 		cand := make([]float64, len(x))
@@ -298,30 +308,35 @@ func backtrack(cost func([]float64) float64, x, target []float64) ([]float64, bo
 			cand[i] = x[i] + t*(target[i]-x[i])
 			size = math.Max(size, math.Abs(cand[i]-x[i])/math.Max(math.Abs(x[i]), 1e-12))
 		}
-		if c := cost(cand); c < c0 {
-			return cand, size > 1e-9
+		if c, hc := cost(cand); c < c0 {
+			return cand, hc, size > 1e-9
 		}
 		t /= 2
 	}
-	return x, false
+	return x, nil, false
 }
 
-// mapCost returns the MAP cost of the iterated update.
-func mapCost(prior []float64, p *mat.SymDense, z *mat.VecDense, h Func, r *mat.SymDense) (func([]float64) float64, error) {
+// mapCost returns the MAP cost of the iterated update, and h at the point.
+func mapCost(prior []float64, p *mat.SymDense, z *mat.VecDense, h Func, r *mat.SymDense) (func([]float64) (float64, []float64), error) {
 	var pc, rc mat.Cholesky
 	if !pc.Factorize(p) || !rc.Factorize(r) {
 		return nil, fmt.Errorf("%w: P or R is not positive-definite", ErrIllConditioned)
 	}
-	return func(x []float64) float64 {
+	return func(x []float64) (float64, []float64) {
 		dx := mat.NewVecDense(len(x), nil)
 		dx.SubVec(mat.NewVecDense(len(x), x), mat.NewVecDense(len(prior), prior))
+		hx := h(x)
 		dz := mat.NewVecDense(z.Len(), nil)
-		dz.SubVec(z, mat.NewVecDense(z.Len(), h(x)))
+		dz.SubVec(z, mat.NewVecDense(z.Len(), hx))
 		var a, b mat.VecDense
 		if pc.SolveVecTo(&a, dx) != nil || rc.SolveVecTo(&b, dz) != nil {
-			return math.Inf(1)
+			return math.Inf(1), hx
 		}
-		return mat.Dot(dx, &a) + mat.Dot(dz, &b)
+		c := mat.Dot(dx, &a) + mat.Dot(dz, &b)
+		if math.IsNaN(c) {
+			c = math.Inf(1)
+		}
+		return c, hx
 	}, nil
 }
 

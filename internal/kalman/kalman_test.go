@@ -205,3 +205,37 @@ func TestJosephKeepsCovarianceSPD(t *testing.T) {
 		}
 	}
 }
+
+func TestIteratedFromAndEvaluate(t *testing.T) {
+	h := func(x []float64) []float64 { return []float64{x[0] * x[0], x[0] + x[1]} }
+	z, r := []float64{9, 5}, diag(1e-4, 1e-4)
+	a, _ := New([]float64{1, 1}, diag(100, 100))
+	ev, err := a.Evaluate(z, h, nil, r)
+	if err != nil || a.State()[0] != 1 || math.Abs(ev.Innovation[0]-8) > 1e-12 || ev.NIS <= 0 {
+		t.Fatalf("Evaluate: %+v, %v, state %v", ev, err, a.State())
+	}
+	ua, err := a.UpdateIterated(z, h, nil, r, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := New([]float64{1, 1}, diag(100, 100))
+	ub, err := b.UpdateIteratedFrom(z, h, nil, r, 30, []float64{2.5, 2.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	xa, xb := a.State(), b.State()
+	if math.Abs(xa[0]-3) > 1e-3 || math.Abs(xb[0]-xa[0]) > 1e-6 || math.Abs(xb[1]-xa[1]) > 1e-6 {
+		t.Errorf("from prior %v, from (2.5, 2.5) %v; want x₀ = 3", xa, xb)
+	}
+	if ub.Iterations < 2 || ub.Cost <= 0 || math.Abs(ub.Cost-ua.Cost) > 1e-6 {
+		t.Errorf("iterations %d vs %d, cost %v vs %v", ub.Iterations, ua.Iterations, ub.Cost, ua.Cost)
+	}
+}
+
+func TestNonFiniteObservation(t *testing.T) {
+	f, _ := New([]float64{1}, diag(1))
+	h := func([]float64) []float64 { return []float64{math.NaN()} }
+	if _, err := f.Update([]float64{1}, h, nil, diag(1)); !errors.Is(err, ErrNonFinite) || f.State()[0] != 1 {
+		t.Errorf("NaN observation: %v, state %v", err, f.State())
+	}
+}

@@ -22,14 +22,14 @@ type Config struct {
 }
 
 // Analyzer evaluates and sizes one replica. The service rates μ(n) do not
-// depend on the arrival rate, so they are computed once here and every
-// Analyze or Size call reuses them.
+// depend on the arrival rate; they are fixed here, and building an Analyzer
+// costs O(1), so the tuner can afford one per parameter vector it tries.
 type Analyzer struct {
 	cfg   Config
 	queue *Queue // rates in requests per ms, times in ms
 }
 
-// NewAnalyzer validates cfg and tabulates μ(n) for n = 1..N.
+// NewAnalyzer validates cfg and sets up the service rates μ(n) = n/τ(n).
 func NewAnalyzer(cfg Config) (*Analyzer, error) {
 	if cfg.Model == nil {
 		panic("queueing: NewAnalyzer called with a nil service model")
@@ -41,20 +41,16 @@ func NewAnalyzer(cfg Config) (*Analyzer, error) {
 		return nil, &ParamError{Param: "max-batch-size", Value: float64(cfg.MaxBatchSize),
 			Reason: fmt.Sprintf("must be between 1 and %d", MaxStates)}
 	}
-	inv := make([]float64, cfg.MaxBatchSize)
 	// Both service models are affine in the batch size, τ(n) = τ(0) + n·(τ(1) − τ(0)),
-	// so the table is filled without calling the model N times.
+	// so the queue needs only those two numbers; nothing is tabulated.
 	base := cfg.Model.ServiceTime(cfg.Workload, 0)
 	slope := cfg.Model.ServiceTime(cfg.Workload, 1) - base
-	for n := range inv {
-		// 1/μ(n) = τ(n)/n in ms.
-		inv[n] = (base + slope*float64(n+1)) / float64(n+1)
-		if !(inv[n] > 0 && inv[n] <= math.MaxFloat64) { // also false for NaN
-			return nil, &ParamError{Param: "max-batch-size", Value: float64(n + 1),
-				Reason: fmt.Sprintf("service time %v ms at this batch size is not a positive finite number", inv[n]*float64(n+1))}
-		}
+	tau1, tauN := base+slope, base+slope*float64(cfg.MaxBatchSize)
+	if !(base >= 0 && slope >= 0 && tau1 > 0 && tauN <= math.MaxFloat64) { // also false for NaN
+		return nil, &ParamError{Param: "max-batch-size", Value: float64(cfg.MaxBatchSize),
+			Reason: fmt.Sprintf("service times %v ms (batch of 1) to %v ms (full batch) are not positive and finite", tau1, tauN)}
 	}
-	q, err := newQueueInv(inv, cfg.MaxQueueSize)
+	q, err := newAffineQueue(base, slope, cfg.MaxBatchSize, cfg.MaxQueueSize)
 	if err != nil {
 		return nil, err
 	}

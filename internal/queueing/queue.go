@@ -19,9 +19,14 @@ const MaxStates = 10_000_000
 // p_{n} = p_{n-1}·λ/μ(min(n, N)), normalised (seed 000 §2.2 and §13.4).
 // Rates may be in any time unit; every time in [State] is in its inverse.
 type Queue struct {
-	invMu    []float64 // invMu[n-1] = 1/μ(n) for n = 1..N
-	maxQueue int       // Q
-	maxInvMu float64   // max over n of 1/μ(n)
+	// 1/μ(n) for n = 1..N: invMu[n-1] when the rates were given as a table,
+	// else the affine form invSlope + invBase/n of a service time
+	// τ(n) = invBase + invSlope·n, which needs no table at all.
+	invMu             []float64
+	invBase, invSlope float64
+	n                 int     // N
+	maxQueue          int     // Q
+	maxInvMu          float64 // max over n of 1/μ(n)
 	// nonDecreasing is true when μ(n) never decreases in n, so that the
 	// product-form terms fall monotonically once they start to fall.
 	nonDecreasing bool
@@ -68,7 +73,7 @@ func newQueueInv(inv []float64, maxQueue int) (*Queue, error) {
 		return nil, &ParamError{Param: "max-queue-size", Value: float64(maxQueue),
 			Reason: fmt.Sprintf("max batch size + max queue size must be at most %d", MaxStates)}
 	}
-	q := &Queue{invMu: inv, maxQueue: maxQueue, nonDecreasing: true}
+	q := &Queue{invMu: inv, n: len(inv), maxQueue: maxQueue, nonDecreasing: true}
 	for i, v := range inv {
 		if v > q.maxInvMu {
 			q.maxInvMu = v
@@ -80,14 +85,40 @@ func newQueueInv(inv []float64, maxQueue int) (*Queue, error) {
 	return q, nil
 }
 
+// newAffineQueue is a queue whose service time is τ(n) = base + slope·n
+// (base, slope ≥ 0, τ(1) > 0), so 1/μ(n) = slope + base/n. Building it
+// costs nothing per batch size.
+func newAffineQueue(base, slope float64, n, maxQueue int) (*Queue, error) {
+	if n < 1 {
+		return nil, &ParamError{Param: "max-batch-size", Value: float64(n), Reason: "must be at least 1"}
+	}
+	if maxQueue < 0 {
+		return nil, &ParamError{Param: "max-queue-size", Value: float64(maxQueue), Reason: "must be ≥ 0"}
+	}
+	if n+maxQueue > MaxStates {
+		return nil, &ParamError{Param: "max-queue-size", Value: float64(maxQueue),
+			Reason: fmt.Sprintf("max batch size + max queue size must be at most %d", MaxStates)}
+	}
+	// With base ≥ 0, 1/μ(n) falls with n: μ is non-decreasing.
+	return &Queue{invBase: base, invSlope: slope, n: n, maxQueue: maxQueue, maxInvMu: base + slope, nonDecreasing: true}, nil
+}
+
+// inv returns 1/μ(n) for n = 1..N.
+func (q *Queue) inv(n int) float64 {
+	if q.invMu != nil {
+		return q.invMu[n-1]
+	}
+	return q.invSlope + q.invBase/float64(n)
+}
+
 // MaxBatch returns N.
-func (q *Queue) MaxBatch() int { return len(q.invMu) }
+func (q *Queue) MaxBatch() int { return q.n }
 
 // MaxQueue returns Q.
 func (q *Queue) MaxQueue() int { return q.maxQueue }
 
 // Capacity returns μ(N), the throughput of a full batch.
-func (q *Queue) Capacity() float64 { return 1 / q.invMu[len(q.invMu)-1] }
+func (q *Queue) Capacity() float64 { return 1 / q.inv(q.n) }
 
 // Solve returns the steady state at arrival rate lambda. It runs in O(N)
 // time whatever Q is (the states above N form a geometric tail summed in
@@ -108,14 +139,14 @@ func (q *Queue) Solve(lambda float64) (State, error) {
 // large logarithms: K = 10⁵ at 1000× overload keeps full precision.
 func (q *Queue) solve(lambda float64) State {
 	h := q.head(lambda)
-	n := len(q.invMu)
+	n := q.n
 	pHead, pTail, tailMean := 1.0, 0.0, 0.0
 	// blocking = p_K; below = 1 − p_K = P(n < K).
 	blocking, below := h.last/h.sum, h.sumBelowN/h.sum
 	if q.maxQueue > 0 {
 		blocking, below = 0, 1
 		if h.last > 0 {
-			lr := logRatio(lambda * q.invMu[n-1])
+			lr := logRatio(lambda * q.inv(n))
 			u := math.Log(h.sum) - math.Log(h.last) - geomLogSum(lr, q.maxQueue)
 			pHead, pTail = splitOdds(u)
 			below = pHead + pTail*geomRatio(lr, q.maxQueue)
@@ -179,8 +210,15 @@ func (q *Queue) head(lambda float64) headSums {
 	}
 	h := headSums{sum: 1}
 	t := 1.0
-	for i, inv := range q.invMu {
-		t *= lambda * inv
+	// The product-form ratio λ/μ(n) = λ·invMu(n), from the table or the
+	// affine form; the two loops are the same but for that line.
+	ls, lb := lambda*q.invSlope, lambda*q.invBase
+	for i := range q.n {
+		if q.invMu != nil {
+			t *= lambda * q.invMu[i]
+		} else {
+			t *= ls + lb/float64(i+1)
+		}
 		if t < negligible*h.sum && q.nonDecreasing {
 			t = 0
 			break
@@ -191,7 +229,7 @@ func (q *Queue) head(lambda float64) headSums {
 			h.weighted /= rescaleAt
 			h.logScale += math.Log(rescaleAt)
 		}
-		if i == len(q.invMu)-1 {
+		if i == q.n-1 {
 			h.sumBelowN = h.sum
 		}
 		h.sum += t
@@ -209,16 +247,16 @@ func (q *Queue) head(lambda float64) headSums {
 func (q *Queue) headLog(lambda float64) headSums {
 	logLambda := math.Log(lambda)
 	lt, peak := 0.0, 0.0
-	for _, inv := range q.invMu {
-		lt += logLambda + math.Log(inv)
+	for i := 1; i <= q.n; i++ {
+		lt += logLambda + math.Log(q.inv(i))
 		peak = math.Max(peak, lt)
 	}
 	h := headSums{logScale: peak, sum: math.Exp(-peak)}
 	lt = 0
-	for i, inv := range q.invMu {
-		lt += logLambda + math.Log(inv)
+	for i := range q.n {
+		lt += logLambda + math.Log(q.inv(i+1))
 		t := math.Exp(lt - peak)
-		if i == len(q.invMu)-1 {
+		if i == q.n-1 {
 			h.sumBelowN = h.sum
 			h.last = t
 		}
@@ -235,13 +273,13 @@ func (q *Queue) Distribution(lambda float64) ([]float64, error) {
 	if !finite(lambda) || lambda <= 0 {
 		return nil, &ParamError{Param: "rate", Value: lambda, Reason: "must be a positive finite number"}
 	}
-	n := len(q.invMu)
+	n := q.n
 	k := n + q.maxQueue
 	p := make([]float64, k+1)
 	logLambda := math.Log(lambda)
 	peak := 0.0
 	for i := 1; i <= k; i++ {
-		p[i] = p[i-1] + logLambda + math.Log(q.invMu[min(i, n)-1])
+		p[i] = p[i-1] + logLambda + math.Log(q.inv(min(i, n)))
 		peak = math.Max(peak, p[i])
 	}
 	sum := 0.0

@@ -59,7 +59,7 @@ func (a *Analyzer) Size(t Targets) (Sizing, error) {
 		return Sizing{}, err
 	}
 	hi := a.MaxRate()
-	lo := minRateFraction * 1000 * math.Min(1/a.queue.invMu[0], a.queue.Capacity())
+	lo := minRateFraction * 1000 * math.Min(1/a.queue.inv(1), a.queue.Capacity())
 	s := Sizing{RateTTFTRPS: hi, RateITLRPS: hi, MinRateRPS: lo,
 		DemandFloorRPS: t.TPS / a.cfg.Workload.OutputTokens}
 	var err error

@@ -168,7 +168,9 @@ func (t *Tuner) stepGated(st *Step, obs Observation, saturated bool) {
 		t.anchorP.SetSym(i, i, t.anchorP.At(i, i)+sq(t.cfg.InflationSpread))
 	}
 	t.window = append(t.window[:0], t.pending...)
+	t.fitting = true
 	if err := t.fitWindow(st); err != nil {
+		t.fitting = false
 		st.Reason += "; refit after covariance inflation failed: " + err.Error()
 		return
 	}
@@ -205,27 +207,61 @@ func (t *Tuner) evaluate(st *Step, obs Observation) {
 }
 
 // fitWindow resets the filter to the anchor and fits every observation in
-// the window at once, starting the iterations at the current estimate. The
-// parameters may have drifted by the process noise in each cycle since the
-// anchor, so the prior is the anchor's covariance plus that much.
+// the window at once. The parameters may have drifted by the process noise
+// in each cycle since the anchor, so the prior is the anchor's covariance
+// plus that much. In the steady state the iterations start at the current
+// estimate. While warming up, when a start far off can lead Gauss–Newton
+// into the wrong one of several local fits (α and γ trade off), they also
+// start at the anchor, the defaults and a bootstrap from the newest
+// observation, and the fit with the lowest MAP cost wins.
 func (t *Tuner) fitWindow(st *Step) error {
-	current := t.filter.State()
-	t.filter.Stash()
+	current, currentP := t.filter.State(), t.filter.Covariance()
+	starts := [][]float64{current}
+	if t.fitting {
+		starts = append(starts, t.anchorX, t.stateOf(Defaults(t.cfg.ServiceModel)))
+		if p, ok := Bootstrap(t.cfg.ServiceModel, t.window[len(t.window)-1]); ok {
+			starts = append(starts, t.stateOf(p))
+		}
+	}
 	prior := mat.NewSymDense(t.anchorP.SymmetricDim(), nil)
 	prior.CopySym(t.anchorP)
 	q := t.processNoise()
 	for range t.window {
 		prior.AddSym(prior, q)
 	}
-	t.filter.SetState(t.anchorX, prior)
 	z, r := t.measurement(t.window)
-	upd, err := t.filter.UpdateIteratedFrom(z, t.observe(t.window), t.jacobian(t.window), r, t.cfg.MaxIterations, current)
-	st.Iterations += upd.Iterations
-	if err != nil {
-		t.filter.Unstash()
-		return err
+	h, jac := t.observe(t.window), t.jacobian(t.window)
+	var bestX []float64
+	var bestP *mat.SymDense
+	bestCost := math.Inf(1)
+	var lastErr error
+	for _, s := range starts {
+		t.filter.SetState(t.anchorX, prior)
+		upd, err := t.filter.UpdateIteratedFrom(z, h, jac, r, t.cfg.MaxIterations, s)
+		st.Iterations += upd.Iterations
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if upd.Cost < bestCost {
+			bestCost, bestX, bestP = upd.Cost, t.filter.State(), t.filter.Covariance()
+		}
 	}
+	if bestX == nil {
+		t.filter.SetState(current, currentP)
+		return lastErr
+	}
+	t.filter.SetState(bestX, bestP)
 	return nil
+}
+
+// stateOf maps parameters to the filter state (log-parameters).
+func (t *Tuner) stateOf(p Params) []float64 {
+	v := p.vector(t.cfg.ServiceModel)
+	for i := range v {
+		v[i] = math.Log(v[i])
+	}
+	return v
 }
 
 // processNoise is Q = diag((c·x)²) (seed 000 §4.2); for log-parameters the

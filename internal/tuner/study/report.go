@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -133,11 +134,12 @@ func PlotTrajectories(rs []Result, noise float64, dir string) ([]string, error) 
 	var files []string
 	for _, name := range names {
 		p := plot.New()
-		p.Title.Text = fmt.Sprintf("%s, %.0f %% noise: worst held-out TTFT/ITL error", name, 100*noise)
+		p.Title.Text = fmt.Sprintf("%s, %.0f %% noise: worst held-out TTFT/ITL error (solid: WVA tuner, dashed: seeds' filter)", name, 100*noise)
 		p.X.Label.Text = "cycle (parameters ×1.3 at the middle)"
 		p.Y.Label.Text = "relative error"
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Min, p.Y.Max = 1e-3, 1e6 // room above the curves for the legend
 		p.Legend.Top = true
 		p.Add(plotter.NewGrid())
 		tol, err := plotter.NewLine(plotter.XYs{{X: 1, Y: Tolerance}, {X: float64(len(byTruth[name][0].Trajectory)), Y: Tolerance}})
@@ -150,7 +152,7 @@ func PlotTrajectories(rs []Result, noise float64, dir string) ([]string, error) 
 		for _, r := range byTruth[name] {
 			xys := make(plotter.XYs, len(r.Trajectory))
 			for i, pt := range r.Trajectory {
-				xys[i] = plotter.XY{X: float64(pt.Cycle), Y: math.Max(pt.Error, 1e-4)}
+				xys[i] = plotter.XY{X: float64(pt.Cycle), Y: math.Max(pt.Error, 1e-3)}
 			}
 			l, err := plotter.NewLine(xys)
 			if err != nil {
@@ -162,7 +164,9 @@ func PlotTrajectories(rs []Result, noise float64, dir string) ([]string, error) 
 				l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 			}
 			p.Add(l)
-			p.Legend.Add(fmt.Sprintf("%s %s", r.Strategy, r.Start), l)
+			if r.Strategy == tuner.StrategyRobust {
+				p.Legend.Add("start: "+r.Start, l)
+			}
 		}
 		file := fmt.Sprintf("tuner-%s-noise%.0f.png", strings.ToLower(name), 100*noise)
 		if err := p.Save(9*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, file)); err != nil {
@@ -181,7 +185,7 @@ func PlotParams(r Result, truth tuner.Truth, jumpAt int, jump float64, path stri
 	p.X.Label.Text = "cycle"
 	p.Y.Label.Text = "estimate / true value"
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = ratioTicks{}
 	p.Add(plotter.NewGrid())
 	get := []func(tuner.Params) float64{
 		func(q tuner.Params) float64 { return q.Alpha }, func(q tuner.Params) float64 { return q.Beta }, func(q tuner.Params) float64 { return q.Gamma },
@@ -214,4 +218,29 @@ func startIndex(s string) int {
 		}
 	}
 	return 0
+}
+
+// WriteSpread writes the held-out error after a fixed number of cycles.
+func WriteSpread(w io.Writer, ss []Spread) error {
+	var b strings.Builder
+	b.WriteString("| noise | runs | within 5 % | median | p90 | p99 | max |\n|---|---|---|---|---|---|---|\n")
+	for _, s := range ss {
+		fmt.Fprintf(&b, "| %.0f %% | %d | %d (%.1f %%) | %.1f %% | %.1f %% | %.1f %% | %.1f %% |\n", 100*s.Noise, s.Runs, s.Within,
+			100*float64(s.Within)/float64(s.Runs), 100*s.Median, 100*s.P90, 100*s.P99, 100*s.Max)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ratioTicks marks powers of two, for ratios around 1.
+type ratioTicks struct{}
+
+func (ratioTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for v := 1.0 / 64; v <= 64; v *= 2 {
+		if v >= lo/1.01 && v <= hi*1.01 {
+			ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 3, 64)})
+		}
+	}
+	return ts
 }

@@ -7,6 +7,7 @@ package study
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
@@ -243,9 +244,9 @@ func heldOutError(tr tuner.Truth, truth tuner.Params, tu *tuner.Tuner) (float64,
 		if err != nil {
 			return 0, err
 		}
-		got, err := tu.Predict(want)
-		if err != nil {
-			return maxError, nil
+		got, perr := tu.Predict(want)
+		if perr != nil {
+			return maxError, nil //nolint:nilerr // an estimate the model cannot evaluate scores the worst error
 		}
 		worst = math.Max(worst, math.Max(math.Abs(got.TTFTMs/want.TTFTMs-1), math.Abs(got.ITLMs/want.ITLMs-1)))
 	}
@@ -254,4 +255,71 @@ func heldOutError(tr tuner.Truth, truth tuner.Params, tu *tuner.Tuner) (float64,
 
 func paramError(truth, got tuner.Params) []float64 {
 	return []float64{got.Alpha/truth.Alpha - 1, got.Beta/truth.Beta - 1, got.Gamma/truth.Gamma - 1}
+}
+
+// Spread summarises the held-out error after a fixed number of cycles over
+// many traces.
+type Spread struct {
+	Noise                     float64
+	Runs                      int
+	Median, P90, P99, Max     float64
+	Within                    int // runs within Tolerance
+	CyclesObserved, NumTraces int
+}
+
+// ErrorAfter runs the robust tuner from every start on `traces` traces per
+// truth and noise level (seeds 1..traces), `cycles` cycles each, and
+// summarises the held-out error of the final estimate.
+func ErrorAfter(cycles, traces int) ([]Spread, error) {
+	var out []Spread
+	for _, noise := range Noises {
+		var errs []float64
+		for seed := uint64(1); seed <= uint64(traces); seed++ {
+			for _, tr := range Truths {
+				obs, err := tuner.Synthesize(tr, tuner.TraceSpec{Cycles: cycles, Noise: noise, MaxQueueSize: 100, Seed: seed})
+				if err != nil {
+					return nil, err
+				}
+				for _, start := range Starts {
+					e, err := finalError(tr, obs, start)
+					if err != nil {
+						return nil, err
+					}
+					errs = append(errs, e)
+				}
+			}
+		}
+		out = append(out, spreadOf(noise, errs, cycles, traces))
+	}
+	return out, nil
+}
+
+func finalError(tr tuner.Truth, obs []tuner.Observation, start string) (float64, error) {
+	init, err := startParams(tr, start, obs[0])
+	if err != nil {
+		return 0, err
+	}
+	tu, err := tuner.New(tuner.Config{ServiceModel: tr.ServiceModel}, init)
+	if err != nil {
+		return 0, err
+	}
+	for _, o := range obs {
+		if _, err := tu.Step(o); err != nil {
+			return 0, err
+		}
+	}
+	return heldOutError(tr, tr.Params, tu)
+}
+
+func spreadOf(noise float64, errs []float64, cycles, traces int) Spread {
+	sort.Float64s(errs)
+	s := Spread{Noise: noise, Runs: len(errs), CyclesObserved: cycles, NumTraces: traces}
+	q := func(f float64) float64 { return errs[min(len(errs)-1, int(f*float64(len(errs))))] }
+	s.Median, s.P90, s.P99, s.Max = q(0.5), q(0.9), q(0.99), errs[len(errs)-1]
+	for _, e := range errs {
+		if e <= Tolerance {
+			s.Within++
+		}
+	}
+	return s
 }

@@ -1,0 +1,380 @@
+package tuner
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+var h100 = Truth{Name: "8B-H100", ServiceModel: ModelIteration, Params: Params{Alpha: 6, Beta: 0.012, Gamma: 3.5e-5},
+	InputTokens: 1024, OutputTokens: 256, MaxBatchSize: 256}
+
+// heldOut is the worst relative error of the tuner's TTFT and ITL at 20 %,
+// 50 % and 75 % of the truth's capacity.
+func heldOut(t *testing.T, tr Truth, tu *Tuner) float64 {
+	t.Helper()
+	lmax, err := tr.MaxRate(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst := 0.0
+	for _, load := range []float64{0.2, 0.5, 0.75} {
+		want, err := tr.Observe(tr.Params, load*lmax, tr.InputTokens, tr.OutputTokens, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tu.Predict(want)
+		if err != nil {
+			return math.Inf(1)
+		}
+		worst = math.Max(worst, math.Max(math.Abs(got.TTFTMs/want.TTFTMs-1), math.Abs(got.ITLMs/want.ITLMs-1)))
+	}
+	return worst
+}
+
+func trace(t *testing.T, tr Truth, spec TraceSpec) []Observation {
+	t.Helper()
+	if spec.MaxQueueSize == 0 {
+		spec.MaxQueueSize = 100
+	}
+	obs, err := Synthesize(tr, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obs
+}
+
+func TestColdStartConverges(t *testing.T) {
+	obs := trace(t, h100, TraceSpec{Cycles: 10, Noise: 0.02, Seed: 3})
+	for name, init := range map[string]Params{
+		"defaults": Defaults(ModelIteration), "2x": scale(ModelIteration, h100.Params, 2), "0.5x": scale(ModelIteration, h100.Params, 0.5),
+	} {
+		tu, err := New(Config{}, init)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := heldOut(t, h100, tu)
+		for _, o := range obs {
+			if _, err := tu.Step(o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if e := heldOut(t, h100, tu); e > 0.05 {
+			t.Errorf("%s: held-out error %.1f %% after 10 cycles (%.0f %% at the start)", name, 100*e, 100*before)
+		}
+		if acc, _ := tu.Updates(); acc < 8 {
+			t.Errorf("%s: only %d of 10 updates accepted", name, acc)
+		}
+	}
+	tu, how, err := NewCold(Config{}, obs[0])
+	if err != nil || how != "bootstrap" {
+		t.Fatalf("cold start: %v, %s", err, how)
+	}
+	for _, o := range obs {
+		if _, err := tu.Step(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e := heldOut(t, h100, tu); e > 0.05 {
+		t.Errorf("bootstrap: held-out error %.1f %% after 10 cycles", 100*e)
+	}
+	for i, sd := range tu.RelativeStdDev() {
+		if !(sd > 0 && sd < 0.5) {
+			t.Errorf("parameter %d: relative standard deviation %v after 10 cycles", i, sd)
+		}
+	}
+}
+
+// TestSeedStrategyNeverLeavesAWrongStart reproduces the reference tuner's
+// failure (ARCHITECTURE.md §5): configured as the seeds describe, it rejects
+// every update from 1.2× the truth, even on exact observations.
+func TestSeedStrategyNeverLeavesAWrongStart(t *testing.T) {
+	obs := trace(t, h100, TraceSpec{Cycles: 20, Seed: 1})
+	start := scale(ModelIteration, h100.Params, 1.2)
+	tu, err := New(Config{Strategy: StrategySeed}, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range obs {
+		st, err := tu.Step(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Accepted || !strings.HasPrefix(st.Reason, "rejected: NIS") || st.NIS < 7.378 {
+			t.Fatalf("seed strategy accepted or misreported: %+v", st)
+		}
+	}
+	if tu.Params() != start {
+		t.Errorf("seed strategy moved: %+v", tu.Params())
+	}
+	robust, _ := New(Config{}, start)
+	for _, o := range obs {
+		if _, err := robust.Step(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e := heldOut(t, h100, robust); e > 0.02 {
+		t.Errorf("robust tuner from the same start: held-out error %.1f %%", 100*e)
+	}
+}
+
+// TestTracksDrift jumps every parameter by 30 % and expects the tuner to
+// notice (rejections), re-anchor and re-converge within 6 cycles.
+func TestTracksDrift(t *testing.T) {
+	spec := TraceSpec{Cycles: 36, Noise: 0.01, JumpAt: 30, JumpFactor: 1.3, Seed: 2}
+	obs := trace(t, h100, spec)
+	tu, err := New(Config{}, Defaults(ModelIteration))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := make([]string, 0, len(obs))
+	for _, o := range obs {
+		st, err := tu.Step(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reasons = append(reasons, st.Reason)
+	}
+	after := h100
+	after.Params = h100.ParamsAt(30, spec)
+	if e := heldOut(t, after, tu); e > 0.05 {
+		t.Errorf("held-out error %.1f %% six cycles after the jump; reasons %q", 100*e, reasons[28:])
+	}
+	if !strings.Contains(strings.Join(reasons[30:], "\n"), "parameters assumed changed") {
+		t.Errorf("no re-anchoring after the jump: %q", reasons[30:])
+	}
+}
+
+// TestOverloadObservationTeaches feeds an observation at a load that the
+// estimate says is far above capacity: the step must not fail, and the
+// estimate must move towards the truth.
+func TestOverloadObservationTeaches(t *testing.T) {
+	obs := trace(t, h100, TraceSpec{Cycles: 8, Seed: 5})
+	tu, err := New(Config{}, h100.Params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range obs {
+		if _, err := tu.Step(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The hardware got 3× faster than the estimate: the load below is 1.5×
+	// the capacity the estimate implies, but the truth serves it easily.
+	fast := h100
+	fast.Params = scale(ModelIteration, h100.Params, 1/3.0)
+	lmaxEst, _ := h100.MaxRate(100)
+	o, err := fast.Observe(fast.Params, 1.5*lmaxEst, 1024, 256, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred, _ := tu.Predict(o)
+	if pred.Blocking < 0.01 {
+		t.Fatalf("test setup: the estimate does not see overload (blocking %v)", pred.Blocking)
+	}
+	before := heldOut(t, fast, tu)
+	for i := range 6 {
+		st, err := tu.Step(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !finiteAll(st.Params.Alpha, st.Params.Beta, st.Params.Gamma) {
+			t.Fatalf("overload step %d: %+v", i, st)
+		}
+		if i == 0 && (!st.Accepted || !strings.Contains(st.Reason, "overload")) {
+			t.Errorf("first overload observation: %q", st.Reason)
+		}
+	}
+	if after := heldOut(t, fast, tu); after > before/2 {
+		t.Errorf("held-out error vs the faster truth went from %.0f %% to %.0f %%", 100*before, 100*after)
+	}
+}
+
+// sameParams compares up to the rounding of a trip through log space.
+func sameParams(a, b Params) bool {
+	av, bv := a.vector(ModelLinear), b.vector(ModelLinear)
+	for i := range av {
+		if math.Abs(av[i]-bv[i]) > 1e-12*math.Abs(bv[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func finiteAll(v ...float64) bool {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestBadObservationChangesNothing(t *testing.T) {
+	tu, _ := New(Config{}, Defaults(ModelIteration))
+	good := Observation{RateRPS: 5, InputTokens: 100, OutputTokens: 50, MaxBatchSize: 64, TTFTMs: 40, ITLMs: 8}
+	for _, bad := range []Observation{
+		{RateRPS: 0, InputTokens: 100, OutputTokens: 50, MaxBatchSize: 64, TTFTMs: 40, ITLMs: 8},
+		{RateRPS: 5, InputTokens: 100, OutputTokens: 50, MaxBatchSize: 64, TTFTMs: math.NaN(), ITLMs: 8},
+		{RateRPS: 5, InputTokens: -1, OutputTokens: 50, MaxBatchSize: 64, TTFTMs: 40, ITLMs: 8},
+		{RateRPS: 5, InputTokens: 100, OutputTokens: 0.5, MaxBatchSize: 64, TTFTMs: 40, ITLMs: 8},
+		{RateRPS: 5, InputTokens: 100, OutputTokens: 50, MaxBatchSize: 0, TTFTMs: 40, ITLMs: 8},
+		{RateRPS: 5, InputTokens: 100, OutputTokens: 50, MaxBatchSize: 64, TTFTMs: 40, ITLMs: math.Inf(1)},
+	} {
+		if _, err := tu.Step(bad); err == nil {
+			t.Errorf("accepted %+v", bad)
+		}
+	}
+	if !sameParams(tu.Params(), Defaults(ModelIteration)) {
+		t.Errorf("bad observations moved the estimate: %+v", tu.Params())
+	}
+	if _, err := tu.Step(good); err != nil {
+		t.Errorf("good observation: %v", err)
+	}
+}
+
+func TestLinearModelLearns(t *testing.T) {
+	lin := Truth{Name: "linear", ServiceModel: ModelLinear, Params: Params{Alpha: 8, Beta: 0.1, Gamma: 25, Delta: 0.003},
+		InputTokens: 800, OutputTokens: 200, MaxBatchSize: 64}
+	obs := trace(t, lin, TraceSpec{Cycles: 10, Noise: 0.01, Seed: 4})
+	tu, how, err := NewCold(Config{ServiceModel: ModelLinear}, obs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range obs {
+		if _, err := tu.Step(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e := heldOut(t, lin, tu); e > 0.05 {
+		t.Errorf("linear model from %s: held-out error %.1f %% after 10 cycles, estimate %+v", how, 100*e, tu.Params())
+	}
+	if len(tu.Covariance()) != 4 {
+		t.Errorf("linear covariance is %d×%d", len(tu.Covariance()), len(tu.Covariance()))
+	}
+}
+
+func TestBootstrap(t *testing.T) {
+	// Seed 001 §9.3 on round numbers: α = 0.9·10 = 9; β+γ = (60 − 9)/1000 = 0.051;
+	// γ = (1 − 0.051)/(1000 + 50.5 − 1) = 0.000904…; β = 0.051 − γ.
+	p, ok := Bootstrap(ModelIteration, Observation{InputTokens: 1000, OutputTokens: 100, TTFTMs: 60, ITLMs: 10})
+	gamma := (1 - 0.051) / 1049.5
+	if !ok || math.Abs(p.Alpha-9) > 1e-12 || math.Abs(p.Gamma-gamma) > 1e-15 || math.Abs(p.Beta-(0.051-gamma)) > 1e-15 {
+		t.Errorf("bootstrap = %+v, %v", p, ok)
+	}
+	if _, ok := Bootstrap(ModelIteration, Observation{InputTokens: 1000, OutputTokens: 100, TTFTMs: 5, ITLMs: 10}); ok {
+		t.Error("bootstrap accepted a TTFT below α")
+	}
+	if _, ok := Bootstrap(ModelIteration, Observation{InputTokens: 0, OutputTokens: 100, TTFTMs: 60, ITLMs: 10}); ok {
+		t.Error("bootstrap accepted zero input tokens")
+	}
+	tu, how, err := NewCold(Config{}, Observation{RateRPS: 1, InputTokens: 0, OutputTokens: 100, MaxBatchSize: 8, TTFTMs: 60, ITLMs: 10})
+	if err != nil || how != "default" || !sameParams(tu.Params(), Defaults(ModelIteration)) {
+		t.Errorf("fallback: %v %s", err, how)
+	}
+}
+
+// TestStoreResumes stops a tuner after its warm-up, stores it, restores it,
+// and checks that the restored tuner continues exactly as the original.
+func TestStoreResumes(t *testing.T) {
+	obs := trace(t, h100, TraceSpec{Cycles: 14, Noise: 0.02, Seed: 9})
+	a, _ := New(Config{}, Defaults(ModelIteration))
+	for _, o := range obs[:5] {
+		if _, err := a.Step(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := NewMemoryStore()
+	key := Key{Namespace: "llm", Model: "meta-llama/Llama-3.1-8B", Variant: "llama-h100"}
+	now := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	if err := store.Put(key, a.Record(now, 1.5)); err != nil {
+		t.Fatal(err)
+	}
+	rec, ok, err := store.Get(key)
+	if err != nil || !ok || rec.Updates != 5 || !rec.LastUpdate.Equal(now) || rec.LastNIS != 1.5 {
+		t.Fatalf("stored record: %+v %v %v", rec, ok, err)
+	}
+	b, err := Restore(Config{}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameParams(b.Params(), a.Params()) {
+		t.Fatalf("restored %+v, stored %+v", b.Params(), a.Params())
+	}
+	for _, o := range obs[5:] {
+		sa, _ := a.Step(o)
+		sb, _ := b.Step(o)
+		if sa.Accepted != sb.Accepted || math.Abs(sa.Params.Alpha/sb.Params.Alpha-1) > 1e-6 {
+			t.Fatalf("restored tuner diverged: %+v vs %+v", sb, sa)
+		}
+	}
+	if _, err := Restore(Config{ServiceModel: ModelLinear}, rec); err == nil {
+		t.Error("restored an iteration record into a linear tuner")
+	}
+	rec.StateCovariance[0][0] = -1
+	if _, err := Restore(Config{}, rec); err == nil {
+		t.Error("restored a covariance that is not positive-definite")
+	}
+	if err := store.Delete(key); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := store.Get(key); ok {
+		t.Error("deleted key still present")
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	for _, c := range []Config{{ServiceModel: "cubic"}, {Strategy: "magic"}, {PercentChange: -1}, {MaxNIS: math.NaN()}, {Window: -2}} {
+		if _, err := New(c, Defaults(ModelIteration)); err == nil {
+			t.Errorf("accepted %+v", c)
+		}
+	}
+	if _, err := New(Config{}, Params{Alpha: 1, Beta: 0, Gamma: 1}); err == nil {
+		t.Error("accepted a zero beta")
+	}
+}
+
+// BenchmarkStep is one steady-state cycle of the iteration model with
+// N = 256: the gate, the window fit and the anchor update.
+func BenchmarkStep(b *testing.B) {
+	obs, err := Synthesize(h100, TraceSpec{Cycles: 200, Noise: 0.02, Seed: 1, MaxQueueSize: 100})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tu, _ := New(Config{}, Defaults(ModelIteration))
+	for _, o := range obs[:20] {
+		if _, err := tu.Step(o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	i := 20
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tu.Step(obs[i]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+		if i == len(obs) {
+			i = 20
+		}
+	}
+}
+
+// BenchmarkWarmupStep is a cold-start cycle: the joint fit of a full window
+// against the wide initial prior.
+func BenchmarkWarmupStep(b *testing.B) {
+	obs, err := Synthesize(h100, TraceSpec{Cycles: 5, Noise: 0.02, Seed: 1, MaxQueueSize: 100})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		tu, _ := New(Config{}, Defaults(ModelIteration))
+		for _, o := range obs {
+			if _, err := tu.Step(o); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
