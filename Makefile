@@ -29,6 +29,10 @@ fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 	$(GO) test -run '^$$' -fuzz '^FuzzQueue$$' -fuzztime $(FUZZTIME) ./internal/queueing
 	$(GO) test -run '^$$' -fuzz '^FuzzAnalyzer$$' -fuzztime $(FUZZTIME) ./internal/queueing
 
+.PHONY: study
+study: ## rerun the tuner convergence study into docs/tuner-study
+	$(GO) run ./cmd/wva tune study --out docs/tuner-study
+
 .PHONY: bench
 bench: ## run the benchmarks (figures in docs/queueing.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -29,8 +29,7 @@ type ServiceModel interface {
 	Validate(w Workload) error
 	// ServiceTime returns τ(n) in ms: how long a request stays in service
 	// when the batch holds n requests. μ(n) = n/τ(n). It must be affine in
-	// n (both models are), which lets the analyzer tabulate μ in O(N) cheap
-	// steps.
+	// n (both models are): the analyzer uses only τ(0) and τ(1).
 	ServiceTime(w Workload, n float64) float64
 	// Latencies returns TTFT and ITL in ms from a queue solved in ms.
 	Latencies(w Workload, s State, maxBatch int) (ttftMs, itlMs float64)
