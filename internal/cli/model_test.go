@@ -135,9 +135,12 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-func writeFile(t *testing.T, body string) string {
+func writeFile(t *testing.T, body string) string { return tempFile(t, "cases.yaml", body) }
+
+// tempFile writes body to a file named name in a fresh temporary folder.
+func tempFile(t *testing.T, name, body string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "cases.yaml")
+	p := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -3,20 +3,11 @@ package cli
 import (
 	"encoding/json"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
-func writeCSV(t *testing.T, body string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "obs.csv")
-	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+func writeCSV(t *testing.T, body string) string { return tempFile(t, "obs.csv", body) }
 
 // TestTuneExample learns the shipped example trace (true parameters after
 // its jump: α = 7.8, β = 0.0156, γ = 0.0000455 ms) and checks the JSON
