@@ -54,6 +54,7 @@ func (t *Tuner) Step(obs Observation) (Step, error) {
 		saturated := priorErr != nil || prior.Blocking > saturatedBlocking || prior.WaitMs > obs.TTFTMs
 		t.stepGated(&st, obs, saturated)
 	}
+	t.lastNIS = st.NIS
 	if st.Accepted {
 		t.updates++
 		t.pending = t.pending[:0]

@@ -91,7 +91,7 @@ func (r Record) clone() Record {
 }
 
 // Record returns the tuner's state for a Store, stamped with now.
-func (t *Tuner) Record(now time.Time, lastNIS float64) Record {
+func (t *Tuner) Record(now time.Time) Record {
 	p := t.filter.Covariance()
 	n := p.SymmetricDim()
 	cov := make([][]float64, n)
@@ -102,7 +102,7 @@ func (t *Tuner) Record(now time.Time, lastNIS float64) Record {
 		}
 	}
 	return Record{ServiceModel: t.cfg.ServiceModel, Strategy: t.cfg.Strategy, Params: t.Params(),
-		StateCovariance: cov, Updates: t.updates, Rejections: t.rejections, LastNIS: lastNIS, LastUpdate: now}
+		StateCovariance: cov, Updates: t.updates, Rejections: t.rejections, LastNIS: t.lastNIS, LastUpdate: now}
 }
 
 // Restore returns a tuner that resumes from rec. The configuration must
@@ -142,7 +142,7 @@ func Restore(cfg Config, rec Record) (*Tuner, error) {
 	}
 	t.filter.SetState(t.filter.State(), p)
 	t.anchorX, t.anchorP = t.filter.State(), t.filter.Covariance()
-	t.updates, t.rejections = rec.Updates, rec.Rejections
+	t.updates, t.rejections, t.lastNIS = rec.Updates, rec.Rejections, rec.LastNIS
 	t.fitting = rec.Updates < t.windowSize // resume gated once warmed up
 	return t, nil
 }

@@ -34,8 +34,9 @@ type Tuner struct {
 	fitting    bool
 	// pending are the rejected observations since the last accepted one.
 	pending    []Observation
-	updates    int // accepted updates
-	rejections int // rejected updates
+	updates    int     // accepted updates
+	rejections int     // rejected updates
+	lastNIS    float64 // NIS of the latest observation
 }
 
 // New returns a tuner that starts from init. With StrategyRobust the
