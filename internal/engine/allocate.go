@@ -1,0 +1,108 @@
+package engine
+
+import (
+	"math"
+
+	"github.com/llm-d-incubation/wva/internal/alloc"
+)
+
+// options describes a model's variants to the allocator. A variant that
+// could not be sized (or whose metrics are held) keeps its current replicas
+// and adds no capacity: the allocator covers the demand with the others.
+func (c *cycle) options(ms *modelState) []alloc.Option {
+	opts := make([]alloc.Option, len(ms.variants))
+	for i, vs := range ms.variants {
+		v := vs.v
+		o := alloc.Option{Name: v.Name, Accelerator: v.Accelerator, Units: v.acceleratorsPerReplica(), Cost: v.cost(),
+			Capacity: vs.capacity, Min: v.minReplicas(), Max: v.MaxReplicas, Current: v.CurrentReplicas}
+		if vs.held || (vs.detail != nil && vs.detail.Error != "") {
+			// The solvers never add replicas to an option without capacity,
+			// so Min pins it at its current count.
+			o.Capacity, o.Min = 0, v.CurrentReplicas
+		}
+		opts[i] = o
+	}
+	return opts
+}
+
+// demandOf is the demand the allocator must cover: the observed arrival
+// rate, at least the TPS floor (ARCHITECTURE.md §4).
+func (ms *modelState) demandOf() float64 { return math.Max(ms.demand, ms.tpsFloor) }
+
+// allocate turns capacities into model targets: per model in unlimited mode
+// (seed 002 §3.3.1), globally under the inventory in limited mode.
+func (c *cycle) allocate() {
+	if c.s.Optimizer == OptimizerLimited {
+		c.allocateLimited()
+		return
+	}
+	for _, ms := range c.models {
+		if !ms.modelOK {
+			continue
+		}
+		opts := c.options(ms)
+		var cover alloc.Cover
+		if c.cfg.AllocationAlgorithm == "greedy" {
+			cover = alloc.GreedyCover(opts, ms.demandOf())
+		} else {
+			cover = alloc.CheapestCover(opts, ms.demandOf())
+		}
+		for i, vs := range ms.variants {
+			vs.modelTarget = cover.Replicas[i]
+		}
+		if !cover.Feasible {
+			ms.sum.ModelError = "the demand exceeds what every variant at its maximum can serve within the SLO"
+		}
+	}
+}
+
+// allocateLimited runs the global greedy of seed 000 §5.2 over every model
+// whose analysis succeeded, under the inventory that the other models'
+// current replicas leave free.
+func (c *cycle) allocateLimited() {
+	free := map[string]int{}
+	for k, n := range c.s.Inventory {
+		free[k] = n
+	}
+	var servers []alloc.Server
+	var who []*modelState
+	for _, ms := range c.models {
+		if !ms.modelOK {
+			for _, vs := range ms.variants {
+				free[vs.v.Accelerator] -= vs.v.CurrentReplicas * vs.v.acceleratorsPerReplica()
+			}
+			continue
+		}
+		servers = append(servers, alloc.Server{Name: ms.key, Priority: c.priority(ms.m), Demand: ms.demandOf(),
+			Options: c.options(ms)})
+		who = append(who, ms)
+	}
+	for k, n := range free {
+		free[k] = max(n, 0)
+	}
+	res := alloc.Limited(servers, free, alloc.Policy(c.cfg.SaturationPolicy), c.cfg.AcceleratorPenaltyFactor)
+	for i, ms := range who {
+		a := res[i]
+		for j, vs := range ms.variants {
+			vs.modelTarget = a.Replicas[j]
+		}
+		switch {
+		case a.BestEffort:
+			ms.sum.ModelError = "inventory too small for the SLO; got a best-effort share (" + c.cfg.SaturationPolicy + ")"
+		case !a.Satisfied:
+			ms.sum.ModelError = "inventory too small for the SLO; nothing allocated (saturation policy None)"
+		}
+	}
+}
+
+// priority is the model's priority: its own, else its service class's,
+// else 1.
+func (c *cycle) priority(m *Model) int {
+	if m.Priority > 0 {
+		return m.Priority
+	}
+	if sc, ok := c.s.ServiceClasses[m.ServiceClass]; ok {
+		return sc.Priority
+	}
+	return 1
+}

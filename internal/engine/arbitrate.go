@@ -1,0 +1,170 @@
+package engine
+
+import "sort"
+
+func direction(target, current int) int {
+	switch {
+	case target > current:
+		return 1
+	case target < current:
+		return -1
+	}
+	return 0
+}
+
+// arbitrate picks each variant's target from the analyzers' proposals by
+// mode (seed 002 §5.2), with the hybrid matrix of seed 002 §4.3:
+//
+//	capacity   model      final
+//	up         down       capacity veto: the capacity target
+//	same       down       the model target if the scale-down is safe, else a safety block
+//	up         same       the capacity target
+//	same       up         the model target
+//	up         up         consensus: the larger target
+//	down       down       consensus: the larger (less aggressive) target
+//	down       same       no change (the model sees no room)
+//	down       up         the model target (it sees a need the saturation signals do not yet show)
+//	same       same       no change
+func (c *cycle) arbitrate(ms *modelState) {
+	var downs []*variantState
+	for _, vs := range ms.variants {
+		cur := vs.v.CurrentReplicas
+		vs.target = cur
+		switch c.mode {
+		case ModeCapacityOnly:
+			c.capacityOnly(vs)
+		case ModeModelOnly:
+			c.modelOnly(vs)
+		default:
+			if c.hybrid(vs) {
+				downs = append(downs, vs)
+			}
+		}
+	}
+	c.safetyCheck(downs)
+}
+
+func (c *cycle) capacityOnly(vs *variantState) {
+	cur := vs.v.CurrentReplicas
+	if vs.capTarget < 0 {
+		vs.reason = ReasonSaturationSteady
+		vs.note("no saturation signal (no replica reports metrics)")
+		return
+	}
+	vs.target = vs.capTarget
+	vs.reason = [...]Reason{ReasonSaturationScaleDown, ReasonSaturationSteady, ReasonSaturationScaleUp}[direction(vs.capTarget, cur)+1]
+	c.noteSaturation(vs)
+}
+
+func (c *cycle) modelOnly(vs *variantState) {
+	cur := vs.v.CurrentReplicas
+	if vs.modelTarget < 0 {
+		vs.reason = ReasonModelUnavailable
+		vs.note("model analysis unavailable: %s", vs.model.sum.ModelError)
+		return
+	}
+	vs.target = vs.modelTarget
+	vs.reason = [...]Reason{ReasonModelScaleDown, ReasonModelSteady, ReasonModelScaleUp}[direction(vs.modelTarget, cur)+1]
+	c.noteModel(vs)
+}
+
+// hybrid applies the matrix; it returns true when the variant's model-based
+// scale-down still needs the group safety check.
+func (c *cycle) hybrid(vs *variantState) bool {
+	cur := vs.v.CurrentReplicas
+	switch {
+	case vs.modelTarget < 0:
+		c.capacityOnly(vs)
+		if vs.model.sum.ModelError != "" {
+			vs.note("model analysis unavailable: %s", vs.model.sum.ModelError)
+		}
+		return false
+	case vs.capTarget < 0:
+		c.modelOnly(vs)
+		return false
+	}
+	cd, md := direction(vs.capTarget, cur), direction(vs.modelTarget, cur)
+	c.noteSaturation(vs)
+	c.noteModel(vs)
+	switch {
+	case cd > 0 && md < 0:
+		vs.target, vs.reason = vs.capTarget, ReasonCapacityVeto
+		vs.note("capacity veto: saturation needs %d, the model would go down to %d", vs.capTarget, vs.modelTarget)
+	case cd > 0 && md > 0, cd < 0 && md < 0:
+		vs.target, vs.reason = max(vs.capTarget, vs.modelTarget), ReasonConsensus
+	case cd > 0:
+		vs.target, vs.reason = vs.capTarget, ReasonSaturationScaleUp
+	case md > 0:
+		vs.target, vs.reason = vs.modelTarget, ReasonModelScaleUp
+	case cd == 0 && md < 0:
+		vs.target, vs.reason = vs.modelTarget, ReasonModelScaleDown
+		return true
+	case cd < 0 && md == 0:
+		vs.reason = ReasonModelSteady
+		vs.note("saturation would scale down, the model sees no room")
+	default:
+		vs.reason = ReasonConsensus
+	}
+	return false
+}
+
+// safetyCheck lets the model's scale-downs through only where the saturation
+// analysis finds them safe: all of a group's removals together, else the
+// most expensive first while they stay safe; the rest are blocked.
+func (c *cycle) safetyCheck(downs []*variantState) {
+	groups := map[*satGroup][]*variantState{}
+	for _, vs := range downs {
+		groups[vs.sat] = append(groups[vs.sat], vs)
+	}
+	for g, vss := range groups {
+		sort.SliceStable(vss, func(i, j int) bool { return vss[i].v.cost() > vss[j].v.cost() })
+		removed := map[*variantState]int{}
+		for _, vs := range vss {
+			removed[vs] = vs.v.CurrentReplicas - vs.modelTarget
+			if g != nil && g.safeToRemove(removed) {
+				continue
+			}
+			delete(removed, vs)
+			vs.target, vs.reason = vs.v.CurrentReplicas, ReasonSafetyBlock
+			why := "the saturation analysis finds it unsafe"
+			if g != nil && g.downBlocked() != "" {
+				why = g.downBlocked()
+			}
+			vs.note("safety block: the model would scale down to %d, but %s", vs.modelTarget, why)
+		}
+	}
+}
+
+func (c *cycle) noteSaturation(vs *variantState) {
+	g := vs.sat
+	if g == nil || g.unit == nil {
+		return
+	}
+	d := g.d
+	switch {
+	case d.ScaleUp:
+		vs.note("saturation: %d of %d replicas saturated, spare KV %.2f, spare queue %.1f; +%d for headroom",
+			d.Saturated, d.Replicas, d.AvgSpareKV, d.AvgSpareQueue, d.ExtraReplicas)
+	case d.ScaleDownSafe:
+		vs.note("saturation: spare KV %.2f, spare queue %.1f; %d replica(s) can go", d.AvgSpareKV, d.AvgSpareQueue, d.Removable)
+	default:
+		vs.note("saturation: spare KV %.2f, spare queue %.1f", d.AvgSpareKV, d.AvgSpareQueue)
+	}
+	if d.Note != "" && !d.ScaleDownSafe {
+		vs.note("%s", d.Note)
+	}
+}
+
+func (c *cycle) noteModel(vs *variantState) {
+	ms := vs.model
+	switch {
+	case vs.detail == nil:
+	case vs.detail.Error != "":
+		vs.note("model: cannot size (%s); holding %d", vs.detail.Error, vs.v.CurrentReplicas)
+	case ms.demand == 0:
+		vs.note("model: no traffic")
+	default:
+		vs.note("model: %.3g rps demand, %.3g rps per replica within TTFT %.4g ms / ITL %.4g ms (%s SLO)",
+			ms.demandOf(), vs.capacity, ms.sum.SLOTTFTMs, ms.sum.SLOITLMs, ms.sum.SLOSource)
+	}
+}

@@ -1,0 +1,232 @@
+package engine
+
+import (
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llm-d-incubation/wva/internal/alloc"
+)
+
+// enforce applies, in order: holds on bad metrics, scale to and from zero,
+// min/max, the inventory (limited mode), and the scale-down stabilisation
+// window.
+func (c *cycle) enforce() {
+	for _, vs := range c.all {
+		c.hold(vs)
+	}
+	for _, ms := range c.models {
+		c.zero(ms)
+	}
+	for _, vs := range c.all {
+		c.clamp(vs)
+	}
+	if c.s.Optimizer == OptimizerLimited && c.mode != ModeModelOnly {
+		c.inventory()
+	}
+	for _, vs := range c.all {
+		c.stabilize(vs)
+		if !vs.held {
+			c.e.state.LastGood[vs.key] = vs.target
+		}
+	}
+}
+
+// hold keeps a variant whose metrics are missing, stale or non-finite at
+// its last good decision (or its current count) and says so (seed 002
+// §4.5; seed 004 §IV.H, MetricsAvailable gate).
+func (c *cycle) hold(vs *variantState) {
+	if !vs.held {
+		return
+	}
+	vs.target = vs.v.CurrentReplicas
+	if last, ok := c.e.state.LastGood[vs.key]; ok {
+		vs.target = last
+	}
+	vs.reason = ReasonHoldMetrics
+	vs.notes = []string{"holding " + strconv.Itoa(vs.target) + ": " + vs.holdWhy}
+}
+
+// zero handles scale to zero (minReplicas 0 and no request for the
+// retention period) and scale from zero (requests for a model with no
+// replica).
+func (c *cycle) zero(ms *modelState) {
+	busy := ms.demand > 0 || ms.m.GatewayWaitingRequests > 0
+	idle := c.idleFor(ms, busy)
+	current, target := 0, 0
+	for _, vs := range ms.variants {
+		current += vs.v.CurrentReplicas
+		target += vs.target
+	}
+	switch {
+	case current == 0 && target == 0 && busy:
+		if vs := cheapest(ms.variants); vs != nil {
+			vs.target, vs.reason = 1, ReasonScaleFromZero
+			vs.note("scale from zero: %.0f request(s) waiting at the gateway, %.3g rps arriving", ms.m.GatewayWaitingRequests, ms.demand)
+		}
+	case busy:
+	case idle >= c.cfg.ScaleToZeroRetentionSeconds:
+		for _, vs := range ms.variants {
+			if vs.v.minReplicas() == 0 && !vs.held && vs.target != 0 {
+				vs.target, vs.reason = 0, ReasonScaleToZero
+				vs.note("scale to zero: no request for %.0f s (retention %.0f s)", idle, c.cfg.ScaleToZeroRetentionSeconds)
+			}
+		}
+	case target == 0 && current > 0:
+		// Idle, but not for long enough: keep one replica of the cheapest
+		// running variant.
+		var running []*variantState
+		for _, vs := range ms.variants {
+			if vs.v.CurrentReplicas > 0 {
+				running = append(running, vs)
+			}
+		}
+		if vs := cheapest(running); vs != nil {
+			vs.target, vs.reason = 1, ReasonIdleRetention
+			vs.note("idle for %.0f s, below the %.0f s retention before scale to zero", idle, c.cfg.ScaleToZeroRetentionSeconds)
+		}
+	}
+}
+
+// idleFor returns how long the model has seen no request, recording now as
+// the last traffic when it is busy. Without history (and no idleSeconds in
+// the snapshot) the model counts as just seen: it never scales to zero on
+// the first cycle it is observed.
+func (c *cycle) idleFor(ms *modelState, busy bool) float64 {
+	st := c.e.state.LastTraffic
+	switch {
+	case busy:
+		st[ms.key] = c.now
+	case ms.m.IdleSeconds != nil:
+		st[ms.key] = c.now.Add(-time.Duration(*ms.m.IdleSeconds * float64(time.Second)))
+	default:
+		if _, ok := st[ms.key]; !ok {
+			st[ms.key] = c.now
+		}
+	}
+	return math.Max(c.now.Sub(st[ms.key]).Seconds(), 0)
+}
+
+func cheapest(vss []*variantState) *variantState {
+	var best *variantState
+	for _, vs := range vss {
+		if vs.held || vs.v.maxReplicas() < 1 {
+			continue
+		}
+		if best == nil || vs.v.cost() < best.v.cost() || (vs.v.cost() == best.v.cost() && vs.v.Name < best.v.Name) {
+			best = vs
+		}
+	}
+	return best
+}
+
+func (c *cycle) clamp(vs *variantState) {
+	if lo := vs.v.minReplicas(); vs.target < lo {
+		vs.note("raised from %d to minReplicas %d", vs.target, lo)
+		vs.target, vs.reason = lo, ReasonMinReplicas
+	}
+	if hi := vs.v.maxReplicas(); vs.target > hi {
+		vs.note("capped from %d at maxReplicas %d", vs.target, hi)
+		vs.target, vs.reason = hi, ReasonMaxReplicas
+	}
+}
+
+// inventory trims capacity-driven scale-ups to the accelerators left free
+// with Greedy-by-Saturation (seed 004 §IV.G): least spare capacity first,
+// then the cheapest.
+func (c *cycle) inventory() {
+	free := map[string]int{}
+	for k, n := range c.s.Inventory {
+		free[k] = n
+	}
+	var ups []*variantState
+	for _, vs := range c.all {
+		free[vs.v.Accelerator] -= min(vs.target, vs.v.CurrentReplicas) * vs.v.acceleratorsPerReplica()
+		if vs.target > vs.v.CurrentReplicas && vs.reason != ReasonMinReplicas {
+			ups = append(ups, vs)
+		}
+	}
+	reqs := make([]alloc.Request, len(ups))
+	for i, vs := range ups {
+		spare := math.Inf(1)
+		if vs.sat != nil && vs.sat.unit != nil {
+			spare = math.Min(vs.sat.d.AvgSpareKV/vs.sat.cfg.KVCacheThreshold, vs.sat.d.AvgSpareQueue/vs.sat.cfg.QueueLengthThreshold)
+		}
+		reqs[i] = alloc.Request{Accelerator: vs.v.Accelerator, Units: vs.v.acceleratorsPerReplica(),
+			Want: vs.target - vs.v.CurrentReplicas, Spare: spare, Cost: vs.v.cost(), Name: vs.key}
+	}
+	for k, n := range free {
+		free[k] = max(n, 0)
+	}
+	granted := alloc.BySaturation(reqs, free)
+	for i, vs := range ups {
+		if granted[i] < reqs[i].Want {
+			vs.note("inventory: %d of %d more replica(s) fit on free %s", granted[i], reqs[i].Want, vs.v.Accelerator)
+			vs.target, vs.reason = vs.v.CurrentReplicas+granted[i], ReasonInventoryLimited
+		}
+	}
+}
+
+// stabilize follows the highest recommendation of the scale-down
+// stabilisation window (as the HPA's): a scale-down happens only when every
+// recent cycle agreed it could.
+func (c *cycle) stabilize(vs *variantState) {
+	window := time.Duration(c.cfg.ScaleDownStabilizationSeconds * float64(time.Second))
+	recs := c.e.state.Recommendations[vs.key]
+	keep := recs[:0]
+	for _, r := range recs {
+		if c.now.Sub(r.Time) < window && !r.Time.After(c.now) {
+			keep = append(keep, r)
+		}
+	}
+	keep = append(keep, Recommendation{Time: c.now, Replica: vs.target})
+	c.e.state.Recommendations[vs.key] = keep
+	if vs.held || vs.target >= vs.v.CurrentReplicas {
+		return
+	}
+	highest := vs.target
+	for _, r := range keep {
+		highest = max(highest, r.Replica)
+	}
+	if stable := min(highest, vs.v.CurrentReplicas); stable > vs.target {
+		vs.note("scale-down to %d deferred: a recommendation of %d within the last %.0f s", vs.target, highest, c.cfg.ScaleDownStabilizationSeconds)
+		vs.target, vs.reason = stable, ReasonStabilized
+	}
+}
+
+// plan assembles the result.
+func (c *cycle) plan() *Plan {
+	p := &Plan{Time: c.now, Mode: c.mode, Usage: map[string]GPUUsed{}}
+	for _, ms := range c.models {
+		for _, vs := range ms.variants {
+			v := vs.v
+			d := VariantDecision{Model: ms.m.ID, Namespace: ms.m.Namespace, Variant: v.Name, Accelerator: v.Accelerator,
+				Current: v.CurrentReplicas, Ready: v.ReadyReplicas, Pending: v.pending(), Desired: vs.target,
+				Reason: vs.reason, CapacityTarget: vs.capTarget, ModelTarget: vs.modelTarget, Queueing: vs.detail}
+			d.Action = [...]Action{ActionScaleDown, ActionNoChange, ActionScaleUp}[direction(vs.target, v.CurrentReplicas)+1]
+			d.Explanation = strings.Join(vs.notes, "; ")
+			p.Variants = append(p.Variants, d)
+			ms.sum.CostBefore += float64(v.CurrentReplicas) * v.cost()
+			ms.sum.CostAfter += float64(vs.target) * v.cost()
+			u := p.Usage[v.Accelerator]
+			u.Current += v.CurrentReplicas * v.acceleratorsPerReplica()
+			u.Desired += vs.target * v.acceleratorsPerReplica()
+			u.Available = c.s.Inventory[v.Accelerator]
+			p.Usage[v.Accelerator] = u
+		}
+		p.Models = append(p.Models, ms.sum)
+	}
+	sort.SliceStable(p.Variants, func(i, j int) bool {
+		a, b := p.Variants[i], p.Variants[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Model != b.Model {
+			return a.Model < b.Model
+		}
+		return a.Variant < b.Variant
+	})
+	return p
+}

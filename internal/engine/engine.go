@@ -1,0 +1,238 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/llm-d-incubation/wva/internal/tuner"
+)
+
+// Engine runs decision cycles and keeps the state between them. It is not
+// safe for concurrent use; the controller and the simulator call it from one
+// loop.
+type Engine struct {
+	store tuner.Store
+	state State
+}
+
+// State is what the engine carries from one cycle to the next.
+type State struct {
+	// LastGood is each variant's last decision made from good metrics.
+	LastGood map[string]int
+	// LastTraffic is when each model last saw a request.
+	LastTraffic map[string]time.Time
+	// Recommendations are each variant's recent targets, for the
+	// scale-down stabilisation window.
+	Recommendations map[string][]Recommendation
+}
+
+// Recommendation is one cycle's target for a variant.
+type Recommendation struct {
+	Time    time.Time
+	Replica int
+}
+
+// New returns an engine that keeps learned parameters in store (a
+// MemoryStore when nil).
+func New(store tuner.Store) *Engine {
+	if store == nil {
+		store = tuner.NewMemoryStore()
+	}
+	return &Engine{store: store, state: State{
+		LastGood: map[string]int{}, LastTraffic: map[string]time.Time{}, Recommendations: map[string][]Recommendation{},
+	}}
+}
+
+// State returns the engine's state (for inspection and persistence).
+func (e *Engine) State() *State { return &e.state }
+
+// modelState is a model during one cycle.
+type modelState struct {
+	m        *Model
+	key      string
+	variants []*variantState
+	// Arrival-weighted workload over healthy pods with traffic (seed 001).
+	demand                       float64
+	inTok, outTok, ttftMs, itlMs float64
+	tokensPerRequest             float64
+	sat                          []*satGroup
+	sum                          ModelSummary
+	modelOK                      bool
+	tpsFloor                     float64
+}
+
+// variantState is a variant during one cycle.
+type variantState struct {
+	model   *modelState
+	v       *Variant
+	key     string
+	pods    []Pod // healthy pods
+	held    bool
+	holdWhy string
+	sat     *satGroup
+	// capTarget and modelTarget are the analyzers' proposals, -1 if none.
+	capTarget, modelTarget int
+	detail                 *ModelDetail
+	capacity               float64 // requests/s per replica within the SLO
+	target                 int
+	reason                 Reason
+	notes                  []string
+}
+
+func (vs *variantState) note(format string, args ...any) {
+	vs.notes = append(vs.notes, fmt.Sprintf(format, args...))
+}
+
+// cycle is one run of Plan.
+type cycle struct {
+	e      *Engine
+	s      *Snapshot
+	cfg    Config
+	mode   Mode
+	now    time.Time
+	models []*modelState
+	all    []*variantState
+}
+
+// Plan runs one decision cycle. An invalid snapshot is an error naming the
+// field; every other problem (missing or bad metrics, an analysis that
+// fails) is reported in the plan and the affected variants hold.
+func (e *Engine) Plan(s *Snapshot) (*Plan, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	c := &cycle{e: e, s: s, cfg: s.Config.withDefaults(), mode: s.Mode, now: s.Time}
+	if c.mode == "" {
+		c.mode = ModeCapacityOnly
+	}
+	c.prepare()
+	if c.cfg.TuningEnabled {
+		for _, ms := range c.models {
+			c.tune(ms)
+		}
+	}
+	if c.mode != ModeModelOnly {
+		for _, ms := range c.models {
+			c.saturation(ms)
+		}
+	}
+	if c.mode != ModeCapacityOnly {
+		for _, ms := range c.models {
+			c.analyzeModel(ms)
+		}
+		c.allocate()
+	}
+	for _, ms := range c.models {
+		c.arbitrate(ms)
+	}
+	c.enforce()
+	return c.plan(), nil
+}
+
+// prepare builds the working state: pod health and workload aggregation.
+func (c *cycle) prepare() {
+	for i := range c.s.Models {
+		m := &c.s.Models[i]
+		ms := &modelState{m: m, key: m.Namespace + "/" + m.ID}
+		ms.sum = ModelSummary{Model: m.ID, Namespace: m.Namespace}
+		var wIn, wOut, wTTFT, wITL float64
+		for j := range m.Variants {
+			v := &m.Variants[j]
+			vs := &variantState{model: ms, v: v, key: ms.key + "/" + v.Name, capTarget: -1, modelTarget: -1}
+			c.checkPods(vs)
+			for _, p := range vs.pods {
+				if p.ArrivalRateRPS <= 0 {
+					continue
+				}
+				r := p.ArrivalRateRPS
+				ms.demand += r
+				wIn += r * p.AvgInputTokens
+				wOut += r * p.AvgOutputTokens
+				wTTFT += r * p.AvgTTFTMs
+				wITL += r * p.AvgITLMs
+			}
+			ms.variants = append(ms.variants, vs)
+			c.all = append(c.all, vs)
+		}
+		if ms.demand > 0 {
+			ms.inTok, ms.outTok = wIn/ms.demand, wOut/ms.demand
+			ms.ttftMs, ms.itlMs = wTTFT/ms.demand, wITL/ms.demand
+			ms.tokensPerRequest = ms.inTok + ms.outTok
+		}
+		ms.sum.DemandRPS = ms.demand
+		c.models = append(c.models, ms)
+	}
+}
+
+// checkPods keeps the pods with usable metrics and holds the variant when
+// any of its pods has none (seed 002 §4.5, graceful degradation).
+func (c *cycle) checkPods(vs *variantState) {
+	v := vs.v
+	if v.ReadyReplicas > 0 && len(v.Pods) == 0 {
+		vs.held, vs.holdWhy = true, fmt.Sprintf("no metrics for its %d ready replica(s)", v.ReadyReplicas)
+		return
+	}
+	var bad []string
+	for _, p := range v.Pods {
+		if why := c.podProblem(p); why != "" {
+			bad = append(bad, p.Name+": "+why)
+			continue
+		}
+		vs.pods = append(vs.pods, p)
+	}
+	if len(bad) > 0 {
+		vs.held, vs.holdWhy = true, "metrics unusable ("+strings.Join(bad, "; ")+")"
+	}
+}
+
+// podProblem says what is wrong with a pod's metrics, or "".
+func (c *cycle) podProblem(p Pod) string {
+	if p.Missing {
+		return "missing"
+	}
+	if !p.SampledAt.IsZero() {
+		if age := c.now.Sub(p.SampledAt).Seconds(); age > c.cfg.MetricsMaxAgeSeconds {
+			return fmt.Sprintf("stale (sampled %.0f s ago)", age)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"arrivalRate", p.ArrivalRateRPS}, {"kvCacheUsage", p.KVCacheUsage}, {"waitingRequests", p.WaitingRequests},
+		{"avgInputTokens", p.AvgInputTokens}, {"avgOutputTokens", p.AvgOutputTokens}, {"avgTTFTMs", p.AvgTTFTMs},
+		{"avgITLMs", p.AvgITLMs}, {"runningRequests", p.RunningRequests}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
+			return fmt.Sprintf("%s is %v", f.name, f.v)
+		}
+	}
+	if p.KVCacheUsage > 1.001 {
+		return fmt.Sprintf("kvCacheUsage is %v (above 1)", p.KVCacheUsage)
+	}
+	return ""
+}
+
+// saturation runs the saturation analyzer once per role of the model.
+func (c *cycle) saturation(ms *modelState) {
+	cfg := defaultSaturation.merged(c.s.Saturation).merged(ms.m.Saturation)
+	roles := map[string][]*variantState{}
+	var order []string
+	for _, vs := range ms.variants {
+		r := vs.v.Role
+		if r == "both" {
+			r = ""
+		}
+		if _, ok := roles[r]; !ok {
+			order = append(order, r)
+		}
+		roles[r] = append(roles[r], vs)
+	}
+	sort.Strings(order)
+	for _, r := range order {
+		g := analyzeSaturation(cfg, r, roles[r])
+		ms.sat = append(ms.sat, g)
+		ms.sum.Saturation = append(ms.sum.Saturation, g.d)
+	}
+}

@@ -1,0 +1,232 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/llm-d-incubation/wva/internal/queueing"
+	"github.com/llm-d-incubation/wva/internal/tuner"
+)
+
+// tuneWindow is how many accepted updates make learned parameters usable
+// for sizing: the tuner's warm-up (its default Window).
+const tuneWindow = 5
+
+// tune runs one tuner step per variant on its mature pods with traffic
+// (seed 001 "Tuner"; pods younger than the transient delay are skipped).
+func (c *cycle) tune(ms *modelState) {
+	for _, vs := range ms.variants {
+		if vs.held {
+			continue
+		}
+		obs, ok := c.observation(vs)
+		if !ok {
+			continue
+		}
+		key := tuner.Key{Namespace: ms.m.Namespace, Model: ms.m.ID, Variant: vs.v.Name}
+		cfg := tuner.Config{ServiceModel: vs.v.serviceModel(), MaxQueueSize: c.cfg.MaxQueueSize}
+		tu, err := c.restoreTuner(key, cfg, obs)
+		if err != nil {
+			vs.note("tuner: %v", err)
+			continue
+		}
+		st, err := tu.Step(obs)
+		if err != nil {
+			vs.note("tuner: %v", err)
+			continue
+		}
+		if err := c.e.store.Put(key, tu.Record(c.now)); err != nil {
+			vs.note("tuner: storing parameters: %v", err)
+		}
+		if !st.Accepted {
+			vs.note("tuner %s", st.Reason)
+		}
+	}
+}
+
+func (c *cycle) restoreTuner(key tuner.Key, cfg tuner.Config, obs tuner.Observation) (*tuner.Tuner, error) {
+	rec, ok, err := c.e.store.Get(key)
+	if err != nil {
+		return nil, err
+	}
+	if ok && rec.ServiceModel == cfg.ServiceModel {
+		if t, err := tuner.Restore(cfg, rec); err == nil {
+			return t, nil
+		}
+	}
+	t, _, err := tuner.NewCold(cfg, obs)
+	return t, err
+}
+
+// observation aggregates a variant's mature pods with traffic into one
+// per-replica observation, arrival-weighted.
+func (c *cycle) observation(vs *variantState) (tuner.Observation, bool) {
+	var rate, in, out, ttft, itl float64
+	n, batch := 0, 0
+	for _, p := range vs.pods {
+		if p.ArrivalRateRPS <= 0 || (p.AgeSeconds > 0 && p.AgeSeconds < c.cfg.TransientDelaySeconds) {
+			continue
+		}
+		r := p.ArrivalRateRPS
+		rate += r
+		in += r * p.AvgInputTokens
+		out += r * p.AvgOutputTokens
+		ttft += r * p.AvgTTFTMs
+		itl += r * p.AvgITLMs
+		batch = max(batch, p.MaxBatchSize)
+		n++
+	}
+	if n == 0 {
+		return tuner.Observation{}, false
+	}
+	obs := tuner.Observation{RateRPS: rate / float64(n), InputTokens: in / rate, OutputTokens: out / rate,
+		MaxBatchSize: c.maxBatch(vs, batch), TTFTMs: ttft / rate, ITLMs: itl / rate}
+	return obs, obs.Validate() == nil
+}
+
+// maxBatch is the variant's N: configured, else reported by its pods, else 256.
+func (c *cycle) maxBatch(vs *variantState, fromPods int) int {
+	switch {
+	case vs.v.MaxBatchSize > 0:
+		return vs.v.MaxBatchSize
+	case fromPods > 0:
+		return fromPods
+	}
+	for _, p := range vs.pods {
+		fromPods = max(fromPods, p.MaxBatchSize)
+	}
+	if fromPods > 0 {
+		return fromPods
+	}
+	return DefaultMaxBatchSize
+}
+
+// params returns the variant's parameters for sizing: learned once the
+// tuner has warmed up, else profiled, else none.
+func (c *cycle) params(vs *variantState) (*tuner.Params, string, string) {
+	key := tuner.Key{Namespace: vs.model.m.Namespace, Model: vs.model.m.ID, Variant: vs.v.Name}
+	tuning := ""
+	if c.cfg.TuningEnabled {
+		if rec, ok, err := c.e.store.Get(key); err == nil && ok && rec.ServiceModel == vs.v.serviceModel() {
+			if rec.Updates >= tuneWindow {
+				p := rec.Params
+				return &p, "learned", fmt.Sprintf("%d updates", rec.Updates)
+			}
+			tuning = fmt.Sprintf("warming up (%d of %d updates)", rec.Updates, tuneWindow)
+		} else {
+			tuning = "no observations yet"
+		}
+	}
+	if vs.v.Params != nil {
+		return vs.v.Params, "profiled", tuning
+	}
+	return nil, "", tuning
+}
+
+// errNoParams: a variant cannot be sized without parameters.
+var errNoParams = errors.New("no performance parameters (profile the variant or enable tuning)")
+
+// analyzeModel is the queueing-model analyzer (seed 001): SLO resolution,
+// then λ* and the per-replica capacity of every variant. A variant that
+// cannot be sized gets a zero-capacity placeholder; the model fails only if
+// every variant fails.
+func (c *cycle) analyzeModel(ms *modelState) {
+	slo, source, err := c.resolveSLO(ms)
+	ms.sum.SLOSource = source
+	ms.sum.SLOTTFTMs, ms.sum.SLOITLMs, ms.sum.SLOTPS = slo.TTFTMs, slo.ITLMs, slo.TPS
+	if err != nil {
+		ms.sum.ModelError = err.Error()
+		return
+	}
+	if ms.outTok > 0 {
+		ms.tpsFloor = slo.TPS / ms.outTok
+	}
+	ok := 0
+	for _, vs := range ms.variants {
+		vs.detail = &ModelDetail{}
+		p, src, tuning := c.params(vs)
+		vs.detail.ParamsSource, vs.detail.Params, vs.detail.Tuning = src, p, tuning
+		if err := c.size(ms, vs, p, slo); err != nil {
+			vs.detail.Error = err.Error()
+			continue
+		}
+		ok++
+	}
+	ms.modelOK = ok > 0 || ms.demand == 0
+	if !ms.modelOK {
+		ms.sum.ModelError = "no variant could be sized"
+	}
+}
+
+// size computes a variant's per-replica capacity under the SLO.
+func (c *cycle) size(ms *modelState, vs *variantState, p *tuner.Params, slo queueing.Targets) error {
+	if p == nil {
+		return errNoParams
+	}
+	if ms.demand == 0 && ms.outTok == 0 {
+		return nil // no traffic, nothing to size: the allocator keeps the minimum
+	}
+	var model queueing.ServiceModel = queueing.Iteration{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma}
+	if vs.v.serviceModel() == tuner.ModelLinear {
+		model = queueing.Linear{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma, Delta: p.Delta}
+	}
+	a, err := queueing.NewAnalyzer(queueing.Config{Model: model,
+		Workload:     queueing.Workload{InputTokens: ms.inTok, OutputTokens: math.Max(ms.outTok, 1)},
+		MaxBatchSize: c.maxBatch(vs, 0), MaxQueueSize: c.cfg.MaxQueueSize})
+	if err != nil {
+		return err
+	}
+	sz, err := a.Size(slo)
+	if err != nil {
+		return err
+	}
+	vs.capacity = sz.CapacityRPS
+	vs.detail.RateStarRPS, vs.detail.CapacityPerReplicaRPS = sz.RateStarRPS, sz.CapacityRPS
+	vs.detail.SupplyRPS = float64(vs.v.ReadyReplicas) * sz.CapacityRPS
+	vs.detail.Binding = sz.Binding
+	return nil
+}
+
+// resolveSLO is seed 001 §3: explicit targets (the model's, then its
+// service class's), else k·α inferred from the variants' parameters (the
+// maximum over variants), else 1.5× the observed latency capped at
+// 10 000 ms / 500 ms.
+func (c *cycle) resolveSLO(ms *modelState) (queueing.Targets, string, error) {
+	m := ms.m
+	if m.SLO != nil && (m.SLO.TTFTMs > 0 || m.SLO.ITLMs > 0) {
+		return queueing.Targets{TTFTMs: m.SLO.TTFTMs, ITLMs: m.SLO.ITLMs, TPS: m.SLO.TPS}, "explicit", nil
+	}
+	if sc, ok := c.s.ServiceClasses[m.ServiceClass]; ok && (sc.TTFTMs > 0 || sc.ITLMs > 0) {
+		return queueing.Targets{TTFTMs: sc.TTFTMs, ITLMs: sc.ITLMs, TPS: sc.TPS}, "service-class", nil
+	}
+	k := c.cfg.SLOMultiplier
+	if m.SLOMultiplier > 0 {
+		k = m.SLOMultiplier
+	}
+	var inferred queueing.Targets
+	if ms.outTok > 0 {
+		w := queueing.Workload{InputTokens: ms.inTok, OutputTokens: ms.outTok}
+		for _, vs := range ms.variants {
+			p, _, _ := c.params(vs)
+			if p == nil || vs.v.serviceModel() != tuner.ModelIteration {
+				continue
+			}
+			it := queueing.Iteration{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma}
+			if ttft, itl, err := it.SLOForMultiplier(w, k); err == nil {
+				inferred.TTFTMs, inferred.ITLMs = math.Max(inferred.TTFTMs, ttft), math.Max(inferred.ITLMs, itl)
+			}
+		}
+	}
+	if inferred.TTFTMs > 0 {
+		return inferred, "inferred", nil
+	}
+	if ms.ttftMs > 0 && ms.itlMs > 0 {
+		return queueing.Targets{TTFTMs: math.Min(FallbackHeadroom*ms.ttftMs, MaxFallbackTTFT),
+			ITLMs: math.Min(FallbackHeadroom*ms.itlMs, MaxFallbackITL)}, "observed", nil
+	}
+	if ms.demand == 0 {
+		return queueing.Targets{}, "", nil // idle: nothing to size against
+	}
+	return queueing.Targets{}, "", errors.New("no SLO: set targets, or provide parameters or latency metrics")
+}

@@ -1,0 +1,131 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/llm-d-incubation/wva/internal/tuner"
+)
+
+// Action is the direction of a decision.
+type Action string
+
+// Actions.
+const (
+	ActionScaleUp   Action = "scale-up"
+	ActionScaleDown Action = "scale-down"
+	ActionNoChange  Action = "no-change"
+)
+
+// Reason is a machine-readable cause of a decision.
+type Reason string
+
+// Reasons, in the order the engine applies its rules.
+const (
+	ReasonSaturationScaleUp   Reason = "saturation-scale-up"
+	ReasonSaturationScaleDown Reason = "saturation-scale-down"
+	ReasonSaturationSteady    Reason = "saturation-steady"
+	ReasonModelScaleUp        Reason = "model-scale-up"
+	ReasonModelScaleDown      Reason = "model-scale-down"
+	ReasonModelSteady         Reason = "model-steady"
+	ReasonConsensus           Reason = "consensus"
+	ReasonCapacityVeto        Reason = "capacity-veto"
+	ReasonSafetyBlock         Reason = "safety-block"
+	ReasonModelUnavailable    Reason = "model-analysis-unavailable"
+	ReasonHoldMetrics         Reason = "hold-metrics-unavailable"
+	ReasonScaleToZero         Reason = "scale-to-zero"
+	ReasonScaleFromZero       Reason = "scale-from-zero"
+	ReasonIdleRetention       Reason = "idle-retention"
+	ReasonMinReplicas         Reason = "min-replicas"
+	ReasonMaxReplicas         Reason = "max-replicas"
+	ReasonStabilized          Reason = "scale-down-stabilized"
+	ReasonInventoryLimited    Reason = "inventory-limited"
+)
+
+// Plan is the engine's answer for one cycle.
+type Plan struct {
+	Time     time.Time          `json:"time"`
+	Mode     Mode               `json:"mode"`
+	Variants []VariantDecision  `json:"variants"`
+	Models   []ModelSummary     `json:"models"`
+	Usage    map[string]GPUUsed `json:"acceleratorUsage,omitempty"`
+}
+
+// GPUUsed is the accelerator use of a type before and after the plan.
+type GPUUsed struct {
+	Current   int `json:"current"`
+	Desired   int `json:"desired"`
+	Available int `json:"available,omitempty"` // the inventory (limited mode)
+}
+
+// ModelSummary is the model-level figures behind the variants' decisions.
+type ModelSummary struct {
+	Model     string  `json:"model"`
+	Namespace string  `json:"namespace,omitempty"`
+	DemandRPS float64 `json:"demandRps"`
+	// SLO used by the queueing-model analyzer and where it came from:
+	// "explicit", "service-class", "inferred" (k·α) or "observed" (1.5×).
+	SLOSource  string  `json:"sloSource,omitempty"`
+	SLOTTFTMs  float64 `json:"sloTtftMs,omitempty"`
+	SLOITLMs   float64 `json:"sloItlMs,omitempty"`
+	SLOTPS     float64 `json:"sloTps,omitempty"`
+	ModelError string  `json:"modelError,omitempty"`
+	// Saturation analysis per role ("" when the model has one role).
+	Saturation []SaturationDetail `json:"saturation,omitempty"`
+	CostBefore float64            `json:"costBefore"`
+	CostAfter  float64            `json:"costAfter"`
+}
+
+// VariantDecision is the decision for one variant, with its explanation.
+type VariantDecision struct {
+	Model       string `json:"model"`
+	Namespace   string `json:"namespace,omitempty"`
+	Variant     string `json:"variant"`
+	Accelerator string `json:"accelerator"`
+	Current     int    `json:"current"`
+	Ready       int    `json:"ready"`
+	Pending     int    `json:"pending"`
+	Desired     int    `json:"desired"`
+	Action      Action `json:"action"`
+	Reason      Reason `json:"reason"`
+	// Explanation is one line for a person.
+	Explanation string `json:"explanation"`
+	// CapacityTarget and ModelTarget are the two analyzers' proposals
+	// (-1 when the analyzer did not run or failed).
+	CapacityTarget int          `json:"capacityTarget"`
+	ModelTarget    int          `json:"modelTarget"`
+	Queueing       *ModelDetail `json:"queueing,omitempty"`
+}
+
+// SaturationDetail are the saturation analyzer's figures (seed 002 §3.4).
+type SaturationDetail struct {
+	Role          string  `json:"role,omitempty"`
+	Replicas      int     `json:"replicas"`
+	Saturated     int     `json:"saturated"`
+	AvgSpareKV    float64 `json:"avgSpareKv"`
+	AvgSpareQueue float64 `json:"avgSpareQueue"`
+	ScaleUp       bool    `json:"scaleUp"`
+	ScaleDownSafe bool    `json:"scaleDownSafe"`
+	// LoadKV is the KV demand (tokens in use plus queued requests' tokens,
+	// or the sum of usage fractions when block counts are unknown) and
+	// SupplyKV the usable KV capacity of ready and pending replicas at
+	// threshold minus trigger (seed 004 Eq. 4).
+	LoadKV        float64 `json:"loadKv"`
+	SupplyKV      float64 `json:"supplyKv"`
+	LoadQueue     float64 `json:"loadQueue"`
+	SupplyQueue   float64 `json:"supplyQueue"`
+	ExtraReplicas int     `json:"extraReplicas"`
+	Removable     int     `json:"removableReplicas"`
+	Note          string  `json:"note,omitempty"`
+}
+
+// ModelDetail are the queueing-model analyzer's figures for a variant.
+type ModelDetail struct {
+	ParamsSource          string        `json:"paramsSource,omitempty"` // "profiled" or "learned"
+	Params                *tuner.Params `json:"params,omitempty"`
+	RateStarRPS           float64       `json:"rateStarRps"`
+	CapacityPerReplicaRPS float64       `json:"capacityPerReplicaRps"`
+	SupplyRPS             float64       `json:"supplyRps"` // ready replicas × capacity
+	Binding               string        `json:"binding,omitempty"`
+	Error                 string        `json:"error,omitempty"`
+	Tuning                string        `json:"tuning,omitempty"`
+}

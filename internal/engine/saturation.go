@@ -1,0 +1,276 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// satPod is one healthy pod as the saturation analyzer sees it.
+type satPod struct {
+	vs        *variantState
+	kv, queue float64
+	capTokens float64 // KV capacity in tokens; 0 when unknown
+	tokPerReq float64 // average tokens a request holds (input + output)
+}
+
+// analyzeSaturation is the saturation (capacity) analyzer of seed 002 §3.4
+// and seed 004 §III.B–C for one group of variants (one model and role). It
+// sets each variant's capTarget and returns the group's figures.
+//
+//  1. A replica is saturated when KV usage ≥ τ_kv or queue ≥ τ_q (Eq. 2).
+//  2. Scale up when the average spare capacity over non-saturated replicas,
+//     τ_m − U_m, falls below ε_m for any m (Eq. 3), or when every replica
+//     is saturated.
+//  3. How many: the headroom rule Capacity_target = Load + δ_safety (Eq. 4).
+//     Load is KV demand (tokens in use plus queued requests' tokens) and
+//     queue demand; each ready or pending replica supplies (τ − ε) of its
+//     capacity. The deficit is covered with the replicas of the lowest cost
+//     per unit of capacity (seed 002 §3.4: "scale-up: cheapest variant").
+//     Pending replicas count as supply, so a scale-up in progress is not
+//     repeated.
+//  4. Scale down only when no replica is saturated and none is pending, by
+//     removing replicas of the highest cost per unit of capacity while the
+//     load spread over the rest keeps every spare above its trigger and at
+//     least MinNonSaturatedReplicasForScaleDown replicas remain (seed 004
+//     §III.C, fragmentation-aware safety).
+func analyzeSaturation(cfg SaturationConfig, role string, group []*variantState) *satGroup {
+	g := &satGroup{cfg: cfg, variants: group}
+	g.d.Role = role
+	d := &g.d
+	pods, normalized := saturationPods(group)
+	for _, vs := range group {
+		vs.capTarget = vs.v.CurrentReplicas
+		vs.sat = g
+	}
+	d.Replicas = len(pods)
+	if len(pods) == 0 {
+		d.Note = "no replica reports metrics"
+		for _, vs := range group {
+			vs.capTarget = -1 // no opinion
+		}
+		return g
+	}
+	unit := unitCapacity(pods, normalized)
+	g.unit = unit
+	var spareKV, spareQ float64
+	nonSat := 0
+	pending := 0
+	for _, vs := range group {
+		if vs.held {
+			continue // neither its load nor its supply is known
+		}
+		pending += vs.v.pending()
+		capV := unit(vs)
+		d.SupplyKV += float64(vs.v.CurrentReplicas) * capV * (cfg.KVCacheThreshold - cfg.KVSpareTrigger)
+		d.SupplyQueue += float64(vs.v.CurrentReplicas) * (cfg.QueueLengthThreshold - cfg.QueueSpareTrigger)
+	}
+	var nsLoadKV, nsCapKV, nsLoadQ float64
+	for _, p := range pods {
+		c := capOf(p, normalized)
+		d.LoadKV += p.kv * c
+		if !normalized {
+			d.LoadKV += p.queue * p.tokPerReq
+		}
+		d.LoadQueue += p.queue
+		if p.kv >= cfg.KVCacheThreshold || p.queue >= cfg.QueueLengthThreshold {
+			d.Saturated++
+			continue
+		}
+		nonSat++
+		spareKV += cfg.KVCacheThreshold - p.kv
+		spareQ += cfg.QueueLengthThreshold - p.queue
+		nsLoadKV += p.kv * c
+		nsCapKV += c
+		nsLoadQ += p.queue
+	}
+	if nonSat > 0 {
+		d.AvgSpareKV, d.AvgSpareQueue = spareKV/float64(nonSat), spareQ/float64(nonSat)
+	}
+	g.nsLoadKV, g.nsCapKV, g.nsLoadQ, g.nonSat, g.pending = nsLoadKV, nsCapKV, nsLoadQ, nonSat, pending
+	d.ScaleUp = nonSat == 0 || d.AvgSpareKV < cfg.KVSpareTrigger || d.AvgSpareQueue < cfg.QueueSpareTrigger
+	if d.ScaleUp {
+		g.scaleUp()
+		return g
+	}
+	if why := g.downBlocked(); why != "" {
+		d.Note = why
+		return g
+	}
+	g.scaleDown()
+	return g
+}
+
+// satGroup is the saturation analysis of one model and role, kept so that
+// arbitration can check a proposed scale-down against it.
+type satGroup struct {
+	cfg      SaturationConfig
+	d        SaturationDetail
+	variants []*variantState
+	unit     func(*variantState) float64
+	// Load and capacity of the non-saturated replicas, for the scale-down
+	// simulation.
+	nsLoadKV, nsCapKV, nsLoadQ float64
+	nonSat, pending            int
+}
+
+// downBlocked says why no scale-down of this group is safe, or "".
+func (g *satGroup) downBlocked() string {
+	switch {
+	case g.unit == nil:
+		return "no replica reports metrics"
+	case g.d.ScaleUp:
+		return "the group needs more capacity"
+	case g.d.Saturated > 0:
+		return fmt.Sprintf("%d saturated replica(s)", g.d.Saturated)
+	case g.pending > 0:
+		return fmt.Sprintf("%d replica(s) starting", g.pending)
+	}
+	return ""
+}
+
+// safeToRemove simulates removing the given replicas: the load of the
+// non-saturated replicas spread over the rest must keep every spare at or
+// above its trigger, and MinNonSaturatedReplicasForScaleDown must remain.
+func (g *satGroup) safeToRemove(removed map[*variantState]int) bool {
+	if g.downBlocked() != "" {
+		return false
+	}
+	n, capLeft := g.nonSat, g.nsCapKV
+	for vs, k := range removed {
+		n -= k
+		capLeft -= float64(k) * g.unit(vs)
+	}
+	c := g.cfg
+	if n < max(c.MinNonSaturatedReplicasForScaleDown, 1) || capLeft <= 0 {
+		return false
+	}
+	return c.KVCacheThreshold-g.nsLoadKV/capLeft >= c.KVSpareTrigger &&
+		c.QueueLengthThreshold-g.nsLoadQ/float64(n) >= c.QueueSpareTrigger
+}
+
+// saturationPods collects the healthy pods of the group. normalized is true
+// when some pod lacks KV block counts: capacities are then one unit per
+// replica and KV load is the sum of usage fractions.
+func saturationPods(group []*variantState) ([]satPod, bool) {
+	var pods []satPod
+	normalized := false
+	for _, vs := range group {
+		if vs.held {
+			continue
+		}
+		for _, p := range vs.pods {
+			sp := satPod{vs: vs, kv: p.KVCacheUsage, queue: p.WaitingRequests,
+				capTokens: float64(p.KVBlocks) * float64(p.BlockSize), tokPerReq: p.AvgInputTokens + p.AvgOutputTokens}
+			if sp.tokPerReq == 0 {
+				sp.tokPerReq = vs.model.tokensPerRequest
+			}
+			if sp.capTokens <= 0 {
+				normalized = true
+			}
+			pods = append(pods, sp)
+		}
+	}
+	return pods, normalized
+}
+
+func capOf(p satPod, normalized bool) float64 {
+	if normalized {
+		return 1
+	}
+	return p.capTokens
+}
+
+// unitCapacity returns a function giving a variant's KV capacity per
+// replica: the mean over its pods, or over all pods for a variant without
+// any (it may be at zero replicas).
+func unitCapacity(pods []satPod, normalized bool) func(*variantState) float64 {
+	if normalized {
+		return func(*variantState) float64 { return 1 }
+	}
+	sum, n := map[*variantState]float64{}, map[*variantState]int{}
+	total := 0.0
+	for _, p := range pods {
+		sum[p.vs] += p.capTokens
+		n[p.vs]++
+		total += p.capTokens
+	}
+	all := total / float64(len(pods))
+	return func(vs *variantState) float64 {
+		if n[vs] == 0 {
+			return all
+		}
+		return sum[vs] / float64(n[vs])
+	}
+}
+
+// byCostPerCapacity orders variants by cost per unit of KV capacity, then
+// by name; descending reverses the cost order (the name order stays).
+func byCostPerCapacity(group []*variantState, unit func(*variantState) float64, descending bool) []*variantState {
+	out := append([]*variantState(nil), group...)
+	sort.SliceStable(out, func(i, j int) bool {
+		ci, cj := out[i].v.cost()/unit(out[i]), out[j].v.cost()/unit(out[j])
+		if ci != cj {
+			return (ci < cj) != descending
+		}
+		return out[i].v.Name < out[j].v.Name
+	})
+	return out
+}
+
+func (g *satGroup) scaleUp() {
+	cfg, d := g.cfg, &g.d
+	kvDef := d.LoadKV - d.SupplyKV
+	qDef := d.LoadQueue - d.SupplyQueue
+	if kvDef <= 0 && qDef <= 0 {
+		if g.pending > 0 {
+			d.Note = fmt.Sprintf("%d pending replica(s) already cover the headroom", g.pending)
+			return
+		}
+		// Uneven load: the averages trip the trigger while the aggregate
+		// does not; one more replica restores the margin.
+		kvDef = math.SmallestNonzeroFloat64
+	}
+	for _, vs := range byCostPerCapacity(g.variants, g.unit, false) {
+		if vs.held {
+			continue
+		}
+		perKV := g.unit(vs) * (cfg.KVCacheThreshold - cfg.KVSpareTrigger)
+		perQ := cfg.QueueLengthThreshold - cfg.QueueSpareTrigger
+		for vs.capTarget < vs.v.maxReplicas() && (kvDef > 0 || qDef > 0) {
+			vs.capTarget++
+			d.ExtraReplicas++
+			kvDef -= perKV
+			qDef -= perQ
+		}
+		if kvDef <= 0 && qDef <= 0 {
+			return
+		}
+	}
+	d.Note = "every variant is at its maximum; the headroom cannot be restored"
+}
+
+// scaleDown removes replicas of the highest cost per unit of capacity, one
+// at a time, while the removal stays safe.
+func (g *satGroup) scaleDown() {
+	removed := map[*variantState]int{}
+	for _, vs := range byCostPerCapacity(g.variants, g.unit, true) {
+		if vs.held {
+			continue
+		}
+		floor := max(vs.v.minReplicas(), 0)
+		for vs.capTarget > floor {
+			removed[vs]++
+			if !g.safeToRemove(removed) {
+				removed[vs]--
+				break
+			}
+			vs.capTarget--
+			g.d.Removable++
+		}
+	}
+	g.d.ScaleDownSafe = g.d.Removable > 0
+	if !g.d.ScaleDownSafe {
+		g.d.Note = "scale-down unsafe: the load spread over one replica fewer would leave too little spare capacity"
+	}
+}

@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// TestSeedSaturationCases are the cases of the issue, from the seeds'
+// saturation analyzer (defaults τ_kv 0.80, τ_q 5, ε_kv 0.10, ε_q 3).
+func TestSeedSaturationCases(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		kvQueue []float64
+		want    int
+		reason  Reason
+		// downSafe is the scale-down simulation's verdict.
+		downSafe bool
+	}{
+		{"KV 0.75/0.76, queues 2/2: scale up", []float64{0.75, 2, 0.76, 2}, 3, ReasonSaturationScaleUp, false},
+		{"KV 0.5/0.5, queues 3/3: scale up", []float64{0.5, 3, 0.5, 3}, 3, ReasonSaturationScaleUp, false},
+		{"KV 0.5/0.5, queues 1/1: no change", []float64{0.5, 1, 0.5, 1}, 2, ReasonSaturationSteady, false},
+		{"KV 0.20/0.30/0.25, queues 1/1/1: scale-down safe", []float64{0.20, 1, 0.30, 1, 0.25, 1}, 2, ReasonSaturationScaleDown, true},
+		// 1.45 over one replica leaves no spare: the scale-down is unsafe.
+		// (The average spare, 0.075, is also below the trigger: scale up.)
+		{"KV 0.70/0.75: scale-down unsafe", []float64{0.70, 0, 0.75, 0}, 3, ReasonSaturationScaleUp, false},
+		{"KV 0.60/0.65: scale-down unsafe, no change", []float64{0.60, 0, 0.65, 0}, 2, ReasonSaturationSteady, false},
+		{"a single replica is never scaled down", []float64{0.05, 0}, 1, ReasonSaturationSteady, false},
+		{"two idle replicas keep two (one would be left)", []float64{0.0, 0, 0.0, 0}, 2, ReasonSaturationSteady, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := plan(t, nil, snapshot(ModeCapacityOnly, variant("v", "H100").pods(tc.kvQueue...)))
+			d := decision(t, p, "v")
+			if d.Desired != tc.want || d.Reason != tc.reason {
+				t.Errorf("desired %d (%s), want %d (%s): %s", d.Desired, d.Reason, tc.want, tc.reason, d.Explanation)
+			}
+			if sat := p.Models[0].Saturation[0]; sat.ScaleDownSafe != tc.downSafe {
+				t.Errorf("scale-down safe %v, want %v", sat.ScaleDownSafe, tc.downSafe)
+			}
+		})
+	}
+}
+
+// TestHeadroomCount goes beyond ±1: the replicas that restore the headroom
+// (seed 004 Eq. 4) are added at once.
+func TestHeadroomCount(t *testing.T) {
+	// Four replicas at KV 0.95: load 3.8, each replica may carry 0.70 → 6.
+	p := plan(t, nil, snapshot(ModeCapacityOnly, variant("v", "H100").pods(0.95, 0, 0.95, 0, 0.95, 0, 0.95, 0)))
+	if d := decision(t, p, "v"); d.Desired != 6 {
+		t.Errorf("desired %d, want 6: %s", d.Desired, d.Explanation)
+	}
+	// Queue-bound: two replicas with 8 waiting each → 16 / (5 − 3) = 8 replicas.
+	p = plan(t, nil, snapshot(ModeCapacityOnly, variant("v", "H100").pods(0.3, 8, 0.3, 8)))
+	if d := decision(t, p, "v"); d.Desired != 8 {
+		t.Errorf("desired %d, want 8: %s", d.Desired, d.Explanation)
+	}
+}
+
+// TestHeadroomInTokens uses KV blocks: demand is tokens in use plus the
+// queued requests' tokens.
+func TestHeadroomInTokens(t *testing.T) {
+	v := variant("v", "H100").pods(0.9, 4, 0.9, 4)
+	for i := range v.v.Pods {
+		p := &v.v.Pods[i]
+		p.KVBlocks, p.BlockSize = 1000, 16 // 16 000 tokens
+		p.ArrivalRateRPS, p.AvgInputTokens, p.AvgOutputTokens = 1, 1500, 500
+	}
+	// Load = 2 × (0.9 × 16 000 + 4 × 2000) = 44 800 tokens; a replica may
+	// carry 0.7 × 16 000 = 11 200 → 4 replicas. Queue: 8 / 2 = 4 as well.
+	p := plan(t, nil, snapshot(ModeCapacityOnly, v))
+	d := decision(t, p, "v")
+	sat := p.Models[0].Saturation[0]
+	if d.Desired != 4 || sat.LoadKV != 44800 || math.Abs(sat.SupplyKV-22400) > 1e-6 {
+		t.Errorf("desired %d, load %v, supply %v: %s", d.Desired, sat.LoadKV, sat.SupplyKV, d.Explanation)
+	}
+}
+
+// TestCostAwareVariantChoice: scale-up goes to the lowest cost per unit of
+// capacity, scale-down takes from the highest.
+func TestCostAwareVariantChoice(t *testing.T) {
+	p := plan(t, nil, snapshot(ModeCapacityOnly,
+		variant("a100", "A100").cost(20).pods(0.78, 2, 0.78, 2),
+		variant("l4", "L4").cost(5).pods(0.78, 2)))
+	// Load 3 × 0.78 = 2.34 against 3 × 0.70 = 2.10: one more replica, of
+	// the cheaper L4.
+	if a, l := decision(t, p, "a100"), decision(t, p, "l4"); a.Desired != 2 || l.Desired != 2 {
+		t.Errorf("scale-up: a100 %d, l4 %d; want the cheaper L4 to grow to 2", a.Desired, l.Desired)
+	}
+	// Three replicas at 0.3: one may go (0.9 over two leaves 0.35 spare),
+	// and it is the expensive A100's.
+	p = plan(t, nil, snapshot(ModeCapacityOnly,
+		variant("a100", "A100").cost(20).pods(0.3, 0, 0.3, 0),
+		variant("l4", "L4").cost(5).pods(0.3, 0)))
+	if a, l := decision(t, p, "a100"), decision(t, p, "l4"); a.Desired != 1 || l.Desired != 1 {
+		t.Errorf("scale-down: a100 %d, l4 %d; want the expensive A100 to shrink", a.Desired, l.Desired)
+	}
+}
+
+// TestPendingCountsAsSupply: while replicas start, the same scale-up is not
+// asked for again, and nothing scales down.
+func TestPendingCountsAsSupply(t *testing.T) {
+	v := variant("v", "H100").pods(0.75, 2, 0.76, 2).replicas(3, 2)
+	p := plan(t, nil, snapshot(ModeCapacityOnly, v))
+	d := decision(t, p, "v")
+	if d.Desired != 3 || d.Pending != 1 {
+		t.Errorf("desired %d with one pending, want 3: %s", d.Desired, d.Explanation)
+	}
+	if !strings.Contains(p.Models[0].Saturation[0].Note, "pending") {
+		t.Errorf("note %q", p.Models[0].Saturation[0].Note)
+	}
+	v = variant("v", "H100").pods(0.1, 0, 0.1, 0, 0.1, 0).replicas(4, 3)
+	if d := decision(t, plan(t, nil, snapshot(ModeCapacityOnly, v)), "v"); d.Desired != 4 {
+		t.Errorf("scale-down while a replica starts: desired %d", d.Desired)
+	}
+}
+
+func TestSaturatedReplicaBlocksScaleDown(t *testing.T) {
+	p := plan(t, nil, snapshot(ModeCapacityOnly, variant("v", "H100").pods(0.85, 0, 0.05, 0, 0.05, 0, 0.05, 0)))
+	if d := decision(t, p, "v"); d.Desired != 4 || !strings.Contains(d.Explanation, "saturated") {
+		t.Errorf("desired %d: %s", d.Desired, d.Explanation)
+	}
+}
+
+func TestPerModelThresholds(t *testing.T) {
+	s := snapshot(ModeCapacityOnly, variant("v", "H100").pods(0.5, 1, 0.5, 1))
+	s.Models[0].Saturation = &SaturationConfig{KVCacheThreshold: 0.55}
+	if d := decision(t, plan(t, nil, s), "v"); d.Desired != 3 {
+		t.Errorf("with τ_kv 0.55 the spare is 0.05 < 0.10: desired %d", d.Desired)
+	}
+}

@@ -1,0 +1,290 @@
+// Package engine is WVA's decision engine: from one snapshot of the fleet
+// (per-pod metrics, variants, inventory, configuration, the time) it decides
+// how many replicas each variant should have, and says why. The controller,
+// the simulator and `wva plan` all run it.
+//
+// A cycle is a pure function of the snapshot plus the State carried between
+// cycles (learned parameters, last good decisions, recent recommendations,
+// last traffic). The package imports nothing from Kubernetes or Prometheus
+// and reads no clock: the time comes in the snapshot.
+//
+// See docs/engine.md for every rule and its source.
+package engine
+
+import (
+	"time"
+
+	"github.com/llm-d-incubation/wva/internal/tuner"
+)
+
+// Mode selects the analyzers (seed 002 §5.2).
+type Mode string
+
+// Modes.
+const (
+	ModeCapacityOnly Mode = "capacity-only" // saturation analyzer only (the default)
+	ModeModelOnly    Mode = "model-only"    // queueing-model analyzer only
+	ModeHybrid       Mode = "hybrid"        // both, arbitrated (seed 002 §4.3)
+)
+
+// OptimizerKind selects the allocator (seed 004 §IV.G).
+type OptimizerKind string
+
+// Optimizers.
+const (
+	OptimizerUnlimited OptimizerKind = "unlimited" // per model, infinite cluster capacity (the default)
+	OptimizerLimited   OptimizerKind = "limited"   // global, under the accelerator inventory
+)
+
+// Snapshot is everything one decision cycle sees.
+type Snapshot struct {
+	Time      time.Time     `json:"time"`
+	Mode      Mode          `json:"mode,omitempty"`
+	Optimizer OptimizerKind `json:"optimizer,omitempty"`
+	// Inventory is the number of accelerators of each type that the
+	// variants may use in total (limited mode).
+	Inventory map[string]int `json:"inventory,omitempty"`
+	// Saturation holds the default thresholds; models may override them.
+	Saturation *SaturationConfig `json:"saturation,omitempty"`
+	// ServiceClasses by name (seed 000 Appendix C).
+	ServiceClasses map[string]ServiceClass `json:"serviceClasses,omitempty"`
+	Config         Config                  `json:"config,omitempty"`
+	Models         []Model                 `json:"models"`
+}
+
+// Config holds the engine's settings. Zero values mean the documented
+// defaults.
+type Config struct {
+	// SLOMultiplier k for SLO inference from learned parameters (default 3;
+	// seed 001 §3.2).
+	SLOMultiplier float64 `json:"sloMultiplier,omitempty"`
+	// TuningEnabled runs the tuner on each cycle's observations.
+	TuningEnabled bool `json:"tuningEnabled,omitempty"`
+	// TransientDelaySeconds: pods younger than this are not used for tuning
+	// (default 120; seed 001).
+	TransientDelaySeconds float64 `json:"transientDelaySeconds,omitempty"`
+	// ScaleToZeroRetentionSeconds: a model with minReplicas 0 scales to zero
+	// only after no request arrived for this long (default 600).
+	ScaleToZeroRetentionSeconds float64 `json:"scaleToZeroRetentionSeconds,omitempty"`
+	// ScaleDownStabilizationSeconds: a scale-down follows the highest
+	// recommendation of this window (default 300, as HPA).
+	ScaleDownStabilizationSeconds float64 `json:"scaleDownStabilizationSeconds,omitempty"`
+	// MetricsMaxAgeSeconds: older pod metrics count as stale (default 180).
+	MetricsMaxAgeSeconds float64 `json:"metricsMaxAgeSeconds,omitempty"`
+	// MaxQueueSize is Q of the queueing model (default 100).
+	MaxQueueSize int `json:"maxQueueSize,omitempty"`
+	// AllocationAlgorithm for unlimited mode: "exact" (default) or "greedy"
+	// (the reference's cost-aware greedy, kept for comparison).
+	AllocationAlgorithm string `json:"allocationAlgorithm,omitempty"`
+	// SaturationPolicy for limited mode: None (default), PriorityExhaustive,
+	// PriorityRoundRobin or RoundRobin (seed 000 §5.2).
+	SaturationPolicy string `json:"saturationPolicy,omitempty"`
+	// AcceleratorPenaltyFactor φ of the transition penalty (default 0.1;
+	// seed 000 §5.3).
+	AcceleratorPenaltyFactor float64 `json:"acceleratorPenaltyFactor,omitempty"`
+}
+
+// SaturationConfig are the thresholds of the saturation analyzer (seed 002
+// §3.4; seed 004 §III.B). Zero values mean the defaults.
+type SaturationConfig struct {
+	KVCacheThreshold     float64 `json:"kvCacheThreshold,omitempty"`     // τ_kv (default 0.80)
+	QueueLengthThreshold float64 `json:"queueLengthThreshold,omitempty"` // τ_q (default 5)
+	KVSpareTrigger       float64 `json:"kvSpareTrigger,omitempty"`       // ε_kv (default 0.10)
+	QueueSpareTrigger    float64 `json:"queueSpareTrigger,omitempty"`    // ε_q (default 3)
+	// MinNonSaturatedReplicasForScaleDown replicas must stay non-saturated
+	// after a scale-down (default 2; seed 004 §III.C).
+	MinNonSaturatedReplicasForScaleDown int `json:"minNonSaturatedReplicasForScaleDown,omitempty"`
+}
+
+// ServiceClass is a named SLO and priority (seed 000 Appendix C).
+type ServiceClass struct {
+	Priority int     `json:"priority"` // 1 is the highest
+	TTFTMs   float64 `json:"ttftMs,omitempty"`
+	ITLMs    float64 `json:"itlMs,omitempty"`
+	TPS      float64 `json:"tps,omitempty"`
+}
+
+// SLO are explicit per-model targets (seed 001 §3.1).
+type SLO struct {
+	TTFTMs float64 `json:"ttftMs,omitempty"`
+	ITLMs  float64 `json:"itlMs,omitempty"`
+	TPS    float64 `json:"tps,omitempty"`
+}
+
+// Model is one served model and its variants.
+type Model struct {
+	ID        string `json:"id"`
+	Namespace string `json:"namespace,omitempty"`
+	// ServiceClass names an entry of Snapshot.ServiceClasses.
+	ServiceClass string `json:"serviceClass,omitempty"`
+	// Priority overrides the service class's (1 is the highest; default 1).
+	Priority int `json:"priority,omitempty"`
+	// SLO overrides the service class's targets.
+	SLO *SLO `json:"slo,omitempty"`
+	// SLOMultiplier overrides Config.SLOMultiplier for this model.
+	SLOMultiplier float64 `json:"sloMultiplier,omitempty"`
+	// Saturation overrides individual default thresholds for this model.
+	Saturation *SaturationConfig `json:"saturation,omitempty"`
+	// GatewayWaitingRequests are requests for this model held at the
+	// gateway (no replica could take them), the signal for scale from zero.
+	GatewayWaitingRequests float64 `json:"gatewayWaitingRequests,omitempty"`
+	// IdleSeconds, when set, says how long ago the last request arrived
+	// (for scale to zero when the engine has no history, as in `wva plan`).
+	IdleSeconds *float64  `json:"idleSeconds,omitempty"`
+	Variants    []Variant `json:"variants"`
+}
+
+// Variant is one way of serving the model: an accelerator arrangement and
+// its replicas (seed 004 §III.A).
+type Variant struct {
+	Name                   string  `json:"name"`
+	Accelerator            string  `json:"accelerator"`
+	AcceleratorsPerReplica int     `json:"acceleratorsPerReplica,omitempty"` // default 1
+	Cost                   float64 `json:"cost,omitempty"`                   // per replica (default 10)
+	MinReplicas            *int    `json:"minReplicas,omitempty"`            // default 1; 0 allows scale to zero
+	MaxReplicas            int     `json:"maxReplicas,omitempty"`            // 0: no limit
+	CurrentReplicas        int     `json:"currentReplicas"`
+	ReadyReplicas          int     `json:"readyReplicas"`
+	// PendingReplicas are starting and count as anticipated supply. When
+	// omitted it is CurrentReplicas − ReadyReplicas.
+	PendingReplicas *int   `json:"pendingReplicas,omitempty"`
+	Role            string `json:"role,omitempty"` // "prefill", "decode" or "" (both)
+	// ServiceModel and Params describe the variant's speed when known
+	// (profiled); otherwise they are learned (Config.TuningEnabled).
+	ServiceModel string        `json:"serviceModel,omitempty"` // "iteration" (default) or "linear"
+	Params       *tuner.Params `json:"params,omitempty"`
+	MaxBatchSize int           `json:"maxBatchSize,omitempty"` // default: from pods, else 256
+	Pods         []Pod         `json:"pods,omitempty"`
+}
+
+// Pod holds one replica's metrics, as a Prometheus collector reads them
+// (ARCHITECTURE.md §7).
+type Pod struct {
+	Name string `json:"name"`
+	// AgeSeconds since the pod became ready (for the tuner's transient
+	// delay); 0 when unknown.
+	AgeSeconds float64 `json:"ageSeconds,omitempty"`
+	// SampledAt is when the metrics were read; zero means "now".
+	SampledAt time.Time `json:"sampledAt,omitempty"`
+	// Missing marks a pod whose metrics could not be read.
+	Missing bool `json:"missing,omitempty"`
+
+	ArrivalRateRPS  float64 `json:"arrivalRate"`
+	AvgInputTokens  float64 `json:"avgInputTokens,omitempty"`
+	AvgOutputTokens float64 `json:"avgOutputTokens,omitempty"`
+	AvgTTFTMs       float64 `json:"avgTTFTMs,omitempty"`
+	AvgITLMs        float64 `json:"avgITLMs,omitempty"`
+	KVCacheUsage    float64 `json:"kvCacheUsage"` // 0..1
+	WaitingRequests float64 `json:"waitingRequests"`
+	RunningRequests float64 `json:"runningRequests,omitempty"`
+	KVBlocks        int     `json:"kvBlocks,omitempty"`
+	BlockSize       int     `json:"blockSize,omitempty"`
+	MaxBatchSize    int     `json:"maxBatchSize,omitempty"`
+	MaxBatchTokens  int     `json:"maxBatchTokens,omitempty"`
+}
+
+// Defaults.
+const (
+	DefaultSLOMultiplier        = 3.0
+	DefaultTransientDelay       = 120.0
+	DefaultScaleToZeroRetention = 600.0
+	DefaultStabilization        = 300.0
+	DefaultMetricsMaxAge        = 180.0
+	DefaultMaxBatchSize         = 256
+	DefaultVariantCost          = 10.0
+	DefaultAcceleratorPenalty   = 0.1
+	// Fallback SLO (seed 001 §3.3): 1.5× observed, capped.
+	FallbackHeadroom = 1.5
+	MaxFallbackTTFT  = 10000.0
+	MaxFallbackITL   = 500.0
+)
+
+func (c Config) withDefaults() Config {
+	def := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.SLOMultiplier, DefaultSLOMultiplier)
+	def(&c.TransientDelaySeconds, DefaultTransientDelay)
+	def(&c.ScaleToZeroRetentionSeconds, DefaultScaleToZeroRetention)
+	def(&c.ScaleDownStabilizationSeconds, DefaultStabilization)
+	def(&c.MetricsMaxAgeSeconds, DefaultMetricsMaxAge)
+	def(&c.AcceleratorPenaltyFactor, DefaultAcceleratorPenalty)
+	if c.MaxQueueSize == 0 {
+		c.MaxQueueSize = 100
+	}
+	if c.AllocationAlgorithm == "" {
+		c.AllocationAlgorithm = "exact"
+	}
+	if c.SaturationPolicy == "" {
+		c.SaturationPolicy = "None"
+	}
+	return c
+}
+
+// defaultSaturation are seed 002's thresholds.
+var defaultSaturation = SaturationConfig{
+	KVCacheThreshold: 0.80, QueueLengthThreshold: 5, KVSpareTrigger: 0.10, QueueSpareTrigger: 3,
+	MinNonSaturatedReplicasForScaleDown: 2,
+}
+
+// merged returns base with the non-zero fields of o.
+func (base SaturationConfig) merged(o *SaturationConfig) SaturationConfig {
+	if o == nil {
+		return base
+	}
+	if o.KVCacheThreshold != 0 {
+		base.KVCacheThreshold = o.KVCacheThreshold
+	}
+	if o.QueueLengthThreshold != 0 {
+		base.QueueLengthThreshold = o.QueueLengthThreshold
+	}
+	if o.KVSpareTrigger != 0 {
+		base.KVSpareTrigger = o.KVSpareTrigger
+	}
+	if o.QueueSpareTrigger != 0 {
+		base.QueueSpareTrigger = o.QueueSpareTrigger
+	}
+	if o.MinNonSaturatedReplicasForScaleDown != 0 {
+		base.MinNonSaturatedReplicasForScaleDown = o.MinNonSaturatedReplicasForScaleDown
+	}
+	return base
+}
+
+func (v Variant) minReplicas() int {
+	if v.MinReplicas == nil {
+		return 1
+	}
+	return *v.MinReplicas
+}
+
+func (v Variant) maxReplicas() int {
+	if v.MaxReplicas == 0 {
+		return int(^uint(0) >> 2)
+	}
+	return v.MaxReplicas
+}
+
+func (v Variant) pending() int {
+	if v.PendingReplicas != nil {
+		return *v.PendingReplicas
+	}
+	return max(v.CurrentReplicas-v.ReadyReplicas, 0)
+}
+
+func (v Variant) cost() float64 {
+	if v.Cost == 0 {
+		return DefaultVariantCost
+	}
+	return v.Cost
+}
+
+func (v Variant) acceleratorsPerReplica() int { return max(v.AcceleratorsPerReplica, 1) }
+
+func (v Variant) serviceModel() string {
+	if v.ServiceModel == "" {
+		return tuner.ModelIteration
+	}
+	return v.ServiceModel
+}

@@ -1,0 +1,237 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/llm-d-incubation/wva/internal/tuner"
+)
+
+// FieldError is a problem with one field of a snapshot, named by its path
+// (for example "models[0].variants[1].maxReplicas").
+type FieldError struct {
+	Path string
+	Msg  string
+}
+
+func (e *FieldError) Error() string { return e.Path + ": " + e.Msg }
+
+// Validate reports every structural problem of the snapshot, joined. Bad
+// metric values (NaN, negative, stale) are not validation errors: the
+// engine holds the affected variants' last good decisions instead.
+func (s *Snapshot) Validate() error {
+	var v validator
+	switch s.Mode {
+	case "", ModeCapacityOnly, ModeModelOnly, ModeHybrid:
+	default:
+		v.add("mode", "must be %q, %q or %q, got %q", ModeCapacityOnly, ModeModelOnly, ModeHybrid, s.Mode)
+	}
+	switch s.Optimizer {
+	case "", OptimizerUnlimited, OptimizerLimited:
+	default:
+		v.add("optimizer", "must be %q or %q, got %q", OptimizerUnlimited, OptimizerLimited, s.Optimizer)
+	}
+	for _, acc := range sortedKeys(s.Inventory) {
+		if s.Inventory[acc] < 0 {
+			v.add("inventory."+acc, "must be ≥ 0, got %d", s.Inventory[acc])
+		}
+	}
+	v.saturation("saturation", s.Saturation)
+	v.config(s.Config)
+	for _, name := range sortedKeys(s.ServiceClasses) {
+		sc := s.ServiceClasses[name]
+		p := "serviceClasses." + name
+		if sc.Priority < 1 {
+			v.add(p+".priority", "must be ≥ 1 (1 is the highest), got %d", sc.Priority)
+		}
+		v.targets(p, SLO{TTFTMs: sc.TTFTMs, ITLMs: sc.ITLMs, TPS: sc.TPS})
+	}
+	if len(s.Models) == 0 {
+		v.add("models", "must list at least one model")
+	}
+	seen := map[[2]string]int{}
+	for i := range s.Models {
+		m := &s.Models[i]
+		p := fmt.Sprintf("models[%d]", i)
+		if m.ID == "" {
+			v.add(p+".id", "must not be empty")
+		}
+		key := [2]string{m.Namespace, m.ID}
+		if j, dup := seen[key]; dup {
+			v.add(p+".id", "duplicates models[%d] (%s in namespace %q)", j, m.ID, m.Namespace)
+		}
+		seen[key] = i
+		v.model(p, s, m)
+	}
+	return v.err()
+}
+
+type validator struct{ errs []error }
+
+func (v *validator) add(path, format string, args ...any) {
+	v.errs = append(v.errs, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) err() error { return errors.Join(v.errs...) }
+
+func (v *validator) finiteNonNeg(path string, x float64) {
+	if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+		v.add(path, "must be a finite number ≥ 0, got %v", x)
+	}
+}
+
+func (v *validator) targets(p string, t SLO) {
+	v.finiteNonNeg(p+".ttftMs", t.TTFTMs)
+	v.finiteNonNeg(p+".itlMs", t.ITLMs)
+	v.finiteNonNeg(p+".tps", t.TPS)
+}
+
+func (v *validator) config(c Config) {
+	for _, f := range []struct {
+		name string
+		x    float64
+	}{{"transientDelaySeconds", c.TransientDelaySeconds}, {"scaleToZeroRetentionSeconds", c.ScaleToZeroRetentionSeconds},
+		{"scaleDownStabilizationSeconds", c.ScaleDownStabilizationSeconds}, {"metricsMaxAgeSeconds", c.MetricsMaxAgeSeconds},
+		{"acceleratorPenaltyFactor", c.AcceleratorPenaltyFactor}} {
+		v.finiteNonNeg("config."+f.name, f.x)
+	}
+	if c.SLOMultiplier != 0 && !(c.SLOMultiplier > 1) {
+		v.add("config.sloMultiplier", "must be > 1, got %v", c.SLOMultiplier)
+	}
+	if c.MaxQueueSize < 0 {
+		v.add("config.maxQueueSize", "must be ≥ 0, got %d", c.MaxQueueSize)
+	}
+	switch c.AllocationAlgorithm {
+	case "", "exact", "greedy":
+	default:
+		v.add("config.allocationAlgorithm", "must be \"exact\" or \"greedy\", got %q", c.AllocationAlgorithm)
+	}
+	switch c.SaturationPolicy {
+	case "", "None", "PriorityExhaustive", "PriorityRoundRobin", "RoundRobin":
+	default:
+		v.add("config.saturationPolicy", "must be None, PriorityExhaustive, PriorityRoundRobin or RoundRobin, got %q", c.SaturationPolicy)
+	}
+}
+
+func (v *validator) saturation(p string, c *SaturationConfig) {
+	if c == nil {
+		return
+	}
+	if c.KVCacheThreshold != 0 && !(c.KVCacheThreshold > 0 && c.KVCacheThreshold <= 1) {
+		v.add(p+".kvCacheThreshold", "must be in (0, 1], got %v", c.KVCacheThreshold)
+	}
+	if c.QueueLengthThreshold != 0 && !(c.QueueLengthThreshold > 0) {
+		v.add(p+".queueLengthThreshold", "must be > 0, got %v", c.QueueLengthThreshold)
+	}
+	v.finiteNonNeg(p+".kvSpareTrigger", c.KVSpareTrigger)
+	v.finiteNonNeg(p+".queueSpareTrigger", c.QueueSpareTrigger)
+	if c.MinNonSaturatedReplicasForScaleDown < 0 {
+		v.add(p+".minNonSaturatedReplicasForScaleDown", "must be ≥ 1, got %d", c.MinNonSaturatedReplicasForScaleDown)
+	}
+}
+
+func (v *validator) model(p string, s *Snapshot, m *Model) {
+	if m.ServiceClass != "" {
+		if _, ok := s.ServiceClasses[m.ServiceClass]; !ok {
+			v.add(p+".serviceClass", "names no entry of serviceClasses (%q)", m.ServiceClass)
+		}
+	}
+	if m.Priority < 0 {
+		v.add(p+".priority", "must be ≥ 1, got %d", m.Priority)
+	}
+	if m.SLO != nil {
+		v.targets(p+".slo", *m.SLO)
+	}
+	if m.SLOMultiplier != 0 && !(m.SLOMultiplier > 1) {
+		v.add(p+".sloMultiplier", "must be > 1, got %v", m.SLOMultiplier)
+	}
+	v.saturation(p+".saturation", m.Saturation)
+	v.finiteNonNeg(p+".gatewayWaitingRequests", m.GatewayWaitingRequests)
+	if m.IdleSeconds != nil {
+		v.finiteNonNeg(p+".idleSeconds", *m.IdleSeconds)
+	}
+	if len(m.Variants) == 0 {
+		v.add(p+".variants", "must list at least one variant")
+	}
+	names := map[string]int{}
+	for j := range m.Variants {
+		vp := fmt.Sprintf("%s.variants[%d]", p, j)
+		va := &m.Variants[j]
+		if k, dup := names[va.Name]; dup {
+			v.add(vp+".name", "duplicates variants[%d] (%q)", k, va.Name)
+		}
+		names[va.Name] = j
+		v.variant(vp, s, va)
+	}
+}
+
+func (v *validator) variant(p string, s *Snapshot, va *Variant) {
+	if va.Name == "" {
+		v.add(p+".name", "must not be empty")
+	}
+	if va.Accelerator == "" {
+		v.add(p+".accelerator", "must not be empty")
+	} else if s.Optimizer == OptimizerLimited {
+		if _, ok := s.Inventory[va.Accelerator]; !ok {
+			v.add(p+".accelerator", "%q is not in the inventory (limited mode needs every accelerator type there)", va.Accelerator)
+		}
+	}
+	if va.AcceleratorsPerReplica < 0 {
+		v.add(p+".acceleratorsPerReplica", "must be ≥ 1, got %d", va.AcceleratorsPerReplica)
+	}
+	v.finiteNonNeg(p+".cost", va.Cost)
+	minR := va.minReplicas()
+	if minR < 0 {
+		v.add(p+".minReplicas", "must be ≥ 0, got %d", minR)
+	}
+	if va.MaxReplicas < 0 || (va.MaxReplicas > 0 && va.MaxReplicas < minR) {
+		v.add(p+".maxReplicas", "must be ≥ minReplicas (%d), got %d", minR, va.MaxReplicas)
+	}
+	if va.CurrentReplicas < 0 {
+		v.add(p+".currentReplicas", "must be ≥ 0, got %d", va.CurrentReplicas)
+	}
+	if va.ReadyReplicas < 0 || va.ReadyReplicas > va.CurrentReplicas {
+		v.add(p+".readyReplicas", "must be between 0 and currentReplicas (%d), got %d", va.CurrentReplicas, va.ReadyReplicas)
+	}
+	if va.PendingReplicas != nil && *va.PendingReplicas < 0 {
+		v.add(p+".pendingReplicas", "must be ≥ 0, got %d", *va.PendingReplicas)
+	}
+	switch va.Role {
+	case "", "prefill", "decode", "both":
+	default:
+		v.add(p+".role", "must be \"prefill\", \"decode\" or empty, got %q", va.Role)
+	}
+	switch va.ServiceModel {
+	case "", tuner.ModelIteration, tuner.ModelLinear:
+	default:
+		v.add(p+".serviceModel", "must be \"iteration\" or \"linear\", got %q", va.ServiceModel)
+	}
+	if va.Params != nil {
+		if err := va.Params.Validate(va.serviceModel()); err != nil {
+			v.add(p+".params", "%v", err)
+		}
+	}
+	if va.MaxBatchSize < 0 {
+		v.add(p+".maxBatchSize", "must be ≥ 1, got %d", va.MaxBatchSize)
+	}
+	pods := map[string]bool{}
+	for k, pod := range va.Pods {
+		if pod.Name == "" {
+			v.add(fmt.Sprintf("%s.pods[%d].name", p, k), "must not be empty")
+		} else if pods[pod.Name] {
+			v.add(fmt.Sprintf("%s.pods[%d].name", p, k), "duplicates pod %q", pod.Name)
+		}
+		pods[pod.Name] = true
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
