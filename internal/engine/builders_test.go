@@ -81,3 +81,5 @@ func decision(t *testing.T, p *Plan, name string) VariantDecision {
 	t.Fatalf("no decision for %s in %+v", name, p.Variants)
 	return VariantDecision{}
 }
+
+func timeMinutes(i int) time.Duration { return time.Duration(i) * time.Minute }

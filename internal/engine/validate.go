@@ -182,22 +182,6 @@ func (v *validator) variant(p string, s *Snapshot, va *Variant) {
 		v.add(p+".acceleratorsPerReplica", "must be ≥ 1, got %d", va.AcceleratorsPerReplica)
 	}
 	v.finiteNonNeg(p+".cost", va.Cost)
-	minR := va.minReplicas()
-	if minR < 0 {
-		v.add(p+".minReplicas", "must be ≥ 0, got %d", minR)
-	}
-	if va.MaxReplicas < 0 || (va.MaxReplicas > 0 && va.MaxReplicas < minR) {
-		v.add(p+".maxReplicas", "must be ≥ minReplicas (%d), got %d", minR, va.MaxReplicas)
-	}
-	if va.CurrentReplicas < 0 {
-		v.add(p+".currentReplicas", "must be ≥ 0, got %d", va.CurrentReplicas)
-	}
-	if va.ReadyReplicas < 0 || va.ReadyReplicas > va.CurrentReplicas {
-		v.add(p+".readyReplicas", "must be between 0 and currentReplicas (%d), got %d", va.CurrentReplicas, va.ReadyReplicas)
-	}
-	if va.PendingReplicas != nil && *va.PendingReplicas < 0 {
-		v.add(p+".pendingReplicas", "must be ≥ 0, got %d", *va.PendingReplicas)
-	}
 	switch va.Role {
 	case "", "prefill", "decode", "both":
 	default:
@@ -216,6 +200,30 @@ func (v *validator) variant(p string, s *Snapshot, va *Variant) {
 	if va.MaxBatchSize < 0 {
 		v.add(p+".maxBatchSize", "must be ≥ 1, got %d", va.MaxBatchSize)
 	}
+	v.replicas(p, va)
+	v.pods(p, va)
+}
+
+func (v *validator) replicas(p string, va *Variant) {
+	minR := va.minReplicas()
+	if minR < 0 {
+		v.add(p+".minReplicas", "must be ≥ 0, got %d", minR)
+	}
+	if va.MaxReplicas < 0 || (va.MaxReplicas > 0 && va.MaxReplicas < minR) {
+		v.add(p+".maxReplicas", "must be ≥ minReplicas (%d), got %d", minR, va.MaxReplicas)
+	}
+	if va.CurrentReplicas < 0 {
+		v.add(p+".currentReplicas", "must be ≥ 0, got %d", va.CurrentReplicas)
+	}
+	if va.ReadyReplicas < 0 || va.ReadyReplicas > va.CurrentReplicas {
+		v.add(p+".readyReplicas", "must be between 0 and currentReplicas (%d), got %d", va.CurrentReplicas, va.ReadyReplicas)
+	}
+	if va.PendingReplicas != nil && *va.PendingReplicas < 0 {
+		v.add(p+".pendingReplicas", "must be ≥ 0, got %d", *va.PendingReplicas)
+	}
+}
+
+func (v *validator) pods(p string, va *Variant) {
 	pods := map[string]bool{}
 	for k, pod := range va.Pods {
 		if pod.Name == "" {

@@ -1,0 +1,60 @@
+package engine
+
+import "testing"
+
+// TestHybridMatrix checks seed 002 §4.3 row by row on a variant with 4
+// replicas. The saturation group has four non-saturated replicas at KV 0.2:
+// removing one or two is safe, removing three is not (fewer than two left).
+func TestHybridMatrix(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		cap, model  int
+		unsafeGroup bool // the group has a saturated replica: no scale-down is safe
+		want        int
+		reason      Reason
+	}{
+		{"capacity up, model down: capacity veto", 5, 2, false, 5, ReasonCapacityVeto},
+		{"capacity same, model down, safe: follow the model", 4, 2, false, 2, ReasonModelScaleDown},
+		{"capacity same, model down, unsafe: safety block", 4, 2, true, 4, ReasonSafetyBlock},
+		{"capacity same, model down too far: safety block", 4, 1, false, 4, ReasonSafetyBlock},
+		{"capacity up, model same: scale up", 6, 4, false, 6, ReasonSaturationScaleUp},
+		{"capacity same, model up: scale up", 4, 7, false, 7, ReasonModelScaleUp},
+		{"both up: the larger", 5, 7, false, 7, ReasonConsensus},
+		{"both down: the larger", 3, 2, false, 3, ReasonConsensus},
+		{"both same: no change", 4, 4, false, 4, ReasonConsensus},
+		{"capacity down, model same: no change", 3, 4, false, 4, ReasonModelSteady},
+		{"capacity down, model up: the model", 3, 6, false, 6, ReasonModelScaleUp},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms := &modelState{m: &Model{ID: "m"}}
+			v := &Variant{Name: "v", Accelerator: "H100", CurrentReplicas: 4, ReadyReplicas: 4}
+			vs := &variantState{model: ms, v: v, capTarget: tc.cap, modelTarget: tc.model, detail: &ModelDetail{}}
+			g := &satGroup{cfg: defaultSaturation, variants: []*variantState{vs}, unit: func(*variantState) float64 { return 1 },
+				nsLoadKV: 0.8, nsCapKV: 4, nonSat: 4}
+			if tc.unsafeGroup {
+				g.d.Saturated = 1
+			}
+			vs.sat = g
+			ms.variants = []*variantState{vs}
+			c := &cycle{mode: ModeHybrid}
+			c.arbitrate(ms)
+			if vs.target != tc.want || vs.reason != tc.reason {
+				t.Errorf("target %d (%s), want %d (%s); notes %q", vs.target, vs.reason, tc.want, tc.reason, vs.notes)
+			}
+		})
+	}
+}
+
+// TestHybridFallsBack: without a model target the capacity decides, and
+// without a capacity signal the model does.
+func TestHybridFallsBack(t *testing.T) {
+	ms := &modelState{m: &Model{ID: "m"}}
+	v := &Variant{Name: "v", CurrentReplicas: 2}
+	a := &variantState{model: ms, v: v, capTarget: 3, modelTarget: -1}
+	b := &variantState{model: ms, v: v, capTarget: -1, modelTarget: 1, detail: &ModelDetail{}}
+	ms.variants = []*variantState{a, b}
+	(&cycle{mode: ModeHybrid}).arbitrate(ms)
+	if a.target != 3 || a.reason != ReasonSaturationScaleUp || b.target != 1 || b.reason != ReasonModelScaleDown {
+		t.Errorf("a %d %s, b %d %s", a.target, a.reason, b.target, b.reason)
+	}
+}

@@ -1,0 +1,200 @@
+package engine
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestHoldsOnBadMetrics: missing, stale or non-finite metrics hold the last
+// good decision and say so.
+func TestHoldsOnBadMetrics(t *testing.T) {
+	e := New(nil)
+	good := snapshot(ModeCapacityOnly, variant("v", "H100").pods(0.75, 2, 0.76, 2))
+	if d := decision(t, plan(t, e, good), "v"); d.Desired != 3 {
+		t.Fatalf("first cycle: %+v", d)
+	}
+	for _, tc := range []struct {
+		name  string
+		spoil func(*Pod)
+		want  string
+	}{
+		{"missing", func(p *Pod) { p.Missing = true }, "missing"},
+		{"stale", func(p *Pod) { p.SampledAt = t0.Add(-10 * time.Minute) }, "stale (sampled 600 s ago)"},
+		{"NaN", func(p *Pod) { p.KVCacheUsage = math.NaN() }, "kvCacheUsage is NaN"},
+		{"negative", func(p *Pod) { p.WaitingRequests = -1 }, "waitingRequests is -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := snapshot(ModeCapacityOnly, variant("v", "H100").pods(0.1, 0, 0.1, 0).replicas(3, 3))
+			tc.spoil(&s.Models[0].Variants[0].Pods[0])
+			d := decision(t, plan(t, e, s), "v")
+			if d.Desired != 3 || d.Reason != ReasonHoldMetrics || !strings.Contains(d.Explanation, tc.want) {
+				t.Errorf("%+v", d)
+			}
+		})
+	}
+	// No pods at all for ready replicas, and no history: hold the current count.
+	s := snapshot(ModeCapacityOnly, variant("w", "H100").replicas(2, 2))
+	if d := decision(t, plan(t, nil, s), "w"); d.Desired != 2 || d.Reason != ReasonHoldMetrics {
+		t.Errorf("no pods: %+v", d)
+	}
+}
+
+func TestScaleToZeroAndBack(t *testing.T) {
+	idle := func(secs float64) *Snapshot {
+		s := snapshot(ModeCapacityOnly, variant("v", "H100").minMax(0, 4).pods(0.0, 0))
+		s.Models[0].IdleSeconds = &secs
+		return s
+	}
+	if d := decision(t, plan(t, nil, idle(700)), "v"); d.Desired != 0 || d.Reason != ReasonScaleToZero {
+		t.Errorf("idle 700 s: %+v", d)
+	}
+	if d := decision(t, plan(t, nil, idle(60)), "v"); d.Desired != 1 {
+		t.Errorf("idle 60 s (retention 600 s): %+v", d)
+	}
+	// minReplicas 1: never to zero.
+	s := idle(7000)
+	one := 1
+	s.Models[0].Variants[0].MinReplicas = &one
+	if d := decision(t, plan(t, nil, s), "v"); d.Desired != 1 {
+		t.Errorf("minReplicas 1: %+v", d)
+	}
+	// Back from zero: requests waiting at the gateway start the cheapest variant.
+	s = snapshot(ModeCapacityOnly, variant("big", "H100").cost(40).minMax(0, 4), variant("small", "L4").cost(8).minMax(0, 4))
+	s.Models[0].GatewayWaitingRequests = 3
+	p := plan(t, nil, s)
+	if b, sm := decision(t, p, "big"), decision(t, p, "small"); b.Desired != 0 || sm.Desired != 1 || sm.Reason != ReasonScaleFromZero {
+		t.Errorf("from zero: big %+v, small %+v", b, sm)
+	}
+}
+
+// TestRetentionAcrossCycles: the engine remembers the last request.
+func TestRetentionAcrossCycles(t *testing.T) {
+	e := New(nil)
+	at := func(minutes int, rate float64) VariantDecision {
+		s := snapshot(ModeCapacityOnly, variant("v", "H100").minMax(0, 4).pods(0.1, 0).traffic(rate, 100, 10, 30, 8))
+		s.Time = t0.Add(time.Duration(minutes) * time.Minute)
+		s.Config.ScaleDownStabilizationSeconds = 1 // keep this test about retention
+		return decision(t, plan(t, e, s), "v")
+	}
+	if d := at(0, 2); d.Desired != 1 {
+		t.Fatalf("busy: %+v", d)
+	}
+	if d := at(5, 0); d.Desired != 1 {
+		t.Errorf("idle 5 min: %+v", d)
+	}
+	if d := at(11, 0); d.Desired != 0 || d.Reason != ReasonScaleToZero {
+		t.Errorf("idle 11 min: %+v", d)
+	}
+}
+
+func TestMinMaxClamp(t *testing.T) {
+	s := snapshot(ModeCapacityOnly, variant("v", "H100").minMax(1, 2).pods(0.95, 0, 0.95, 0))
+	if d := decision(t, plan(t, nil, s), "v"); d.Desired != 2 || !strings.Contains(d.Explanation, "maximum") {
+		t.Errorf("max: %+v", d)
+	}
+	// A target set above the maximum by hand is capped by the enforcer.
+	c := &cycle{}
+	vs := &variantState{v: &Variant{MaxReplicas: 2}, target: 5}
+	if c.clamp(vs); vs.target != 2 || vs.reason != ReasonMaxReplicas {
+		t.Errorf("clamp: %d %s", vs.target, vs.reason)
+	}
+	s = snapshot(ModeCapacityOnly, variant("v", "H100").minMax(4, 0).pods(0.1, 0, 0.1, 0, 0.1, 0))
+	if d := decision(t, plan(t, nil, s), "v"); d.Desired != 4 || d.Reason != ReasonMinReplicas {
+		t.Errorf("min: %+v", d)
+	}
+}
+
+// TestStabilization: a scale-down follows the highest recommendation of the
+// last 300 s.
+func TestStabilization(t *testing.T) {
+	e := New(nil)
+	run := func(minutes float64, kv float64) VariantDecision {
+		s := snapshot(ModeCapacityOnly, variant("v", "H100").pods(kv, 0, kv, 0, kv, 0, kv, 0))
+		s.Time = t0.Add(time.Duration(minutes * float64(time.Minute)))
+		return decision(t, plan(t, e, s), "v")
+	}
+	if d := run(0, 0.6); d.Desired != 4 {
+		t.Fatalf("steady: %+v", d)
+	}
+	if d := run(1, 0.1); d.Desired != 4 || d.Reason != ReasonStabilized {
+		t.Errorf("one minute later, low load: %+v", d)
+	}
+	if d := run(6, 0.1); d.Desired >= 4 || d.Reason != ReasonSaturationScaleDown {
+		t.Errorf("after the window: %+v", d)
+	}
+}
+
+// TestLimitedInventoryBySaturation: scale-ups beyond the inventory go to
+// the variant nearest to saturation first.
+func TestLimitedInventoryBySaturation(t *testing.T) {
+	s := &Snapshot{Time: t0, Mode: ModeCapacityOnly, Optimizer: OptimizerLimited, Inventory: map[string]int{"H100": 5}}
+	for _, m := range []struct {
+		id string
+		kv float64
+	}{{"calm", 0.72}, {"hot", 0.79}} {
+		v := variant(m.id, "H100").pods(m.kv, 0, m.kv, 0).build()
+		s.Models = append(s.Models, Model{ID: m.id, Variants: []Variant{v}})
+	}
+	p := plan(t, nil, s)
+	hot, calm := decision(t, p, "hot"), decision(t, p, "calm")
+	if hot.Desired != 3 || calm.Desired != 2 || calm.Reason != ReasonInventoryLimited {
+		t.Errorf("hot %+v\ncalm %+v", hot, calm)
+	}
+	if u := p.Usage["H100"]; u.Desired != 5 || u.Available != 5 {
+		t.Errorf("usage %+v", u)
+	}
+}
+
+// TestLimitedModelOnly: the global greedy serves the higher priority first
+// and a zero-load variant with minReplicas 0 does not break the solve.
+func TestLimitedModelOnly(t *testing.T) {
+	s := &Snapshot{Time: t0, Mode: ModeModelOnly, Optimizer: OptimizerLimited, Inventory: map[string]int{"H100": 4}}
+	mk := func(id string, prio int, rate float64) Model {
+		v := variant(id+"-h100", "H100").params(h100Params).pods(0.3, 0).traffic(rate, 1024, 256, 40, 15).build()
+		return Model{ID: id, Priority: prio, SLO: &SLO{TTFTMs: 200, ITLMs: 20}, Variants: []Variant{v}}
+	}
+	s.Models = []Model{mk("batch", 2, 40), mk("chat", 1, 40)}
+	zero := 0
+	idle := variant("idle-h100", "H100").params(h100Params).build()
+	idle.MinReplicas = &zero
+	s.Models = append(s.Models, Model{ID: "idle", Priority: 1, SLO: &SLO{TTFTMs: 200, ITLMs: 20}, Variants: []Variant{idle}})
+	p := plan(t, nil, s)
+	chat, batch := decision(t, p, "chat-h100"), decision(t, p, "batch-h100")
+	if chat.Desired != 3 || batch.Desired > 1 {
+		t.Errorf("chat %+v\nbatch %+v", chat, batch)
+	}
+	if d := decision(t, p, "idle-h100"); d.Desired != 0 {
+		t.Errorf("idle: %+v", d)
+	}
+}
+
+func TestValidationNamesFields(t *testing.T) {
+	lo, hi := 3, 1
+	s := &Snapshot{Mode: "turbo", Models: []Model{{ID: "m", ServiceClass: "gold", Variants: []Variant{
+		{Name: "v", Accelerator: "H100", MinReplicas: &lo, MaxReplicas: hi, CurrentReplicas: 1, ReadyReplicas: 2},
+		{Name: "v", Accelerator: ""},
+	}}}}
+	err := s.Validate()
+	var fe *FieldError
+	if !errors.As(err, &fe) {
+		t.Fatalf("got %v", err)
+	}
+	for _, want := range []string{
+		`mode: must be "capacity-only", "model-only" or "hybrid", got "turbo"`,
+		`models[0].serviceClass: names no entry of serviceClasses ("gold")`,
+		"models[0].variants[0].maxReplicas: must be ≥ minReplicas (3), got 1",
+		"models[0].variants[0].readyReplicas: must be between 0 and currentReplicas (1), got 2",
+		`models[0].variants[1].name: duplicates variants[0] ("v")`,
+		"models[0].variants[1].accelerator: must not be empty",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in\n%v", want, err)
+		}
+	}
+	if _, err := New(nil).Plan(s); err == nil {
+		t.Error("Plan accepted an invalid snapshot")
+	}
+}

@@ -1,0 +1,166 @@
+package engine
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/llm-d-incubation/wva/internal/queueing"
+	"github.com/llm-d-incubation/wva/internal/tuner"
+)
+
+var h100Params = tuner.Params{Alpha: 7, Beta: 0.02, Gamma: 5e-5}
+
+// capacityOf is what the queueing package says one replica serves.
+func capacityOf(t *testing.T, p tuner.Params, in, out float64, n int, slo queueing.Targets) float64 {
+	t.Helper()
+	a, err := queueing.NewAnalyzer(queueing.Config{Model: queueing.Iteration{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma},
+		Workload: queueing.Workload{InputTokens: in, OutputTokens: out}, MaxBatchSize: n, MaxQueueSize: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := a.Size(slo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.CapacityRPS
+}
+
+// TestModelBasedScaleUp: supply comes from ready replicas and the required
+// count is ceil(demand / capacity) (seed 001; the reference computed supply
+// from the desired count and never scaled up).
+func TestModelBasedScaleUp(t *testing.T) {
+	v := variant("h100", "H100").params(h100Params).pods(0.3, 0, 0.3, 0).traffic(30, 1024, 256, 40, 15)
+	s := snapshot(ModeModelOnly, v)
+	s.Models[0].SLO = &SLO{TTFTMs: 200, ITLMs: 20}
+	p := plan(t, nil, s)
+	d := decision(t, p, "h100")
+	c := capacityOf(t, h100Params, 1024, 256, DefaultMaxBatchSize, queueing.Targets{TTFTMs: 200, ITLMs: 20})
+	want := int(math.Ceil(60 / c))
+	if d.Desired != want || d.Reason != ReasonModelScaleUp || d.Queueing == nil {
+		t.Fatalf("desired %d (%s), want %d: %s", d.Desired, d.Reason, want, d.Explanation)
+	}
+	if math.Abs(d.Queueing.CapacityPerReplicaRPS-c) > 1e-9 || math.Abs(d.Queueing.SupplyRPS-2*c) > 1e-9 || d.Queueing.ParamsSource != "profiled" {
+		t.Errorf("detail %+v", d.Queueing)
+	}
+	if m := p.Models[0]; m.DemandRPS != 60 || m.SLOSource != "explicit" {
+		t.Errorf("model summary %+v", m)
+	}
+}
+
+// TestCheapestMix: unlimited mode covers the demand with the cheapest mix.
+func TestCheapestMix(t *testing.T) {
+	slo := queueing.Targets{TTFTMs: 300, ITLMs: 25}
+	fast := tuner.Params{Alpha: 5, Beta: 0.015, Gamma: 4e-5}
+	s := snapshot(ModeModelOnly,
+		variant("h100", "H100").cost(40).params(fast).minMax(0, 0).pods(0.4, 0).traffic(20, 1024, 256, 40, 15),
+		variant("a100", "A100").cost(15).params(h100Params).minMax(0, 0).pods(0.4, 0).traffic(20, 1024, 256, 40, 15))
+	s.Models[0].SLO = &SLO{TTFTMs: slo.TTFTMs, ITLMs: slo.ITLMs}
+	p := plan(t, nil, s)
+	ch := capacityOf(t, fast, 1024, 256, 256, slo)
+	ca := capacityOf(t, h100Params, 1024, 256, 256, slo)
+	nh, na := decision(t, p, "h100").Desired, decision(t, p, "a100").Desired
+	got := 40*float64(nh) + 15*float64(na)
+	// Brute force over small counts.
+	best := math.Inf(1)
+	for i := 0; i <= 10; i++ {
+		for j := 0; j <= 10; j++ {
+			if float64(i)*ch+float64(j)*ca >= 40 && 40*float64(i)+15*float64(j) < best {
+				best = 40*float64(i) + 15*float64(j)
+			}
+		}
+	}
+	if got != best || float64(nh)*ch+float64(na)*ca < 40 {
+		t.Errorf("mix h100 %d + a100 %d costs %v, optimum %v (capacities %.2f, %.2f)", nh, na, got, best, ch, ca)
+	}
+}
+
+func TestSLOResolution(t *testing.T) {
+	base := func() *Snapshot {
+		s := snapshot(ModeModelOnly, variant("h100", "H100").params(h100Params).pods(0.3, 0).traffic(5, 1024, 256, 40, 15))
+		return s
+	}
+	s := base()
+	s.ServiceClasses = map[string]ServiceClass{"premium": {Priority: 1, TTFTMs: 500, ITLMs: 50}}
+	s.Models[0].ServiceClass = "premium"
+	if m := plan(t, nil, s).Models[0]; m.SLOSource != "service-class" || m.SLOTTFTMs != 500 {
+		t.Errorf("service class: %+v", m)
+	}
+	s.Models[0].SLO = &SLO{TTFTMs: 250, ITLMs: 30}
+	if m := plan(t, nil, s).Models[0]; m.SLOSource != "explicit" || m.SLOTTFTMs != 250 {
+		t.Errorf("explicit wins: %+v", m)
+	}
+	// k·α from the parameters: TTFT = 3α + (β+γ)i, ITL = 3α + β + γ(i + (o+1)/2).
+	m := plan(t, nil, base()).Models[0]
+	wantTTFT := 21 + 0.02005*1024
+	wantITL := 21 + 0.02 + 5e-5*(1024+128.5)
+	if m.SLOSource != "inferred" || math.Abs(m.SLOTTFTMs-wantTTFT) > 1e-9 || math.Abs(m.SLOITLMs-wantITL) > 1e-9 {
+		t.Errorf("inferred: %+v, want TTFT %v ITL %v", m, wantTTFT, wantITL)
+	}
+	// Without parameters: 1.5 × observed, capped at 10 000 / 500 ms.
+	s = snapshot(ModeModelOnly, variant("h100", "H100").pods(0.3, 0).traffic(5, 1024, 256, 40, 400))
+	m = plan(t, nil, s).Models[0]
+	if m.SLOSource != "observed" || m.SLOTTFTMs != 60 || m.SLOITLMs != 500 {
+		t.Errorf("observed: %+v", m)
+	}
+}
+
+// TestZeroCapacityPlaceholder: a variant that cannot be sized keeps its
+// replicas; the others carry the model.
+func TestZeroCapacityPlaceholder(t *testing.T) {
+	s := snapshot(ModeModelOnly,
+		variant("h100", "H100").params(h100Params).pods(0.3, 0).traffic(30, 1024, 256, 40, 15),
+		variant("mystery", "MI300").pods(0.3, 0, 0.3, 0).traffic(30, 1024, 256, 40, 15))
+	s.Models[0].SLO = &SLO{TTFTMs: 200, ITLMs: 20}
+	p := plan(t, nil, s)
+	m := decision(t, p, "mystery")
+	if m.Desired != 2 || m.Queueing == nil || !strings.Contains(m.Queueing.Error, "no performance parameters") {
+		t.Errorf("placeholder: %+v", m)
+	}
+	if h := decision(t, p, "h100"); h.Desired < 2 || h.Reason != ReasonModelScaleUp {
+		t.Errorf("h100 should carry the 90 rps: %+v", h)
+	}
+	// Every variant unsizable: the model fails and the variants hold.
+	s = snapshot(ModeModelOnly, variant("mystery", "MI300").pods(0.3, 0).traffic(30, 1024, 256, 40, 15))
+	s.Models[0].SLO = &SLO{TTFTMs: 200, ITLMs: 20}
+	p = plan(t, nil, s)
+	if d := decision(t, p, "mystery"); d.Desired != 1 || d.Reason != ReasonModelUnavailable || p.Models[0].ModelError == "" {
+		t.Errorf("all fail: %+v, model %+v", d, p.Models[0])
+	}
+}
+
+// TestTPSFloor: a TPS target is a demand floor of TPS / output tokens.
+func TestTPSFloor(t *testing.T) {
+	s := snapshot(ModeModelOnly, variant("h100", "H100").params(h100Params).pods(0.3, 0).traffic(1, 1024, 256, 40, 15))
+	s.Models[0].SLO = &SLO{TTFTMs: 200, ITLMs: 20, TPS: 25600} // 100 rps
+	c := capacityOf(t, h100Params, 1024, 256, 256, queueing.Targets{TTFTMs: 200, ITLMs: 20})
+	if d := decision(t, plan(t, nil, s), "h100"); d.Desired != int(math.Ceil(100/c)) {
+		t.Errorf("desired %d, want ceil(100/%.2f)", d.Desired, c)
+	}
+}
+
+// TestTuningLearnsThenSizes: with tuning enabled and no profile, the engine
+// learns the parameters from the pods' latencies and then sizes with them.
+func TestTuningLearnsThenSizes(t *testing.T) {
+	truth := tuner.Truth{ServiceModel: tuner.ModelIteration, Params: h100Params, InputTokens: 1024, OutputTokens: 256, MaxBatchSize: 256}
+	obs, err := tuner.Synthesize(truth, tuner.TraceSpec{Cycles: 8, MaxQueueSize: 100, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(nil)
+	var d VariantDecision
+	for i, o := range obs {
+		v := variant("h100", "H100").pods(0.3, 0, 0.3, 0).traffic(o.RateRPS, o.InputTokens, o.OutputTokens, o.TTFTMs, o.ITLMs)
+		s := snapshot(ModeModelOnly, v)
+		s.Time = t0.Add(timeMinutes(i))
+		s.Config.TuningEnabled = true
+		s.Models[0].SLO = &SLO{TTFTMs: 200, ITLMs: 20}
+		d = decision(t, plan(t, e, s), "h100")
+		if i < 4 && d.Queueing.ParamsSource != "" {
+			t.Errorf("cycle %d: sized with %s parameters during the warm-up", i, d.Queueing.ParamsSource)
+		}
+	}
+	if d.Queueing.ParamsSource != "learned" || d.Queueing.Params == nil || math.Abs(d.Queueing.Params.Alpha/7-1) > 0.05 {
+		t.Fatalf("after 8 cycles: %+v", d.Queueing)
+	}
+}
