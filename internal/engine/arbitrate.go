@@ -78,6 +78,7 @@ func (c *cycle) hybrid(vs *variantState) bool {
 		if vs.model.sum.ModelError != "" {
 			vs.note("model analysis unavailable: %s", vs.model.sum.ModelError)
 		}
+		c.noteModel(vs)
 		return false
 	case vs.capTarget < 0:
 		c.modelOnly(vs)
@@ -159,8 +160,10 @@ func (c *cycle) noteModel(vs *variantState) {
 	ms := vs.model
 	switch {
 	case vs.detail == nil:
+	case vs.detail.Error != "" && vs.modelTarget >= 0:
+		vs.note("model: cannot size this variant (%s); it keeps %d while the others carry the demand", vs.detail.Error, vs.modelTarget)
 	case vs.detail.Error != "":
-		vs.note("model: cannot size (%s); holding %d", vs.detail.Error, vs.v.CurrentReplicas)
+		vs.note("model: cannot size (%s)", vs.detail.Error)
 	case ms.demand == 0:
 		vs.note("model: no traffic")
 	default:

@@ -3,8 +3,10 @@ package engine
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/llm-d-incubation/wva/internal/tuner"
@@ -69,7 +71,7 @@ type variantState struct {
 	model   *modelState
 	v       *Variant
 	key     string
-	pods    []Pod // healthy pods
+	pods    []*Pod // healthy pods (in the snapshot)
 	held    bool
 	holdWhy string
 	sat     *satGroup
@@ -110,26 +112,46 @@ func (e *Engine) Plan(s *Snapshot) (*Plan, error) {
 	}
 	c.prepare()
 	if c.cfg.TuningEnabled {
-		for _, ms := range c.models {
-			c.tune(ms)
-		}
+		c.parallel(c.tune)
 	}
 	if c.mode != ModeModelOnly {
-		for _, ms := range c.models {
-			c.saturation(ms)
-		}
+		c.parallel(c.saturation)
 	}
 	if c.mode != ModeCapacityOnly {
-		for _, ms := range c.models {
-			c.analyzeModel(ms)
-		}
+		c.parallel(c.analyzeModel)
 		c.allocate()
 	}
-	for _, ms := range c.models {
-		c.arbitrate(ms)
-	}
+	c.parallel(c.arbitrate)
 	c.enforce()
 	return c.plan(), nil
+}
+
+// parallel runs fn for every model on GOMAXPROCS workers. Each call reads
+// the snapshot and writes only its own model's state, so the result does not
+// depend on the order; the tuner store must be safe for concurrent use
+// (MemoryStore is).
+func (c *cycle) parallel(fn func(*modelState)) {
+	workers := min(runtime.GOMAXPROCS(0), len(c.models))
+	if workers <= 1 {
+		for _, ms := range c.models {
+			fn(ms)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	next := make(chan *modelState)
+	for range workers {
+		wg.Go(func() {
+			for ms := range next {
+				fn(ms)
+			}
+		})
+	}
+	for _, ms := range c.models {
+		next <- ms
+	}
+	close(next)
+	wg.Wait()
 }
 
 // prepare builds the working state: pod health and workload aggregation.
@@ -176,7 +198,9 @@ func (c *cycle) checkPods(vs *variantState) {
 		return
 	}
 	var bad []string
-	for _, p := range v.Pods {
+	vs.pods = make([]*Pod, 0, len(v.Pods))
+	for i := range v.Pods {
+		p := &v.Pods[i]
 		if why := c.podProblem(p); why != "" {
 			bad = append(bad, p.Name+": "+why)
 			continue
@@ -189,7 +213,7 @@ func (c *cycle) checkPods(vs *variantState) {
 }
 
 // podProblem says what is wrong with a pod's metrics, or "".
-func (c *cycle) podProblem(p Pod) string {
+func (c *cycle) podProblem(p *Pod) string {
 	if p.Missing {
 		return "missing"
 	}

@@ -161,11 +161,11 @@ func (c *cycle) analyzeModel(ms *modelState) {
 
 // size computes a variant's per-replica capacity under the SLO.
 func (c *cycle) size(ms *modelState, vs *variantState, p *tuner.Params, slo queueing.Targets) error {
+	if ms.demand == 0 {
+		return nil // no traffic, nothing to size: the allocator keeps the minimum
+	}
 	if p == nil {
 		return errNoParams
-	}
-	if ms.demand == 0 && ms.outTok == 0 {
-		return nil // no traffic, nothing to size: the allocator keeps the minimum
 	}
 	var model queueing.ServiceModel = queueing.Iteration{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma}
 	if vs.v.serviceModel() == tuner.ModelLinear {

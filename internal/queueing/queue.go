@@ -191,8 +191,10 @@ type headSums struct {
 }
 
 const (
-	rescaleAt  = 1e200 // rescale the running terms above this
-	negligible = 1e-290
+	rescaleAt = 1e200 // rescale the running terms above this
+	// tailCut is the relative size below which the remaining terms are
+	// dropped (see head).
+	tailCut = 1e-18
 	// maxStepRatio is the largest λ/μ(n) that the scaled linear recursion
 	// handles; beyond it the recursion runs in log space.
 	maxStepRatio = 1e100
@@ -201,46 +203,68 @@ const (
 // head computes the product-form terms t_0 = 1, t_n = t_{n−1}·λ/μ(n) for
 // n = 1..N in linear space with rescaling, which costs one multiply-add per
 // state. When μ(n) is non-decreasing, the terms fall monotonically once they
-// fall, so the loop stops at the first term below 10⁻²⁹⁰ of the running sum:
-// the rest cannot change any result at double precision and would otherwise
-// slow the loop down with subnormal arithmetic.
+// fall, so the loop stops as soon as everything left is below 10⁻¹⁸ of the
+// running sum: it cannot change any result at double precision.
 func (q *Queue) head(lambda float64) headSums {
 	if lambda*q.maxInvMu > maxStepRatio {
 		return q.headLog(lambda)
 	}
-	h := headSums{sum: 1}
-	t := 1.0
-	// The product-form ratio λ/μ(n) = λ·invMu(n), from the table or the
-	// affine form; the two loops are the same but for that line.
+	// The product-form ratio λ/μ(n) = λ·invMu(n) comes from the table or
+	// from the affine form; the branch is loop-invariant and predicted.
+	table := q.invMu != nil
 	ls, lb := lambda*q.invSlope, lambda*q.invBase
+	h := headSums{}
+	sum, weighted, t, fn := 1.0, 0.0, 1.0, 0.0
 	for i := range q.n {
-		if q.invMu != nil {
-			t *= lambda * q.invMu[i]
-		} else {
-			t *= ls + lb/float64(i+1)
+		fn++
+		var r float64
+		switch {
+		case table:
+			r = lambda * q.invMu[i]
+		case i < len(reciprocals):
+			r = ls + lb*reciprocals[i]
+		default:
+			r = ls + lb/fn
 		}
-		if t < negligible*h.sum && q.nonDecreasing {
-			t = 0
-			break
-		}
+		t *= r
 		if t > rescaleAt {
 			t /= rescaleAt
-			h.sum /= rescaleAt
-			h.weighted /= rescaleAt
+			sum /= rescaleAt
+			weighted /= rescaleAt
 			h.logScale += math.Log(rescaleAt)
+		} else if t < tailCut*sum && r < 1 && q.nonDecreasing {
+			// Past the mode with μ non-decreasing, every later ratio is
+			// at most r < 1, so the rest of the head and the whole tail add
+			// at most t·r/(1 − r) to the mass (and N times that to the
+			// weighted sum): nothing at double precision once that bound
+			// is below 10⁻¹⁸ of the sum.
+			if t*r/(1-r) < tailCut*sum {
+				t = 0
+				break
+			}
 		}
 		if i == q.n-1 {
-			h.sumBelowN = h.sum
+			h.sumBelowN = sum
 		}
-		h.sum += t
-		h.weighted += float64(i+1) * t
+		sum += t
+		weighted += fn * t
 	}
 	if t == 0 {
-		h.sumBelowN = h.sum
+		h.sumBelowN = sum
 	}
-	h.last = t
+	h.sum, h.weighted, h.last = sum, weighted, t
 	return h
 }
+
+// reciprocals[i] = 1/(i+1): the affine head loop multiplies by it instead
+// of dividing, which roughly halves the loop's cost.
+var reciprocals = func() []float64 {
+	r := make([]float64, 4096)
+	for i := range r {
+		r[i] = 1 / float64(i+1)
+	}
+	return r
+}()
 
 // headLog is head for arrival rates so far above μ(1) that a single step of
 // the linear recursion could overflow. It makes two passes in log space.

@@ -36,7 +36,8 @@ type Record struct {
 }
 
 // Store keeps learned parameters across cycles (and, in the controller,
-// across restarts and leader changes).
+// across restarts and leader changes). Implementations must be safe for
+// concurrent use: the engine reads it from several goroutines.
 type Store interface {
 	// Get returns the record of k; ok is false when there is none.
 	Get(k Key) (rec Record, ok bool, err error)

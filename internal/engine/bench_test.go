@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// fleet builds models × variants × pods with random load, profiled
+// parameters and explicit SLOs.
+func fleet(models, variants, pods int, accTypes int, seed uint64) *Snapshot {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	s := &Snapshot{Time: t0, Mode: ModeHybrid, Inventory: map[string]int{}}
+	for a := range accTypes {
+		s.Inventory[fmt.Sprintf("acc-%d", a)] = models * variants / accTypes * 3
+	}
+	for m := range models {
+		mod := Model{ID: fmt.Sprintf("model-%d", m), Namespace: "bench", SLO: &SLO{TTFTMs: 500, ITLMs: 30}, Priority: 1 + rng.IntN(3)}
+		for v := range variants {
+			va := Variant{Name: fmt.Sprintf("m%d-v%d", m, v), Accelerator: fmt.Sprintf("acc-%d", rng.IntN(accTypes)),
+				Cost: float64(5 + rng.IntN(40)), CurrentReplicas: pods, ReadyReplicas: pods,
+				Params: &h100Params, MaxBatchSize: 128 + 64*rng.IntN(3)}
+			for p := range pods {
+				va.Pods = append(va.Pods, Pod{Name: fmt.Sprintf("p%d", p), ArrivalRateRPS: 1 + 10*rng.Float64(),
+					AvgInputTokens: 500 + 1000*rng.Float64(), AvgOutputTokens: 100 + 300*rng.Float64(),
+					AvgTTFTMs: 40, AvgITLMs: 15, KVCacheUsage: 0.8 * rng.Float64(), WaitingRequests: float64(rng.IntN(5))})
+			}
+			mod.Variants = append(mod.Variants, va)
+		}
+		s.Models = append(s.Models, mod)
+	}
+	return s
+}
+
+// BenchmarkCycleUnlimited: one hybrid cycle over 1 000 models × 4 variants
+// × 8 pods (budget: 50 ms).
+func BenchmarkCycleUnlimited(b *testing.B) {
+	s := fleet(1000, 4, 8, 4, 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := New(nil).Plan(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCycleLimited: one model-only cycle in limited mode over 2 500
+// models × 4 variants (10 000 variants) on 20 accelerator types (budget:
+// 200 ms).
+func BenchmarkCycleLimited(b *testing.B) {
+	s := fleet(2500, 4, 1, 20, 2)
+	s.Mode, s.Optimizer = ModeModelOnly, OptimizerLimited
+	s.Config.SaturationPolicy = "PriorityRoundRobin"
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := New(nil).Plan(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
