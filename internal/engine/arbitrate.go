@@ -1,6 +1,9 @@
 package engine
 
-import "sort"
+import (
+	"fmt"
+	"sort"
+)
 
 func direction(target, current int) int {
 	switch {
@@ -141,19 +144,29 @@ func (c *cycle) noteSaturation(vs *variantState) {
 	if g == nil || g.unit == nil {
 		return
 	}
+	vs.notes = append(vs.notes, g.summary())
+}
+
+// summary is the group's saturation figures in words, formatted once for
+// all its variants.
+func (g *satGroup) summary() string {
+	if g.text != "" {
+		return g.text
+	}
 	d := g.d
 	switch {
 	case d.ScaleUp:
-		vs.note("saturation: %d of %d replicas saturated, spare KV %.2f, spare queue %.1f; +%d for headroom",
+		g.text = fmt.Sprintf("saturation: %d of %d replicas saturated, spare KV %.2f, spare queue %.1f; +%d for headroom",
 			d.Saturated, d.Replicas, d.AvgSpareKV, d.AvgSpareQueue, d.ExtraReplicas)
 	case d.ScaleDownSafe:
-		vs.note("saturation: spare KV %.2f, spare queue %.1f; %d replica(s) can go", d.AvgSpareKV, d.AvgSpareQueue, d.Removable)
+		g.text = fmt.Sprintf("saturation: spare KV %.2f, spare queue %.1f; %d replica(s) can go", d.AvgSpareKV, d.AvgSpareQueue, d.Removable)
 	default:
-		vs.note("saturation: spare KV %.2f, spare queue %.1f", d.AvgSpareKV, d.AvgSpareQueue)
+		g.text = fmt.Sprintf("saturation: spare KV %.2f, spare queue %.1f", d.AvgSpareKV, d.AvgSpareQueue)
 	}
 	if d.Note != "" && !d.ScaleDownSafe {
-		vs.note("%s", d.Note)
+		g.text += "; " + d.Note
 	}
+	return g.text
 }
 
 func (c *cycle) noteModel(vs *variantState) {

@@ -58,3 +58,19 @@ func BenchmarkCycleLimited(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCycleUnlimitedSteady is the same cycle on an engine that ran it
+// before: the sizing searches start from the previous answers.
+func BenchmarkCycleUnlimitedSteady(b *testing.B) {
+	s := fleet(1000, 4, 8, 4, 1)
+	e := New(nil)
+	if _, err := e.Plan(s); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Plan(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

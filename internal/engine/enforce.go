@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llm-d-incubation/wva/internal/alloc"
+	"github.com/llm-d-incubation/wva/internal/queueing"
 )
 
 // enforce applies, in order: holds on bad metrics, scale to and from zero,
@@ -30,6 +31,9 @@ func (c *cycle) enforce() {
 		c.stabilize(vs)
 		if !vs.held {
 			c.e.state.LastGood[vs.key] = vs.target
+		}
+		if vs.hints != (queueing.Hints{}) {
+			c.e.state.Sizing[vs.key] = vs.hints
 		}
 	}
 }
@@ -198,7 +202,8 @@ func (c *cycle) stabilize(vs *variantState) {
 
 // plan assembles the result.
 func (c *cycle) plan() *Plan {
-	p := &Plan{Time: c.now, Mode: c.mode, Usage: map[string]GPUUsed{}}
+	p := &Plan{Time: c.now, Mode: c.mode, Usage: map[string]GPUUsed{},
+		Variants: make([]VariantDecision, 0, len(c.all)), Models: make([]ModelSummary, 0, len(c.models))}
 	for _, ms := range c.models {
 		for _, vs := range ms.variants {
 			v := vs.v

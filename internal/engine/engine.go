@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llm-d-incubation/wva/internal/queueing"
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
@@ -29,6 +30,9 @@ type State struct {
 	// Recommendations are each variant's recent targets, for the
 	// scale-down stabilisation window.
 	Recommendations map[string][]Recommendation
+	// Sizing holds each variant's last λ_TTFT and λ_ITL: next cycle's
+	// search starts there (it changes only the cost, never the answer).
+	Sizing map[string]queueing.Hints
 }
 
 // Recommendation is one cycle's target for a variant.
@@ -45,6 +49,7 @@ func New(store tuner.Store) *Engine {
 	}
 	return &Engine{store: store, state: State{
 		LastGood: map[string]int{}, LastTraffic: map[string]time.Time{}, Recommendations: map[string][]Recommendation{},
+		Sizing: map[string]queueing.Hints{},
 	}}
 }
 
@@ -79,6 +84,9 @@ type variantState struct {
 	capTarget, modelTarget int
 	detail                 *ModelDetail
 	capacity               float64 // requests/s per replica within the SLO
+	hints                  queueing.Hints
+	capSum                 float64 // KV capacity of its pods (saturation analysis)
+	capN                   int
 	target                 int
 	reason                 Reason
 	notes                  []string
@@ -164,6 +172,7 @@ func (c *cycle) prepare() {
 		for j := range m.Variants {
 			v := &m.Variants[j]
 			vs := &variantState{model: ms, v: v, key: ms.key + "/" + v.Name, capTarget: -1, modelTarget: -1}
+			vs.hints = c.e.state.Sizing[vs.key]
 			c.checkPods(vs)
 			for _, p := range vs.pods {
 				if p.ArrivalRateRPS <= 0 {
@@ -222,14 +231,11 @@ func (c *cycle) podProblem(p *Pod) string {
 			return fmt.Sprintf("stale (sampled %.0f s ago)", age)
 		}
 	}
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"arrivalRate", p.ArrivalRateRPS}, {"kvCacheUsage", p.KVCacheUsage}, {"waitingRequests", p.WaitingRequests},
-		{"avgInputTokens", p.AvgInputTokens}, {"avgOutputTokens", p.AvgOutputTokens}, {"avgTTFTMs", p.AvgTTFTMs},
-		{"avgITLMs", p.AvgITLMs}, {"runningRequests", p.RunningRequests}} {
-		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
-			return fmt.Sprintf("%s is %v", f.name, f.v)
+	vals := [...]float64{p.ArrivalRateRPS, p.KVCacheUsage, p.WaitingRequests, p.AvgInputTokens, p.AvgOutputTokens,
+		p.AvgTTFTMs, p.AvgITLMs, p.RunningRequests}
+	for i, v := range vals {
+		if !(v >= 0 && v <= math.MaxFloat64) { // NaN, ±Inf or negative
+			return fmt.Sprintf("%s is %v", podMetricNames[i], v)
 		}
 	}
 	if p.KVCacheUsage > 1.001 {
@@ -237,6 +243,9 @@ func (c *cycle) podProblem(p *Pod) string {
 	}
 	return ""
 }
+
+var podMetricNames = [...]string{"arrivalRate", "kvCacheUsage", "waitingRequests", "avgInputTokens", "avgOutputTokens",
+	"avgTTFTMs", "avgITLMs", "runningRequests"}
 
 // saturation runs the saturation analyzer once per role of the model.
 func (c *cycle) saturation(ms *modelState) {

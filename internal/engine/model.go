@@ -177,10 +177,11 @@ func (c *cycle) size(ms *modelState, vs *variantState, p *tuner.Params, slo queu
 	if err != nil {
 		return err
 	}
-	sz, err := a.Size(slo)
+	sz, err := a.SizeNear(slo, vs.hints)
 	if err != nil {
 		return err
 	}
+	vs.hints = queueing.Hints{TTFTRPS: sz.RateTTFTRPS, ITLRPS: sz.RateITLRPS}
 	vs.capacity = sz.CapacityRPS
 	vs.detail.RateStarRPS, vs.detail.CapacityPerReplicaRPS = sz.RateStarRPS, sz.CapacityRPS
 	vs.detail.SupplyRPS = float64(vs.v.ReadyReplicas) * sz.CapacityRPS

@@ -112,6 +112,7 @@ type satGroup struct {
 	// simulation.
 	nsLoadKV, nsCapKV, nsLoadQ float64
 	nonSat, pending            int
+	text                       string // summary, once formatted
 }
 
 // downBlocked says why no scale-down of this group is safe, or "".
@@ -153,7 +154,11 @@ func (g *satGroup) safeToRemove(removed map[*variantState]int) bool {
 // when some pod lacks KV block counts: capacities are then one unit per
 // replica and KV load is the sum of usage fractions.
 func saturationPods(group []*variantState) ([]satPod, bool) {
-	var pods []satPod
+	n := 0
+	for _, vs := range group {
+		n += len(vs.pods)
+	}
+	pods := make([]satPod, 0, n)
 	normalized := false
 	for _, vs := range group {
 		if vs.held {
@@ -188,19 +193,21 @@ func unitCapacity(pods []satPod, normalized bool) func(*variantState) float64 {
 	if normalized {
 		return func(*variantState) float64 { return 1 }
 	}
-	sum, n := map[*variantState]float64{}, map[*variantState]int{}
 	total := 0.0
 	for _, p := range pods {
-		sum[p.vs] += p.capTokens
-		n[p.vs]++
+		p.vs.capSum, p.vs.capN = 0, 0
+	}
+	for _, p := range pods {
+		p.vs.capSum += p.capTokens
+		p.vs.capN++
 		total += p.capTokens
 	}
 	all := total / float64(len(pods))
 	return func(vs *variantState) float64 {
-		if n[vs] == 0 {
+		if vs.capN == 0 {
 			return all
 		}
-		return sum[vs] / float64(n[vs])
+		return vs.capSum / float64(vs.capN)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
@@ -54,7 +55,7 @@ func (s *Snapshot) Validate() error {
 	seen := map[[2]string]int{}
 	for i := range s.Models {
 		m := &s.Models[i]
-		p := fmt.Sprintf("models[%d]", i)
+		p := "models[" + strconv.Itoa(i) + "]"
 		if m.ID == "" {
 			v.add(p+".id", "must not be empty")
 		}
@@ -157,7 +158,7 @@ func (v *validator) model(p string, s *Snapshot, m *Model) {
 	}
 	names := map[string]int{}
 	for j := range m.Variants {
-		vp := fmt.Sprintf("%s.variants[%d]", p, j)
+		vp := p + ".variants[" + strconv.Itoa(j) + "]"
 		va := &m.Variants[j]
 		if k, dup := names[va.Name]; dup {
 			v.add(vp+".name", "duplicates variants[%d] (%q)", k, va.Name)

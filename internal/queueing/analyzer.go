@@ -97,7 +97,11 @@ func (a *Analyzer) Analyze(rateRPS float64) (Metrics, error) {
 }
 
 func (a *Analyzer) analyze(rateRPS float64) Metrics {
-	s := a.queue.solve(rateRPS / 1000)
+	return a.metrics(rateRPS, a.queue.solve(rateRPS/1000))
+}
+
+// metrics turns a solved queue (times in ms) into Metrics.
+func (a *Analyzer) metrics(rateRPS float64, s State) Metrics {
 	ttft, itl := a.cfg.Model.Latencies(a.cfg.Workload, s, a.cfg.MaxBatchSize)
 	x := s.Throughput * 1000
 	return Metrics{
@@ -116,17 +120,6 @@ func (a *Analyzer) analyze(rateRPS float64) Metrics {
 		MaxRateRPS:    a.MaxRate(),
 		TokensPerSec:  x * a.cfg.Workload.OutputTokens,
 	}
-}
-
-// ttft and itl are the two functions Size searches over.
-func (a *Analyzer) ttft(rateRPS float64) float64 {
-	ttft, _ := a.cfg.Model.Latencies(a.cfg.Workload, a.queue.solve(rateRPS/1000), a.cfg.MaxBatchSize)
-	return ttft
-}
-
-func (a *Analyzer) itl(rateRPS float64) float64 {
-	_, itl := a.cfg.Model.Latencies(a.cfg.Workload, a.queue.solve(rateRPS/1000), a.cfg.MaxBatchSize)
-	return itl
 }
 
 // ceilRatio returns ceil(num/den), forgiving a relative rounding error of

@@ -56,55 +56,165 @@ const minRateFraction = 1e-3
 // target once; it never infers a direction from the end points, so flat
 // curves (N = 1) are handled.
 func (a *Analyzer) Size(t Targets) (Sizing, error) {
+	return a.SizeNear(t, Hints{})
+}
+
+// Hints are rates (requests/s) near which the largest rate meeting each
+// target is expected, for example last cycle's answers. They only speed the
+// search up: a wrong hint costs two extra solves, never a wrong answer. Zero
+// means none; the iteration model then uses its closed form.
+type Hints struct {
+	TTFTRPS, ITLRPS float64
+}
+
+// hintWidth is the relative half-width of the bracket tried around a hint.
+const hintWidth = 0.02
+
+// SizeNear is Size with hints.
+func (a *Analyzer) SizeNear(t Targets, h Hints) (Sizing, error) {
 	if err := t.Validate(); err != nil {
 		return Sizing{}, err
 	}
-	hi := a.MaxRate()
-	lo := minRateFraction * 1000 * math.Min(1/a.queue.inv(1), a.queue.Capacity())
-	s := Sizing{RateTTFTRPS: hi, RateITLRPS: hi, MinRateRPS: lo,
+	sz := sizer{a: a, lo: minRateFraction * 1000 * math.Min(1/a.queue.inv(1), a.queue.Capacity()), hi: a.MaxRate()}
+	s := Sizing{RateTTFTRPS: sz.hi, RateITLRPS: sz.hi, MinRateRPS: sz.lo,
 		DemandFloorRPS: t.TPS / a.cfg.Workload.OutputTokens}
-	// Both latencies at both ends come from one solve per end.
-	ttftHi, itlHi := a.latencies(hi)
-	ttftLo, itlLo := a.latencies(lo)
 	var err error
 	if t.TTFTMs > 0 {
-		if s.RateTTFTRPS, err = a.search(a.ttft, TargetTTFT, t.TTFTMs, lo, hi, ttftLo, ttftHi); err != nil {
+		if s.RateTTFTRPS, err = sz.search(0, TargetTTFT, t.TTFTMs, a.hint(h.TTFTRPS, TargetTTFT, t.TTFTMs)); err != nil {
 			return Sizing{}, err
 		}
 	}
 	if t.ITLMs > 0 {
-		if s.RateITLRPS, err = a.search(a.itl, TargetITL, t.ITLMs, lo, hi, itlLo, itlHi); err != nil {
+		if s.RateITLRPS, err = sz.search(1, TargetITL, t.ITLMs, a.hint(h.ITLRPS, TargetITL, t.ITLMs)); err != nil {
 			return Sizing{}, err
 		}
 	}
 	s.RateStarRPS = math.Min(s.RateTTFTRPS, s.RateITLRPS)
 	switch {
-	case s.RateStarRPS >= hi:
+	case s.RateStarRPS >= sz.hi:
 	case s.RateTTFTRPS <= s.RateITLRPS:
 		s.Binding = TargetTTFT
 	default:
 		s.Binding = TargetITL
 	}
-	s.AtStar = a.analyze(s.RateStarRPS)
+	s.AtStar = a.metrics(s.RateStarRPS, sz.state(s.RateStarRPS))
 	s.CapacityRPS = s.AtStar.ThroughputRPS
 	return s, nil
 }
 
-func (a *Analyzer) latencies(rateRPS float64) (ttft, itl float64) {
-	return a.cfg.Model.Latencies(a.cfg.Workload, a.queue.solve(rateRPS/1000), a.cfg.MaxBatchSize)
+// sizer is one Size call: the search bracket and the solves made so far,
+// so that no rate is solved twice (the ends serve both targets, and the
+// answer was solved during its search).
+type sizer struct {
+	a      *Analyzer
+	lo, hi float64
+	memo   [4]struct {
+		rate float64
+		st   State
+	}
+	next int
 }
 
-// search returns the largest rate in [lo, hi] at which f(rate) ≤ target,
-// given f at both ends.
-func (a *Analyzer) search(f func(float64) float64, name string, target, lo, hi, fLo, fHi float64) (float64, error) {
-	if fHi <= target {
-		return hi, nil // not binding
+// state solves the queue at rateRPS, or recalls the solve.
+func (z *sizer) state(rateRPS float64) State {
+	for _, m := range z.memo {
+		if m.rate == rateRPS && rateRPS != 0 {
+			return m.st
+		}
 	}
-	if fLo > target {
-		best := a.analyze(lo)
-		return 0, &InfeasibleError{Target: name, TargetMs: target, BestTTFTMs: best.TTFTMs, BestITLMs: best.ITLMs}
+	st := z.a.queue.solve(rateRPS / 1000)
+	z.memo[z.next].rate, z.memo[z.next].st = rateRPS, st
+	z.next = (z.next + 1) % len(z.memo)
+	return st
+}
+
+// latency returns TTFT (which = 0) or ITL (which = 1) at rateRPS.
+func (z *sizer) latency(which int, rateRPS float64) float64 {
+	ttft, itl := z.a.cfg.Model.Latencies(z.a.cfg.Workload, z.state(rateRPS), z.a.cfg.MaxBatchSize)
+	if which == 0 {
+		return ttft
 	}
-	return brent(func(x float64) float64 { return f(x) - target }, lo, hi, fLo-target, fHi-target), nil
+	return itl
+}
+
+// hint returns the caller's hint, else the model's own estimate, else 0.
+func (a *Analyzer) hint(given float64, name string, target float64) float64 {
+	if given > 0 {
+		return given
+	}
+	if it, ok := a.cfg.Model.(Iteration); ok {
+		h := it.rateHint(a.cfg.Workload, name, target)
+		if name == TargetTTFT {
+			// The closed form has no queue, so its TTFT stays low up to
+			// saturation; the solver's TTFT turns up just below λmax.
+			h = math.Min(h, ttftHintFraction*a.MaxRate())
+		}
+		return h
+	}
+	return 0
+}
+
+// ttftHintFraction of λmax is where the search for a TTFT target starts
+// when the closed form would start it higher.
+const ttftHintFraction = 0.98
+
+// rateHint inverts the closed form (seed 001 §9): the rate at which the
+// light-traffic TTFT or ITL reaches the target. For ITL it aims δ̄(1 + 1/o)
+// lower, the solver's extra work of a request's own iterations at light load
+// (see TestClosedFormAtLightLoad). It is only a starting point for the
+// search.
+func (m Iteration) rateHint(w Workload, name string, target float64) float64 {
+	work := m.Work(w)
+	iter := target - m.Beta - m.Gamma*(w.InputTokens+(w.OutputTokens+1)/2) - work*(1+1/w.OutputTokens)
+	if name == TargetTTFT {
+		iter = target - (m.Beta+m.Gamma)*w.InputTokens
+	}
+	perRequest := (w.OutputTokens + 1) * work
+	if iter <= m.Alpha || perRequest <= 0 {
+		return 0
+	}
+	return 1000 * (1 - m.Alpha/iter) / perRequest
+}
+
+// search returns the largest rate in [lo, hi] at which the latency is at
+// most the target. A hint is tried first: a solve at the hint and one 2 %
+// beyond it usually bracket the answer tightly, and the ends of the full
+// range are then never needed. Otherwise the ends decide: a target met at
+// hi does not bind, one missed at lo is infeasible, and Brent's method
+// searches what is left of the bracket.
+func (z *sizer) search(which int, name string, target, hint float64) (float64, error) {
+	g := func(x float64) float64 { return z.latency(which, x) - target }
+	a, b := z.lo, z.hi
+	var ga, gb float64
+	knownA, knownB := false, false
+	if hint > z.lo && hint < z.hi {
+		probe := hint * (1 + hintWidth)
+		if gh := g(hint); gh <= 0 {
+			a, ga, knownA = hint, gh, true
+		} else {
+			b, gb, knownB = hint, gh, true
+			probe = hint * (1 - hintWidth)
+		}
+		if probe > a && probe < b {
+			if gp := g(probe); gp <= 0 {
+				a, ga, knownA = probe, gp, true
+			} else {
+				b, gb, knownB = probe, gp, true
+			}
+		}
+	}
+	if !knownB {
+		if gb = g(z.hi); gb <= 0 {
+			return z.hi, nil // not binding
+		}
+	}
+	if !knownA {
+		if ga = g(z.lo); ga > 0 {
+			best := z.a.metrics(z.lo, z.state(z.lo))
+			return 0, &InfeasibleError{Target: name, TargetMs: target, BestTTFTMs: best.TTFTMs, BestITLMs: best.ITLMs}
+		}
+	}
+	return brent(g, a, b, ga, gb), nil
 }
 
 // brent finds where g crosses zero in [lo, hi], with g(lo) ≤ 0 < g(hi), by
