@@ -48,7 +48,7 @@ func randomOptions(rng *rand.Rand) ([]Option, float64) {
 // feasible when a feasible cover exists, and equal to the brute-force optimum.
 func TestCheapestCoverIsOptimal(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	worse := 0
+	worse, gapSum, gapMax := 0, 0.0, 0.0
 	for trial := range 3000 {
 		opts, demand := randomOptions(rng)
 		exact := CheapestCover(opts, demand)
@@ -76,12 +76,16 @@ func TestCheapestCoverIsOptimal(t *testing.T) {
 		}
 		if greedy.Cost > exact.Cost+1e-9 {
 			worse++
+			gap := greedy.Cost/exact.Cost - 1
+			gapSum += gap
+			gapMax = math.Max(gapMax, gap)
 		}
 	}
 	if worse == 0 {
 		t.Error("the greedy was optimal on every instance: the comparison shows nothing")
 	}
-	t.Logf("greedy costlier than the optimum on %d of 3000 instances", worse)
+	t.Logf("greedy costlier than the optimum on %d of 3000 instances: by %.1f %% on average, %.1f %% at most",
+		worse, 100*gapSum/float64(worse), 100*gapMax)
 }
 
 func TestCoverExamples(t *testing.T) {
