@@ -81,7 +81,8 @@ func (c *cycle) observation(vs *variantState) (tuner.Observation, bool) {
 		return tuner.Observation{}, false
 	}
 	obs := tuner.Observation{RateRPS: rate / float64(n), InputTokens: in / rate, OutputTokens: out / rate,
-		MaxBatchSize: c.maxBatch(vs, batch), TTFTMs: ttft / rate, ITLMs: itl / rate}
+		TTFTMs: ttft / rate, ITLMs: itl / rate}
+	obs.MaxBatchSize = c.effectiveBatch(vs, c.maxBatch(vs, batch), obs.InputTokens, obs.OutputTokens)
 	return obs, obs.Validate() == nil
 }
 
@@ -100,6 +101,23 @@ func (c *cycle) maxBatch(vs *variantState, fromPods int) int {
 		return fromPods
 	}
 	return DefaultMaxBatchSize
+}
+
+// effectiveBatch is the most requests a replica can run at once: its batch
+// size N, or fewer when its KV cache (blocks × block size, as its pods
+// report) cannot hold N requests of the average size (input + output
+// tokens, the most a request holds). Beyond the seeds: without it a
+// KV-bound server (a small cache, long requests) looks far faster to the
+// queueing model than it is.
+func (c *cycle) effectiveBatch(vs *variantState, n int, in, out float64) int {
+	kv := 0
+	for _, p := range vs.pods {
+		kv = max(kv, p.KVBlocks*p.BlockSize)
+	}
+	if kv == 0 || in+out <= 0 {
+		return n
+	}
+	return max(1, min(n, int(float64(kv)/(in+out))))
 }
 
 // params returns the variant's parameters for sizing: learned once the
@@ -173,7 +191,7 @@ func (c *cycle) size(ms *modelState, vs *variantState, p *tuner.Params, slo queu
 	}
 	a, err := queueing.NewAnalyzer(queueing.Config{Model: model,
 		Workload:     queueing.Workload{InputTokens: ms.inTok, OutputTokens: math.Max(ms.outTok, 1)},
-		MaxBatchSize: c.maxBatch(vs, 0), MaxQueueSize: c.cfg.MaxQueueSize})
+		MaxBatchSize: c.effectiveBatch(vs, c.maxBatch(vs, 0), ms.inTok, math.Max(ms.outTok, 1)), MaxQueueSize: c.cfg.MaxQueueSize})
 	if err != nil {
 		return err
 	}

@@ -20,8 +20,9 @@ type satPod struct {
 //
 //  1. A replica is saturated when KV usage ≥ τ_kv or queue ≥ τ_q (Eq. 2).
 //  2. Scale up when the average spare capacity over non-saturated replicas,
-//     τ_m − U_m, falls below ε_m for any m (Eq. 3), or when every replica
-//     is saturated.
+//     τ_m − U_m, falls below ε_m for any m (Eq. 3), when every replica is
+//     saturated, or (beyond the seeds) when the aggregate load exceeds the
+//     usable supply of step 3.
 //  3. How many: the headroom rule Capacity_target = Load + δ_safety (Eq. 4).
 //     Load is KV demand (tokens in use plus queued requests' tokens) and
 //     queue demand; each ready or pending replica supplies (τ − ε) of its
@@ -88,7 +89,12 @@ func analyzeSaturation(cfg SaturationConfig, role string, group []*variantState)
 		d.AvgSpareKV, d.AvgSpareQueue = spareKV/float64(nonSat), spareQ/float64(nonSat)
 	}
 	g.nsLoadKV, g.nsCapKV, g.nsLoadQ, g.nonSat, g.pending = nsLoadKV, nsCapKV, nsLoadQ, nonSat, pending
-	d.ScaleUp = nonSat == 0 || d.AvgSpareKV < cfg.KVSpareTrigger || d.AvgSpareQueue < cfg.QueueSpareTrigger
+	// Eq. 3 averages over the non-saturated replicas only, so a group whose
+	// replicas are mostly saturated can look roomy through its one idle
+	// replica. Beyond the seeds, an aggregate deficit (load above the
+	// usable supply, Eq. 4) triggers a scale-up as well.
+	deficit := d.LoadKV > d.SupplyKV || d.LoadQueue > d.SupplyQueue
+	d.ScaleUp = nonSat == 0 || d.AvgSpareKV < cfg.KVSpareTrigger || d.AvgSpareQueue < cfg.QueueSpareTrigger || deficit
 	if d.ScaleUp {
 		g.scaleUp()
 		return g

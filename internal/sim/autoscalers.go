@@ -1,0 +1,319 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llm-d-incubation/wva/internal/alloc"
+	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/queueing"
+)
+
+// NewAutoscaler builds an autoscaler by name: wva, hpa, keda, oracle or
+// static:N (N replicas of every variant).
+func NewAutoscaler(name string, sc *Scenario) (Autoscaler, error) {
+	c := sc.withDefaults()
+	switch {
+	case name == "wva":
+		return newWVA(&c), nil
+	case name == "hpa":
+		return &HPA{cfg: c.Autoscalers.HPA, recs: map[int][]rec{}}, nil
+	case name == "keda":
+		return &KEDA{cfg: c.Autoscalers.KEDA, recs: map[int][]rec{}, lastActive: map[int]float64{}}, nil
+	case name == "oracle":
+		return &Oracle{interval: c.Autoscalers.OracleIntervalSeconds}, nil
+	case strings.HasPrefix(name, "static:"):
+		n, err := strconv.Atoi(strings.TrimPrefix(name, "static:"))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("static:N needs a replica count ≥ 0, got %q", name)
+		}
+		return &Static{n: n}, nil
+	}
+	return nil, fmt.Errorf("unknown autoscaler %q (want wva, hpa, keda, oracle or static:N)", name)
+}
+
+// Static keeps N replicas of every variant.
+type Static struct{ n int }
+
+// Name implements Autoscaler.
+func (s *Static) Name() string { return "static:" + strconv.Itoa(s.n) }
+
+// Interval implements Autoscaler.
+func (s *Static) Interval() float64 { return 3600 }
+
+// Decide implements Autoscaler.
+func (s *Static) Decide(v *View) []int {
+	out := make([]int, len(v.Variants))
+	for i := range out {
+		out[i] = s.n
+	}
+	return out
+}
+
+type rec struct {
+	t float64
+	n int
+}
+
+// stabilized returns the highest recommendation of the window (the HPA's
+// scale-down stabilisation), after adding n.
+func stabilized(recs map[int][]rec, i int, now, window float64, n int) int {
+	keep := recs[i][:0]
+	for _, r := range recs[i] {
+		if now-r.t < window {
+			keep = append(keep, r)
+		}
+	}
+	keep = append(keep, rec{t: now, n: n})
+	recs[i] = keep
+	best := n
+	for _, r := range keep {
+		best = max(best, r.n)
+	}
+	return best
+}
+
+// HPA is the Kubernetes Horizontal Pod Autoscaler algorithm, one per
+// variant, cost-blind: desired = ceil(current × metric / target) for the
+// average queue depth and KV usage (the paper's targets 3 and 0.5), the
+// larger of the two, with a 10 % tolerance, the default scale-up policy
+// (double or +4 pods per sync, whichever is more) and a 300 s scale-down
+// stabilisation window.
+type HPA struct {
+	cfg  HPAConfig
+	recs map[int][]rec
+}
+
+// Name implements Autoscaler.
+func (h *HPA) Name() string { return "hpa" }
+
+// Interval implements Autoscaler.
+func (h *HPA) Interval() float64 { return h.cfg.SyncSeconds }
+
+// Decide implements Autoscaler.
+func (h *HPA) Decide(v *View) []int {
+	out := make([]int, len(v.Variants))
+	for i, vv := range v.Variants {
+		out[i] = -1
+		if len(vv.Pods) == 0 || vv.Current == 0 {
+			continue
+		}
+		var q, kv float64
+		for _, p := range vv.Pods {
+			q += p.WaitingRequests
+			kv += p.KVCacheUsage
+		}
+		n := float64(len(vv.Pods))
+		cur := vv.Current
+		desired := cur
+		for _, ratio := range []float64{q / n / h.cfg.QueueTarget, kv / n / h.cfg.KVTarget} {
+			if math.Abs(ratio-1) <= h.cfg.Tolerance {
+				continue
+			}
+			d := int(math.Ceil(float64(len(vv.Pods)) * ratio))
+			if ratio > 1 {
+				desired = max(desired, d)
+			} else if desired == cur {
+				desired = min(cur, max(d, 1))
+			}
+		}
+		desired = min(desired, max(2*cur, cur+4))
+		desired = max(min(desired, vv.MaxReplicas), max(vv.MinReplicas, 1))
+		if desired < cur {
+			desired = min(cur, stabilized(h.recs, i, v.Now, h.cfg.StabilizationSeconds, desired))
+		} else {
+			stabilized(h.recs, i, v.Now, h.cfg.StabilizationSeconds, desired)
+		}
+		out[i] = desired
+	}
+	return out
+}
+
+// KEDA scales each variant on requests in the system (waiting + running,
+// plus the gateway's for a variant at zero) against a per-replica
+// threshold, wakes a variant at zero when the metric passes the activation
+// threshold, and scales it to zero after a cooldown with no requests.
+type KEDA struct {
+	cfg        KEDAConfig
+	recs       map[int][]rec
+	lastActive map[int]float64
+}
+
+// Name implements Autoscaler.
+func (k *KEDA) Name() string { return "keda" }
+
+// Interval implements Autoscaler.
+func (k *KEDA) Interval() float64 { return k.cfg.PollingSeconds }
+
+// Decide implements Autoscaler.
+func (k *KEDA) Decide(v *View) []int {
+	out := make([]int, len(v.Variants))
+	first := map[int]bool{}
+	for i, vv := range v.Variants {
+		metric := 0.0
+		for _, p := range vv.Pods {
+			metric += p.WaitingRequests + p.RunningRequests
+		}
+		if !first[vv.Model] {
+			first[vv.Model] = true
+			metric += float64(v.GatewayWaiting[vv.Model])
+		}
+		if metric > 0 {
+			k.lastActive[i] = v.Now
+		}
+		lo := vv.MinReplicas
+		if k.cfg.MinReplicaCount > 0 {
+			lo = k.cfg.MinReplicaCount
+		}
+		desired := int(math.Ceil(metric / k.cfg.Threshold))
+		switch {
+		case vv.Current == 0 && metric > k.cfg.Activation:
+			desired = max(desired, 1)
+		case vv.Current > 0 && desired == 0 && v.Now-k.lastActive[i] < k.cfg.CooldownSeconds:
+			desired = 1
+		}
+		desired = max(min(desired, vv.MaxReplicas), lo)
+		if desired < vv.Current && desired > 0 {
+			desired = min(vv.Current, stabilized(k.recs, i, v.Now, k.cfg.StabilizationSecs, desired))
+		} else {
+			stabilized(k.recs, i, v.Now, k.cfg.StabilizationSecs, desired)
+		}
+		out[i] = desired
+	}
+	return out
+}
+
+// Oracle knows the true parameters and the true load: every interval it
+// provisions, instantly, the cheapest replicas that meet the SLO at the
+// peak rate of the coming interval (queueing model sizing, exact cheapest
+// cover). It bounds what an autoscaler can reach; it is not one.
+type Oracle struct{ interval float64 }
+
+// Name implements Autoscaler.
+func (o *Oracle) Name() string { return "oracle" }
+
+// Interval implements Autoscaler.
+func (o *Oracle) Interval() float64 { return o.interval }
+
+// Decide implements Autoscaler.
+func (o *Oracle) Decide(v *View) []int {
+	out := make([]int, len(v.Variants))
+	for m, mod := range v.Scenario.Models {
+		peak := 0.0
+		for t := v.Now; t <= v.Now+o.interval; t++ {
+			peak = math.Max(peak, mod.Workload.Rate.rateAt(t))
+		}
+		w := queueing.Workload{InputTokens: mod.Workload.Input.mean(), OutputTokens: mod.Workload.Output.mean()}
+		var opts []alloc.Option
+		var idx []int
+		for i, vv := range v.Variants {
+			if vv.Model != m {
+				continue
+			}
+			capacity := 0.0
+			if c := vv.Config; c.LatencyModel == "iteration" {
+				// The KV cache may hold fewer requests than the batch size.
+				n := max(1, min(c.MaxBatchSize, int(float64(c.KVBlocks*c.BlockSize)/(w.InputTokens+w.OutputTokens))))
+				a, err := queueing.NewAnalyzer(queueing.Config{Model: queueing.Iteration{Alpha: c.Params.Alpha, Beta: c.Params.Beta, Gamma: c.Params.Gamma},
+					Workload: w, MaxBatchSize: n, MaxQueueSize: queueing.DefaultMaxQueueSize})
+				if err == nil {
+					if sz, err := a.Size(queueing.Targets{TTFTMs: mod.SLO.TTFTMs, ITLMs: mod.SLO.ITLMs}); err == nil {
+						capacity = sz.CapacityRPS
+					}
+				}
+			}
+			opts = append(opts, alloc.Option{Name: vv.Name, Cost: vv.Cost, Capacity: capacity, Min: vv.MinReplicas, Max: vv.MaxReplicas})
+			idx = append(idx, i)
+		}
+		c := alloc.CheapestCover(opts, peak)
+		for j, i := range idx {
+			out[i] = c.Replicas[j]
+		}
+	}
+	return out
+}
+
+// wvaEpoch anchors the simulator's clock for the engine.
+var wvaEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// WVA runs the decision engine on what the simulated metrics pipeline
+// shows, keeping the engine (its state and learned parameters) across
+// cycles.
+type WVA struct {
+	cfg   WVAConfig
+	e     *engine.Engine
+	trace func(now float64, p *engine.Plan) // tests inspect the plans
+}
+
+func newWVA(sc *Scenario) *WVA { return &WVA{cfg: sc.Autoscalers.WVA, e: engine.New(nil)} }
+
+// Name implements Autoscaler.
+func (w *WVA) Name() string { return "wva" }
+
+// Interval implements Autoscaler.
+func (w *WVA) Interval() float64 { return w.cfg.IntervalSeconds }
+
+// Decide implements Autoscaler.
+func (w *WVA) Decide(v *View) []int {
+	out := make([]int, len(v.Variants))
+	for i := range out {
+		out[i] = -1
+	}
+	s := w.snapshot(v)
+	plan, err := w.e.Plan(s)
+	if err != nil {
+		return out
+	}
+	if w.trace != nil {
+		w.trace(v.Now, plan)
+	}
+	pos := map[string]int{}
+	for i, vv := range v.Variants {
+		pos[v.Scenario.Models[vv.Model].Name+"/"+vv.Name] = i
+	}
+	for _, d := range plan.Variants {
+		if i, ok := pos[d.Model+"/"+d.Variant]; ok {
+			out[i] = d.Desired
+		}
+	}
+	return out
+}
+
+func (w *WVA) snapshot(v *View) *engine.Snapshot {
+	tuning := w.cfg.Tuning == nil || *w.cfg.Tuning
+	s := &engine.Snapshot{Time: wvaEpoch.Add(time.Duration(v.Now * float64(time.Second))),
+		Mode: engine.Mode(w.cfg.Mode), Optimizer: engine.OptimizerKind(w.cfg.Optimizer), Inventory: v.Scenario.Inventory,
+		Config: engine.Config{TuningEnabled: tuning, SaturationPolicy: w.cfg.SaturationPolicy}}
+	for m, mod := range v.Scenario.Models {
+		em := engine.Model{ID: mod.Name, Priority: mod.Priority, SLO: &engine.SLO{TTFTMs: mod.SLO.TTFTMs, ITLMs: mod.SLO.ITLMs},
+			GatewayWaitingRequests: float64(v.GatewayWaiting[m])}
+		for _, vv := range v.Variants {
+			if vv.Model != m {
+				continue
+			}
+			lo, hi := vv.MinReplicas, vv.MaxReplicas
+			ev := engine.Variant{Name: vv.Name, Accelerator: vv.Accelerator, AcceleratorsPerReplica: vv.AcceleratorsPerReplica,
+				Cost: vv.Cost, MinReplicas: &lo, MaxReplicas: hi, CurrentReplicas: vv.Current, ReadyReplicas: vv.Ready,
+				MaxBatchSize: vv.Config.MaxBatchSize}
+			if vv.Config.Profiled && vv.Config.LatencyModel == "iteration" {
+				p := vv.Config.Params
+				ev.Params = &p
+			}
+			for _, p := range vv.Pods {
+				ev.Pods = append(ev.Pods, engine.Pod{Name: p.Name, AgeSeconds: p.AgeSeconds, ArrivalRateRPS: p.ArrivalRateRPS,
+					AvgInputTokens: p.AvgInputTokens, AvgOutputTokens: p.AvgOutputTokens, AvgTTFTMs: p.AvgTTFTMs, AvgITLMs: p.AvgITLMs,
+					KVCacheUsage: p.KVCacheUsage, WaitingRequests: p.WaitingRequests, RunningRequests: p.RunningRequests,
+					KVBlocks: p.KVBlocks, BlockSize: p.BlockSize, MaxBatchSize: p.MaxBatchSize})
+			}
+			// Pods without a scrape yet are ready replicas the engine would
+			// count as missing metrics; report only what Prometheus has.
+			ev.ReadyReplicas = min(ev.ReadyReplicas, len(ev.Pods))
+			em.Variants = append(em.Variants, ev)
+		}
+		s.Models = append(s.Models, em)
+	}
+	return s
+}

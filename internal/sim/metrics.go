@@ -1,0 +1,160 @@
+package sim
+
+import (
+	"math"
+	"strconv"
+)
+
+// sample is one scrape of a pod, like Prometheus storing vLLM's metrics.
+type sample struct {
+	t        float64
+	c        counters
+	kv       float64
+	waiting  float64
+	running  float64
+	kvBlocks int
+}
+
+// scrape records every serving pod's counters and gauges.
+func (s *Sim) scrape() {
+	keep := s.sc.Scrape.WindowSeconds + s.sc.Scrape.DelaySeconds + 3*s.sc.Scrape.IntervalSeconds
+	for _, v := range s.variants {
+		for _, r := range v.replicas {
+			if r.state != ready && r.state != draining {
+				continue
+			}
+			r.samples = append(r.samples, sample{t: s.now, c: r.c, kv: r.kvUsage(),
+				waiting: float64(r.queueLen()), running: float64(r.nRun), kvBlocks: v.cfg.KVBlocks})
+			drop := 0
+			for drop < len(r.samples)-2 && r.samples[drop].t < s.now-keep {
+				drop++
+			}
+			if drop > 0 {
+				r.samples = append(r.samples[:0], r.samples[drop:]...)
+			}
+		}
+	}
+}
+
+// View is what an autoscaler sees at one decision time: replica counts
+// from the orchestrator and pod metrics through the Prometheus-like
+// pipeline (scraped every interval, read with a delay, 1-minute rates and
+// max_over_time gauges).
+type View struct {
+	Now      float64
+	Scenario *Scenario
+	Variants []VariantView
+	// GatewayWaiting per model: requests held for lack of a ready replica.
+	GatewayWaiting []int
+}
+
+// VariantView is one variant as seen by an autoscaler.
+type VariantView struct {
+	Model                  int
+	Name, Accelerator      string
+	AcceleratorsPerReplica int
+	Cost                   float64
+	MinReplicas            int
+	MaxReplicas            int
+	Current, Ready         int // Current counts starting and ready replicas
+	Pods                   []PodMetrics
+	Config                 *Variant // the truth (for the oracle and profiled runs)
+}
+
+// PodMetrics is one pod's metrics as a PromQL query would return them.
+type PodMetrics struct {
+	Name            string
+	AgeSeconds      float64
+	ArrivalRateRPS  float64 // rate(requests arrived[1m])
+	AvgInputTokens  float64
+	AvgOutputTokens float64
+	AvgTTFTMs       float64 // Δsum/Δcount of the TTFT histogram
+	AvgITLMs        float64
+	KVCacheUsage    float64 // max_over_time[1m]
+	WaitingRequests float64 // max_over_time[1m]
+	RunningRequests float64
+	KVBlocks        int
+	BlockSize       int
+	MaxBatchSize    int
+	HasRates        bool // two samples in the window
+}
+
+func (s *Sim) view() *View {
+	v := &View{Now: s.now, Scenario: &s.sc, GatewayWaiting: make([]int, len(s.sc.Models))}
+	for m, g := range s.gateway {
+		for _, q := range g {
+			if !q.failed {
+				v.GatewayWaiting[m]++
+			}
+		}
+	}
+	for _, rt := range s.variants {
+		cfg := rt.cfg
+		vv := VariantView{Model: rt.model, Name: cfg.Name, Accelerator: cfg.Accelerator, AcceleratorsPerReplica: cfg.AcceleratorsPerReplica,
+			Cost: cfg.Cost, MinReplicas: cfg.MinReplicas, MaxReplicas: cfg.MaxReplicas, Config: &rt.cfg}
+		for _, r := range rt.replicas {
+			switch r.state {
+			case starting:
+				vv.Current++
+			case ready:
+				vv.Current++
+				vv.Ready++
+				if pm, ok := s.podMetrics(r); ok {
+					vv.Pods = append(vv.Pods, pm)
+				}
+			}
+		}
+		v.Variants = append(v.Variants, vv)
+	}
+	return v
+}
+
+// podMetrics reads a pod's metrics at the current time through the
+// pipeline's delay and window.
+func (s *Sim) podMetrics(r *replica) (PodMetrics, bool) {
+	cutoff := s.now - s.sc.Scrape.DelaySeconds
+	last := -1
+	for i := len(r.samples) - 1; i >= 0; i-- {
+		if r.samples[i].t <= cutoff {
+			last = i
+			break
+		}
+	}
+	if last < 0 {
+		return PodMetrics{}, false
+	}
+	s1 := r.samples[last]
+	first := last
+	pm := PodMetrics{Name: podName(r), AgeSeconds: s.now - r.readyAt, KVBlocks: r.v.cfg.KVBlocks, BlockSize: r.v.cfg.BlockSize,
+		MaxBatchSize: r.v.cfg.MaxBatchSize, RunningRequests: s1.running}
+	for i := last; i >= 0 && r.samples[i].t >= s1.t-s.sc.Scrape.WindowSeconds; i-- {
+		first = i
+		pm.KVCacheUsage = math.Max(pm.KVCacheUsage, r.samples[i].kv)
+		pm.WaitingRequests = math.Max(pm.WaitingRequests, r.samples[i].waiting)
+	}
+	s0 := r.samples[first]
+	if dt := s1.t - s0.t; dt > 0 {
+		pm.HasRates = true
+		d := diff(s1.c, s0.c)
+		pm.ArrivalRateRPS = d.arrived / dt
+		if d.ttftCount > 0 {
+			pm.AvgTTFTMs = 1000 * d.ttftSum / d.ttftCount
+			pm.AvgInputTokens = d.promptTokens / d.ttftCount
+		}
+		if d.itlCount > 0 {
+			pm.AvgITLMs = 1000 * d.itlSum / d.itlCount
+		}
+		if d.completed > 0 {
+			pm.AvgOutputTokens = d.generationTokens / d.completed
+		}
+	}
+	return pm, true
+}
+
+func diff(a, b counters) counters {
+	return counters{arrived: a.arrived - b.arrived, completed: a.completed - b.completed, ttftSum: a.ttftSum - b.ttftSum,
+		ttftCount: a.ttftCount - b.ttftCount, itlSum: a.itlSum - b.itlSum, itlCount: a.itlCount - b.itlCount,
+		promptTokens: a.promptTokens - b.promptTokens, generationTokens: a.generationTokens - b.generationTokens}
+}
+
+func podName(r *replica) string { return r.v.cfg.Name + "-" + strconv.Itoa(r.id) }

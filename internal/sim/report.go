@@ -1,0 +1,131 @@
+package sim
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"text/tabwriter"
+)
+
+// WriteTable prints one row per autoscaler.
+func WriteTable(w io.Writer, rs []*Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "AUTOSCALER\tARRIVED\tCOMPLETED\tFAILED\tGOODPUT rps\tSLO %\tTTFT %\tITL %\tTTFT p50/p95/p99 ms\tITL p50/p99 ms\tGPU-h\tCOST\tCOST/1k OK\tACTIONS\t")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t%.1f\t%.1f\t%.1f\t%s/%s/%s\t%s/%s\t%.2f\t%.2f\t%s\t%d\t\n",
+			r.Autoscaler, r.Arrived, r.Completed, r.Failed, r.EffectiveThroughput, 100*r.SLOAttainment,
+			100*r.TTFTAttainment, 100*r.ITLAttainment, ms(r.TTFTms.P50), ms(r.TTFTms.P95), ms(r.TTFTms.P99),
+			ms(r.ITLms.P50), ms(r.ITLms.P99), r.GPUHours, r.Cost, money(r.CostPer1kWithinSLO), r.ScalingActions)
+	}
+	return tw.Flush()
+}
+
+func ms(v float64) string {
+	switch {
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+func money(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
+// WriteJSON writes the results (summaries and time series).
+func WriteJSON(w io.Writer, rs []*Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rs)
+}
+
+// WriteFiles writes results.json, summary.csv and one series CSV per
+// autoscaler to dir.
+func WriteFiles(dir string, rs []*Result) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, err
+	}
+	var files []string
+	write := func(name string, fn func(io.Writer) error) error {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			f.Close()
+			return err
+		}
+		files = append(files, name)
+		return f.Close()
+	}
+	if err := write("results.json", func(w io.Writer) error { return WriteJSON(w, rs) }); err != nil {
+		return nil, err
+	}
+	if err := write("summary.csv", func(w io.Writer) error { return writeSummaryCSV(w, rs) }); err != nil {
+		return nil, err
+	}
+	for _, r := range rs {
+		if err := write("series-"+safeName(r.Autoscaler)+".csv", func(w io.Writer) error { return writeSeriesCSV(w, r) }); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+func safeName(s string) string {
+	out := []byte(s)
+	for i, c := range out {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-':
+		default:
+			out[i] = '-'
+		}
+	}
+	return string(out)
+}
+
+func f(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
+
+func writeSummaryCSV(w io.Writer, rs []*Result) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"autoscaler", "arrived", "completed", "failed", "within_slo", "effective_throughput_rps", "slo_attainment",
+		"ttft_attainment", "itl_attainment", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p95_ms", "itl_p99_ms",
+		"gpu_hours", "cost", "cost_per_1k_within_slo", "scaling_actions"})
+	for _, r := range rs {
+		_ = cw.Write([]string{r.Autoscaler, strconv.FormatInt(r.Arrived, 10), strconv.FormatInt(r.Completed, 10),
+			strconv.FormatInt(r.Failed, 10), strconv.FormatInt(r.WithinSLO, 10), f(r.EffectiveThroughput), f(r.SLOAttainment),
+			f(r.TTFTAttainment), f(r.ITLAttainment), f(r.TTFTms.P50), f(r.TTFTms.P95), f(r.TTFTms.P99), f(r.ITLms.P50),
+			f(r.ITLms.P95), f(r.ITLms.P99), f(r.GPUHours), f(r.Cost), f(r.CostPer1kWithinSLO), strconv.Itoa(r.ScalingActions)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func writeSeriesCSV(w io.Writer, r *Result) error {
+	cw := csv.NewWriter(w)
+	head := make([]string, 0, 6+2*len(r.Variants))
+	head = append(head, "t", "arrival_rps", "ttft_p99_ms", "kv_usage", "cost_per_hour", "failed")
+	for _, v := range r.Variants {
+		head = append(head, "replicas:"+v, "ready:"+v)
+	}
+	_ = cw.Write(head)
+	for _, p := range r.Series {
+		row := make([]string, 0, cap(head))
+		row = append(row, f(p.T), f(p.ArrivalRPS), f(p.TTFTp99Ms), f(p.KVUsage), f(p.CostPerHour), strconv.FormatInt(p.Failed, 10))
+		for i := range r.Variants {
+			row = append(row, strconv.Itoa(p.Replicas[i]), strconv.Itoa(p.Ready[i]))
+		}
+		_ = cw.Write(row)
+	}
+	cw.Flush()
+	return cw.Error()
+}

@@ -1,0 +1,169 @@
+package sim
+
+import (
+	"math"
+	"sort"
+)
+
+// Result is one autoscaler's run of a scenario.
+type Result struct {
+	Autoscaler  string `json:"autoscaler"`
+	Scenario    string `json:"scenario"`
+	Seed        uint64 `json:"seed"`
+	Interrupted bool   `json:"interrupted,omitempty"`
+
+	Arrived   int64 `json:"arrived"`
+	Completed int64 `json:"completed"`
+	Failed    int64 `json:"failed"`
+	InFlight  int64 `json:"inFlight"`
+	// WithinSLO counts completed requests that met both TTFT and ITL.
+	WithinSLO    int64   `json:"withinSlo"`
+	TTFTMet      int64   `json:"ttftMet"`
+	ITLMet       int64   `json:"itlMet"`
+	DurationSecs float64 `json:"durationSeconds"`
+	// EffectiveThroughput is requests served within the SLO per second.
+	EffectiveThroughput float64     `json:"effectiveThroughputRps"`
+	TTFTAttainment      float64     `json:"ttftAttainment"` // share of arrived requests completed within the TTFT target
+	ITLAttainment       float64     `json:"itlAttainment"`
+	SLOAttainment       float64     `json:"sloAttainment"`
+	TTFTms              Percentiles `json:"ttftMs"` // end to end: from the gateway to the first token
+	ITLms               Percentiles `json:"itlMs"`
+	GPUHours            float64     `json:"gpuHours"`
+	Cost                float64     `json:"cost"`
+	CostPer1kWithinSLO  float64     `json:"costPer1kWithinSlo"`
+	ScalingActions      int         `json:"scalingActions"`
+	Unschedulable       int         `json:"unschedulableReplicas"`
+	Preemptions         float64     `json:"preemptions"`
+	Series              []Point     `json:"series"`
+	Variants            []string    `json:"variants"`
+
+	ttfts, itls []float64
+}
+
+// Percentiles of a latency, in ms.
+type Percentiles struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+}
+
+// Point is one record interval of the time series.
+type Point struct {
+	T           float64 `json:"t"`
+	ArrivalRPS  float64 `json:"arrivalRps"`
+	Replicas    []int   `json:"replicas"` // per variant: starting + ready + draining
+	Ready       []int   `json:"ready"`
+	TTFTp99Ms   float64 `json:"ttftP99Ms"`
+	KVUsage     float64 `json:"kvUsage"` // mean over ready replicas
+	CostPerHour float64 `json:"costPerHour"`
+	Failed      int64   `json:"failed"`
+}
+
+type bucket struct {
+	arrivals int64
+	failed   int64
+	ttfts    []float64
+	last     float64
+}
+
+func newResult(name string, sc *Scenario) *Result {
+	r := &Result{Autoscaler: name, Scenario: sc.Name, Seed: sc.Seed}
+	for _, m := range sc.Models {
+		for _, v := range m.Variants {
+			r.Variants = append(r.Variants, m.Name+"/"+v.Name)
+		}
+	}
+	return r
+}
+
+func (r *Result) record(q *request, itl float64, slo *SLO) {
+	r.Completed++
+	ttft := q.firstToken - q.arrive
+	r.ttfts = append(r.ttfts, ttft)
+	r.itls = append(r.itls, itl)
+	okT, okI := ttft*1000 <= slo.TTFTMs, itl*1000 <= slo.ITLMs
+	if okT {
+		r.TTFTMet++
+	}
+	if okI {
+		r.ITLMet++
+	}
+	if okT && okI {
+		r.WithinSLO++
+	}
+}
+
+// record closes a time-series interval.
+func (s *Sim) record() {
+	b := &s.bucket
+	dt := s.now - b.last
+	p := Point{T: s.now, Failed: b.failed}
+	if dt > 0 {
+		p.ArrivalRPS = float64(b.arrivals) / dt
+	}
+	if len(b.ttfts) > 0 {
+		p.TTFTp99Ms = 1000 * quantile(b.ttfts, 0.99)
+	}
+	kv, n := 0.0, 0
+	for _, v := range s.variants {
+		nReady := 0
+		for _, r := range v.replicas {
+			if r.state == ready {
+				nReady++
+				kv += r.kvUsage()
+				n++
+			}
+		}
+		p.Replicas = append(p.Replicas, len(v.replicas))
+		p.Ready = append(p.Ready, nReady)
+		p.CostPerHour += float64(len(v.replicas)) * v.cfg.Cost
+	}
+	if n > 0 {
+		p.KVUsage = kv / float64(n)
+	}
+	s.res.Series = append(s.res.Series, p)
+	*b = bucket{last: s.now, ttfts: b.ttfts[:0]}
+}
+
+// finish computes the summary.
+func (s *Sim) finish() {
+	r := s.res
+	r.DurationSecs = s.now
+	r.InFlight = s.inFlight
+	for _, v := range s.variants {
+		r.GPUHours += v.gpuSeconds / 3600
+		r.Cost += v.costSeconds / 3600 * v.cfg.Cost
+		for _, rep := range v.replicas {
+			r.Preemptions += rep.c.preempted
+		}
+	}
+	if r.DurationSecs > 0 {
+		r.EffectiveThroughput = float64(r.WithinSLO) / r.DurationSecs
+	}
+	if r.Arrived > 0 {
+		r.TTFTAttainment = float64(r.TTFTMet) / float64(r.Arrived)
+		r.ITLAttainment = float64(r.ITLMet) / float64(r.Arrived)
+		r.SLOAttainment = float64(r.WithinSLO) / float64(r.Arrived)
+	}
+	if r.WithinSLO > 0 {
+		r.CostPer1kWithinSLO = r.Cost / float64(r.WithinSLO) * 1000
+	}
+	r.TTFTms = percentiles(r.ttfts)
+	r.ITLms = percentiles(r.itls)
+	r.ttfts, r.itls = nil, nil
+}
+
+func percentiles(v []float64) Percentiles {
+	if len(v) == 0 {
+		return Percentiles{}
+	}
+	sort.Float64s(v)
+	q := func(p float64) float64 { return 1000 * v[min(len(v)-1, int(math.Ceil(p*float64(len(v))))-1)] }
+	return Percentiles{P50: q(0.50), P95: q(0.95), P99: q(0.99)}
+}
+
+// quantile of an unsorted slice (it is sorted in place).
+func quantile(v []float64, p float64) float64 {
+	sort.Float64s(v)
+	return v[max(0, min(len(v)-1, int(math.Ceil(p*float64(len(v))))-1))]
+}

@@ -1,0 +1,377 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/llm-d-incubation/wva/internal/tuner"
+)
+
+// Scenario describes one simulation. Zero values mean the documented
+// defaults (docs/evaluation.md lists the schema).
+type Scenario struct {
+	Name            string  `json:"name"`
+	Description     string  `json:"description,omitempty"`
+	DurationSeconds float64 `json:"durationSeconds"`
+	Seed            uint64  `json:"seed,omitempty"`
+	Models          []Model `json:"models"`
+	Gateway         Gateway `json:"gateway,omitempty"`
+	Scrape          Scrape  `json:"scrape,omitempty"`
+	// Inventory limits accelerators per type (the WVA engine's limited
+	// mode, and a hard cap on every autoscaler's replicas).
+	Inventory   map[string]int `json:"inventory,omitempty"`
+	Autoscalers Autoscalers    `json:"autoscalers,omitempty"`
+	// RecordSeconds is the time-series resolution (default 15).
+	RecordSeconds float64 `json:"recordSeconds,omitempty"`
+}
+
+// Model is one served model: its SLO, workload and variants.
+type Model struct {
+	Name     string    `json:"name"`
+	SLO      SLO       `json:"slo"`
+	Priority int       `json:"priority,omitempty"`
+	Workload Workload  `json:"workload"`
+	Variants []Variant `json:"variants"`
+}
+
+// SLO are the latency targets a request is judged against, in ms.
+type SLO struct {
+	TTFTMs float64 `json:"ttftMs"`
+	ITLMs  float64 `json:"itlMs"`
+}
+
+// Variant is one way of serving the model, with its true speed.
+type Variant struct {
+	Name                   string  `json:"name"`
+	Accelerator            string  `json:"accelerator"`
+	AcceleratorsPerReplica int     `json:"acceleratorsPerReplica,omitempty"`
+	Cost                   float64 `json:"cost"` // per replica-hour
+	// LatencyModel is "iteration" (default; α + Σ per-request work, seed
+	// 001 §9) or "linear" (the BLIS step model: β0 + β1·prefill tokens +
+	// β2·decode tokens, plus α0 + α1·input tokens of queueing overhead).
+	LatencyModel string       `json:"latencyModel,omitempty"`
+	Params       tuner.Params `json:"params"` // iteration model, ms
+	Linear       LinearStep   `json:"linear,omitempty"`
+	MaxBatchSize int          `json:"maxBatchSize,omitempty"` // --max-num-seqs (default 256)
+	// MaxBatchedTokens is the token budget of one iteration (0: none).
+	MaxBatchedTokens int `json:"maxBatchedTokens,omitempty"`
+	KVBlocks         int `json:"kvBlocks,omitempty"`  // default: room for the whole batch at the longest request
+	BlockSize        int `json:"blockSize,omitempty"` // default 16
+	MinReplicas      int `json:"minReplicas,omitempty"`
+	MaxReplicas      int `json:"maxReplicas,omitempty"` // default 10
+	InitialReplicas  int `json:"initialReplicas,omitempty"`
+	// StartupSeconds is the time from scale-up to ready (model load),
+	// StartupJitterSeconds its uniform jitter (defaults 120 and 30).
+	StartupSeconds       float64 `json:"startupSeconds,omitempty"`
+	StartupJitterSeconds float64 `json:"startupJitterSeconds,omitempty"`
+	// Profiled hands Params to WVA as the variant's profile; otherwise
+	// WVA learns the parameters online.
+	Profiled bool `json:"profiled,omitempty"`
+}
+
+// LinearStep is the BLIS step-time model, in ms.
+type LinearStep struct {
+	Beta0  float64 `json:"beta0"`
+	Beta1  float64 `json:"beta1"` // per prefill token
+	Beta2  float64 `json:"beta2"` // per decode token
+	Alpha0 float64 `json:"alpha0"`
+	Alpha1 float64 `json:"alpha1"` // per input token
+}
+
+// Workload is a model's request stream.
+type Workload struct {
+	// Arrival is "poisson" (default), "gamma" (CV below) or "constant".
+	Arrival string  `json:"arrival,omitempty"`
+	CV      float64 `json:"cv,omitempty"`
+	Rate    Rate    `json:"rate"`
+	Input   Tokens  `json:"input"`
+	Output  Tokens  `json:"output"`
+}
+
+// Rate is the arrival-rate pattern in requests/s.
+type Rate struct {
+	// Pattern is constant, staircase, ramp, diurnal or spikes.
+	Pattern string  `json:"pattern"`
+	RPS     float64 `json:"rps,omitempty"` // constant; base of spikes
+	// Steps of a staircase: the rate from each time on.
+	Steps []Step `json:"steps,omitempty"`
+	// Ramp from From to To between StartSeconds and EndSeconds.
+	From         float64 `json:"from,omitempty"`
+	To           float64 `json:"to,omitempty"`
+	StartSeconds float64 `json:"startSeconds,omitempty"`
+	EndSeconds   float64 `json:"endSeconds,omitempty"`
+	// Diurnal: Mean ± Amplitude over PeriodSeconds (a sine starting at the mean).
+	Mean          float64 `json:"mean,omitempty"`
+	Amplitude     float64 `json:"amplitude,omitempty"`
+	PeriodSeconds float64 `json:"periodSeconds,omitempty"`
+	// Spikes on top of RPS.
+	Spikes []Spike `json:"spikes,omitempty"`
+}
+
+// Step of a staircase.
+type Step struct {
+	AtSeconds float64 `json:"atSeconds"`
+	RPS       float64 `json:"rps"`
+}
+
+// Spike raises the rate to RPS for DurationSeconds.
+type Spike struct {
+	AtSeconds       float64 `json:"atSeconds"`
+	DurationSeconds float64 `json:"durationSeconds"`
+	RPS             float64 `json:"rps"`
+}
+
+// Tokens is a token-count distribution.
+type Tokens struct {
+	// Dist is constant (Mean), normal (Mean, SD, bounded to [Min, Max]) or
+	// lognormal (Mean, SD of the tokens themselves, bounded).
+	Dist string  `json:"dist,omitempty"`
+	Mean float64 `json:"mean"`
+	SD   float64 `json:"sd,omitempty"`
+	Min  float64 `json:"min,omitempty"`
+	Max  float64 `json:"max,omitempty"`
+}
+
+// Gateway routes requests to replicas.
+type Gateway struct {
+	// Router is least-loaded (default) or round-robin.
+	Router string `json:"router,omitempty"`
+	// QueueThreshold sheds a request when the chosen replica already has
+	// this many waiting (0: never shed).
+	QueueThreshold int `json:"queueThreshold,omitempty"`
+	// TimeoutSeconds a request may wait at the gateway for a ready
+	// replica before it fails (default 120).
+	TimeoutSeconds float64 `json:"timeoutSeconds,omitempty"`
+}
+
+// Scrape is the Prometheus-like metrics pipeline.
+type Scrape struct {
+	IntervalSeconds float64 `json:"intervalSeconds,omitempty"` // default 15
+	WindowSeconds   float64 `json:"windowSeconds,omitempty"`   // rate and max_over_time window, default 60
+	DelaySeconds    float64 `json:"delaySeconds,omitempty"`    // query delay, default 15
+}
+
+// Autoscalers configures the autoscalers a run may compare.
+type Autoscalers struct {
+	WVA  WVAConfig  `json:"wva,omitempty"`
+	HPA  HPAConfig  `json:"hpa,omitempty"`
+	KEDA KEDAConfig `json:"keda,omitempty"`
+	// OracleIntervalSeconds: how often the oracle re-provisions (default 60).
+	OracleIntervalSeconds float64 `json:"oracleIntervalSeconds,omitempty"`
+	// Default lists the autoscalers run when none is asked for
+	// (default: wva, hpa, oracle).
+	Default []string `json:"default,omitempty"`
+}
+
+// WVAConfig runs the decision engine.
+type WVAConfig struct {
+	IntervalSeconds float64 `json:"intervalSeconds,omitempty"` // default 30
+	Mode            string  `json:"mode,omitempty"`            // default hybrid
+	Optimizer       string  `json:"optimizer,omitempty"`       // default unlimited
+	// Tuning learns the parameters online (default true; false needs
+	// profiled variants for the model path).
+	Tuning *bool `json:"tuning,omitempty"`
+	// SaturationPolicy for limited mode.
+	SaturationPolicy string `json:"saturationPolicy,omitempty"`
+}
+
+// HPAConfig is the Kubernetes HPA algorithm per variant.
+type HPAConfig struct {
+	SyncSeconds          float64 `json:"syncSeconds,omitempty"`          // default 15
+	QueueTarget          float64 `json:"queueTarget,omitempty"`          // average waiting per pod (default 3)
+	KVTarget             float64 `json:"kvTarget,omitempty"`             // average KV usage (default 0.5)
+	Tolerance            float64 `json:"tolerance,omitempty"`            // default 0.1
+	StabilizationSeconds float64 `json:"stabilizationSeconds,omitempty"` // scale-down window, default 300
+}
+
+// KEDAConfig is threshold scaling on requests in the system.
+type KEDAConfig struct {
+	PollingSeconds    float64 `json:"pollingSeconds,omitempty"`  // default 30
+	Threshold         float64 `json:"threshold,omitempty"`       // requests (waiting + running) per replica, default 40
+	Activation        float64 `json:"activation,omitempty"`      // requests that wake a zero-replica variant, default 0
+	CooldownSeconds   float64 `json:"cooldownSeconds,omitempty"` // idle time before scale to zero, default 300
+	MinReplicaCount   int     `json:"minReplicaCount,omitempty"` // default: the variant's minReplicas
+	StabilizationSecs float64 `json:"stabilizationSeconds,omitempty"`
+}
+
+func (s *Scenario) withDefaults() Scenario {
+	c := *s
+	def := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.RecordSeconds, 15)
+	def(&c.Gateway.TimeoutSeconds, 120)
+	def(&c.Scrape.IntervalSeconds, 15)
+	def(&c.Scrape.WindowSeconds, 60)
+	def(&c.Scrape.DelaySeconds, 15)
+	def(&c.Autoscalers.OracleIntervalSeconds, 60)
+	def(&c.Autoscalers.WVA.IntervalSeconds, 30)
+	def(&c.Autoscalers.HPA.SyncSeconds, 15)
+	def(&c.Autoscalers.HPA.QueueTarget, 3)
+	def(&c.Autoscalers.HPA.KVTarget, 0.5)
+	def(&c.Autoscalers.HPA.Tolerance, 0.1)
+	def(&c.Autoscalers.HPA.StabilizationSeconds, 300)
+	def(&c.Autoscalers.KEDA.PollingSeconds, 30)
+	def(&c.Autoscalers.KEDA.Threshold, 40)
+	def(&c.Autoscalers.KEDA.CooldownSeconds, 300)
+	def(&c.Autoscalers.KEDA.StabilizationSecs, 300)
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.Gateway.Router == "" {
+		c.Gateway.Router = "least-loaded"
+	}
+	if c.Autoscalers.WVA.Mode == "" {
+		c.Autoscalers.WVA.Mode = "hybrid"
+	}
+	if c.Autoscalers.WVA.Optimizer == "" {
+		c.Autoscalers.WVA.Optimizer = "unlimited"
+	}
+	if len(c.Autoscalers.Default) == 0 {
+		c.Autoscalers.Default = []string{"wva", "hpa", "oracle"}
+	}
+	c.Models = make([]Model, len(s.Models))
+	for i, m := range s.Models {
+		m.Variants = append([]Variant(nil), m.Variants...)
+		if m.Workload.Arrival == "" {
+			m.Workload.Arrival = "poisson"
+		}
+		for j := range m.Variants {
+			v := &m.Variants[j]
+			if v.AcceleratorsPerReplica == 0 {
+				v.AcceleratorsPerReplica = 1
+			}
+			if v.LatencyModel == "" {
+				v.LatencyModel = "iteration"
+			}
+			if v.MaxBatchSize == 0 {
+				v.MaxBatchSize = 256
+			}
+			if v.BlockSize == 0 {
+				v.BlockSize = 16
+			}
+			if v.KVBlocks == 0 {
+				longest := m.Workload.Input.upper() + m.Workload.Output.upper()
+				v.KVBlocks = int(math.Ceil(float64(v.MaxBatchSize)*longest/float64(v.BlockSize))) + 1
+			}
+			if v.MaxReplicas == 0 {
+				v.MaxReplicas = 10
+			}
+			def(&v.StartupSeconds, 120)
+			def(&v.StartupJitterSeconds, 30)
+		}
+		c.Models[i] = m
+	}
+	return c
+}
+
+// upper is the largest token count the distribution draws.
+func (t Tokens) upper() float64 {
+	if t.Max > 0 {
+		return t.Max
+	}
+	if t.Dist == "" || t.Dist == "constant" {
+		return t.Mean
+	}
+	return t.Mean + 4*t.SD
+}
+
+// Validate reports every problem, each naming its field.
+func (s *Scenario) Validate() error {
+	var errs []error
+	add := func(path, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+	}
+	if !(s.DurationSeconds > 0) {
+		add("durationSeconds", "must be > 0, got %v", s.DurationSeconds)
+	}
+	if len(s.Models) == 0 {
+		add("models", "must list at least one model")
+	}
+	for i, m := range s.Models {
+		p := "models[" + strconv.Itoa(i) + "]"
+		if m.Name == "" {
+			add(p+".name", "must not be empty")
+		}
+		if !(m.SLO.TTFTMs > 0) || !(m.SLO.ITLMs > 0) {
+			add(p+".slo", "ttftMs and itlMs must be > 0")
+		}
+		validateWorkload(p+".workload", m.Workload, add)
+		if len(m.Variants) == 0 {
+			add(p+".variants", "must list at least one variant")
+		}
+		for j, v := range m.Variants {
+			validateVariant(p+".variants["+strconv.Itoa(j)+"]", v, add)
+		}
+	}
+	switch s.Gateway.Router {
+	case "", "least-loaded", "round-robin":
+	default:
+		add("gateway.router", "must be least-loaded or round-robin, got %q", s.Gateway.Router)
+	}
+	return errors.Join(errs...)
+}
+
+func validateWorkload(p string, w Workload, add func(string, string, ...any)) {
+	switch w.Arrival {
+	case "", "poisson", "constant":
+	case "gamma":
+		if !(w.CV > 0) {
+			add(p+".cv", "gamma arrivals need a cv > 0")
+		}
+	default:
+		add(p+".arrival", "must be poisson, gamma or constant, got %q", w.Arrival)
+	}
+	switch w.Rate.Pattern {
+	case "constant", "staircase", "ramp", "diurnal", "spikes":
+	default:
+		add(p+".rate.pattern", "must be constant, staircase, ramp, diurnal or spikes, got %q", w.Rate.Pattern)
+	}
+	for _, t := range []struct {
+		name string
+		t    Tokens
+	}{{"input", w.Input}, {"output", w.Output}} {
+		switch t.t.Dist {
+		case "", "constant", "normal", "lognormal":
+		default:
+			add(p+"."+t.name+".dist", "must be constant, normal or lognormal, got %q", t.t.Dist)
+		}
+		if !(t.t.Mean >= 1) {
+			add(p+"."+t.name+".mean", "must be ≥ 1, got %v", t.t.Mean)
+		}
+	}
+}
+
+func validateVariant(p string, v Variant, add func(string, string, ...any)) {
+	if v.Name == "" {
+		add(p+".name", "must not be empty")
+	}
+	if v.Accelerator == "" {
+		add(p+".accelerator", "must not be empty")
+	}
+	if !(v.Cost >= 0) {
+		add(p+".cost", "must be ≥ 0")
+	}
+	switch v.LatencyModel {
+	case "", "iteration":
+		if err := v.Params.Validate(tuner.ModelIteration); err != nil {
+			add(p+".params", "%v", err)
+		}
+	case "linear":
+		if !(v.Linear.Beta0 > 0) || v.Linear.Beta1 < 0 || v.Linear.Beta2 < 0 || v.Linear.Alpha0 < 0 || v.Linear.Alpha1 < 0 {
+			add(p+".linear", "beta0 must be > 0 and the other coefficients ≥ 0")
+		}
+	default:
+		add(p+".latencyModel", "must be iteration or linear, got %q", v.LatencyModel)
+	}
+	if v.MinReplicas < 0 || (v.MaxReplicas > 0 && v.MaxReplicas < v.MinReplicas) {
+		add(p+".maxReplicas", "must be ≥ minReplicas")
+	}
+	if v.InitialReplicas < 0 || (v.MaxReplicas > 0 && v.InitialReplicas > v.MaxReplicas) {
+		add(p+".initialReplicas", "must be between 0 and maxReplicas")
+	}
+}
