@@ -64,6 +64,8 @@ type Sim struct {
 	inFlight int64
 	// Record-interval accumulators.
 	bucket bucket
+	// check, when set (by tests), runs after every event.
+	check func(*Sim, *event)
 }
 
 // Autoscaler decides replica counts from what a real one could observe.
@@ -125,6 +127,9 @@ func (s *Sim) Run(ctx context.Context, progress func(simTime float64)) *Result {
 		}
 		s.advance(e.t)
 		s.dispatch(e)
+		if s.check != nil {
+			s.check(s, e)
+		}
 		if e.t >= next {
 			next = e.t + 60
 			if ctx.Err() != nil {

@@ -1,0 +1,225 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/llm-d-incubation/wva/examples/scenarios"
+	"github.com/llm-d-incubation/wva/internal/queueing"
+	"github.com/llm-d-incubation/wva/internal/tuner"
+)
+
+func builtin(t testing.TB, name string, seconds float64) Scenario {
+	t.Helper()
+	sc, err := Builtin(scenarios.FS, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seconds > 0 {
+		sc.DurationSeconds = seconds
+	}
+	return sc
+}
+
+// TestDeterministic: the same scenario and seed give byte-identical JSON.
+func TestDeterministic(t *testing.T) {
+	sc := builtin(t, "bursty", 900)
+	var out [2]bytes.Buffer
+	for i := range out {
+		rs, err := Compare(context.Background(), sc, []string{"wva", "hpa", "keda", "oracle", "static:3"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteJSON(&out[i], rs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(out[0].Bytes(), out[1].Bytes()) {
+		t.Error("two runs with the same seed differ")
+	}
+	sc.Seed = 2
+	rs, _ := Compare(context.Background(), sc, []string{"hpa"}, nil)
+	var other bytes.Buffer
+	_ = WriteJSON(&other, rs)
+	if bytes.Contains(out[0].Bytes(), other.Bytes()[:200]) && bytes.Equal(other.Bytes(), out[0].Bytes()) {
+		t.Error("another seed gave the same run")
+	}
+}
+
+// TestInvariants runs every shipped scenario under every autoscaler and
+// checks after each event: the clock never goes back; requests are
+// conserved (arrived = completed + failed + in flight); each replica's KV
+// use equals what its running requests hold and stays within its cache
+// (one lone request excepted); causality of every finished request.
+func TestInvariants(t *testing.T) {
+	for _, name := range BuiltinNames(scenarios.FS) {
+		for _, as := range []string{"wva", "hpa", "keda", "oracle"} {
+			t.Run(name+"/"+as, func(t *testing.T) {
+				sc := builtin(t, name, 1200)
+				a, err := NewAutoscaler(as, &sc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := New(sc, a)
+				last := 0.0
+				n := 0
+				s.check = func(s *Sim, e *event) {
+					n++
+					if e.t < last {
+						t.Fatalf("clock went back from %v to %v", last, e.t)
+					}
+					last = e.t
+					if n%97 != 0 {
+						return
+					}
+					checkConservation(t, s)
+				}
+				res := s.Run(context.Background(), nil)
+				checkConservation(t, s)
+				if res.Arrived != res.Completed+res.Failed+res.InFlight {
+					t.Errorf("arrived %d ≠ completed %d + failed %d + in flight %d", res.Arrived, res.Completed, res.Failed, res.InFlight)
+				}
+				if res.Arrived == 0 {
+					t.Error("no requests")
+				}
+			})
+		}
+	}
+}
+
+func checkConservation(t *testing.T, s *Sim) {
+	t.Helper()
+	for _, v := range s.variants {
+		for _, r := range v.replicas {
+			kv, running := int64(0), 0
+			for _, q := range r.running {
+				if q == nil {
+					continue
+				}
+				running++
+				// During iteration j = r.iter − 1: a request prefilling now
+				// holds its input; one admitted at a < j holds i + (j − 1 − a).
+				if q.admitIter == r.iter-1 {
+					kv += int64(q.input)
+				} else {
+					kv += int64(q.input) + (r.iter - 2 - q.admitIter)
+				}
+				if !(q.arrive <= q.atServer && (q.firstToken == 0 || q.atServer <= q.firstToken)) {
+					t.Fatalf("causality: request %d arrive %v server %v first token %v", q.id, q.arrive, q.atServer, q.firstToken)
+				}
+			}
+			if running != r.nRun {
+				t.Fatalf("replica %d: %d running requests, counted %d", r.id, running, r.nRun)
+			}
+			if kv != r.kvUsed {
+				t.Fatalf("replica %d: KV in use %d, but its requests hold %d", r.id, r.kvUsed, kv)
+			}
+			if r.kvUsed < 0 || (r.kvUsed > int64(r.kvCap) && r.nRun > 1) {
+				t.Fatalf("replica %d: KV %d of %d", r.id, r.kvUsed, r.kvCap)
+			}
+		}
+	}
+	var atGateway int64
+	for _, g := range s.gateway {
+		atGateway += int64(len(g))
+	}
+	if s.inFlight < 0 || atGateway > s.inFlight {
+		t.Fatalf("in flight %d, at the gateway %d", s.inFlight, atGateway)
+	}
+}
+
+// TestTunerLearnsTheSimulator feeds the tuner with the simulator's own
+// metrics (per-minute pod averages at loads stepping from 20 % to 70 %) and
+// checks that the learned parameters predict the simulator's ITL within
+// 5 % and TTFT within 15 %: the tuner learns what it sees, including the
+// half-iteration wait of TestFidelity.
+func TestTunerLearnsTheSimulator(t *testing.T) {
+	p := tuner.Params{Alpha: 7, Beta: 0.02, Gamma: 5e-5}
+	a, _ := queueing.NewAnalyzer(queueing.Config{Model: queueing.Iteration{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma},
+		Workload: queueing.Workload{InputTokens: 1024, OutputTokens: 256}, MaxBatchSize: 64, MaxQueueSize: 100})
+	var obs []tuner.Observation
+	for i, load := range []float64{0.2, 0.45, 0.7, 0.3, 0.6, 0.25, 0.5, 0.65, 0.35, 0.55} {
+		sc := oneReplica(load*a.MaxRate(), p, 64, 600)
+		sc.Seed = uint64(20 + i)
+		ttft, itl := serverLatencies(t, sc)
+		obs = append(obs, tuner.Observation{RateRPS: load * a.MaxRate(), InputTokens: 1024, OutputTokens: 256, MaxBatchSize: 64, TTFTMs: ttft, ITLMs: itl})
+	}
+	tu, _, err := tuner.NewCold(tuner.Config{}, obs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range obs {
+		if _, err := tu.Step(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, load := range []float64{0.4, 0.6} {
+		sc := oneReplica(load*a.MaxRate(), p, 64, 1200)
+		ttft, itl := serverLatencies(t, sc)
+		got, err := tu.Predict(tuner.Observation{RateRPS: load * a.MaxRate(), InputTokens: 1024, OutputTokens: 256, MaxBatchSize: 64, TTFTMs: 1, ITLMs: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("load %.1f: TTFT sim %.1f predicted %.1f; ITL sim %.2f predicted %.2f; learned %+v", load, ttft, got.TTFTMs, itl, got.ITLMs, tu.Params())
+		if d := got.ITLMs/itl - 1; d > 0.05 || d < -0.05 {
+			t.Errorf("load %.1f: ITL predicted %.2f, simulated %.2f", load, got.ITLMs, itl)
+		}
+		if d := got.TTFTMs/ttft - 1; d > 0.15 || d < -0.15 {
+			t.Errorf("load %.1f: TTFT predicted %.1f, simulated %.1f", load, got.TTFTMs, ttft)
+		}
+	}
+}
+
+func TestScenarioValidation(t *testing.T) {
+	_, err := ParseScenario([]byte(`
+name: bad
+durationSeconds: 0
+models:
+  - name: m
+    slo: {ttftMs: 0, itlMs: 10}
+    workload:
+      arrival: weibull
+      rate: {pattern: sawtooth}
+      input: {mean: 0}
+      output: {mean: 10}
+    variants:
+      - name: v
+        accelerator: ""
+        params: {alpha: -1, beta: 0.1, gamma: 0.1}
+`))
+	if err == nil {
+		t.Fatal("accepted a bad scenario")
+	}
+	for _, want := range []string{"durationSeconds: must be > 0", "models[0].slo", "models[0].workload.arrival", "models[0].workload.rate.pattern",
+		"models[0].workload.input.mean", "models[0].variants[0].accelerator", "models[0].variants[0].params"} {
+		if !bytes.Contains([]byte(err.Error()), []byte(want)) {
+			t.Errorf("missing %q in %v", want, err)
+		}
+	}
+	if _, err := ParseScenario([]byte("name: x\nturbo: 1\n")); err == nil {
+		t.Error("accepted an unknown field")
+	}
+	if _, err := NewAutoscaler("static:x", &Scenario{}); err == nil {
+		t.Error("accepted static:x")
+	}
+}
+
+// BenchmarkSimulator: a large scenario, in simulated requests per wall
+// minute (budget: 1 million).
+func BenchmarkSimulator(b *testing.B) {
+	sc := builtin(b, "diurnal", 0)
+	sc.Models[0].Workload.Rate = Rate{Pattern: "constant", RPS: 60}
+	sc.DurationSeconds = 1200
+	sc.Models[0].Variants[0].MaxReplicas = 40
+	sc.Models[0].Variants[0].InitialReplicas = 20
+	var requests int64
+	b.ReportAllocs()
+	for b.Loop() {
+		res := New(sc, &Static{n: 20}).Run(context.Background(), nil)
+		requests += res.Arrived
+	}
+	b.ReportMetric(float64(requests)/b.Elapsed().Minutes(), "requests/min")
+	_ = fmt.Sprint()
+}
