@@ -17,8 +17,19 @@ build: ## build bin/wva
 	$(GO) build -o $(BIN)/wva ./cmd/wva
 
 .PHONY: run
-run: ## run the main job (until the simulator lands: the capacity calculator on a shipped plan)
-	$(GO) run ./cmd/wva model size -f examples/model/capacity-plan.yaml
+run: ## run the main job: the simulator's default scenario (wva vs hpa vs oracle), results in ./wva-results
+	$(GO) run ./cmd/wva simulate
+
+SCENARIOS := staircase stepped cost-tiering diurnal bursty shared-budget scale-from-zero
+
+.PHONY: evaluate
+evaluate: ## rerun every shipped scenario with every autoscaler into docs/evaluation
+	@for s in $(SCENARIOS); do \
+		$(GO) run ./cmd/wva simulate --scenario $$s --autoscalers wva,hpa,keda,oracle --out $(BIN)/evaluation/$$s > $(BIN)/evaluation-$$s.txt || exit 1; \
+		mkdir -p docs/evaluation/$$s; \
+		cp $(BIN)/evaluation-$$s.txt docs/evaluation/$$s/table.txt; \
+		cp $(BIN)/evaluation/$$s/summary.csv $(BIN)/evaluation/$$s/sim-overlay.png $(BIN)/evaluation/$$s/sim-wva.png $(BIN)/evaluation/$$s/sim-hpa.png docs/evaluation/$$s/; \
+	done
 
 .PHONY: test
 test: ## run every test, with the race detector

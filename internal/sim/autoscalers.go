@@ -22,7 +22,20 @@ func NewAutoscaler(name string, sc *Scenario) (Autoscaler, error) {
 	case name == "hpa":
 		return &HPA{cfg: c.Autoscalers.HPA, recs: map[int][]rec{}}, nil
 	case name == "keda":
-		return &KEDA{cfg: c.Autoscalers.KEDA, recs: map[int][]rec{}, lastActive: map[int]float64{}}, nil
+		k := &KEDA{cfg: c.Autoscalers.KEDA, recs: map[int][]rec{}, lastActive: map[int]float64{}}
+		for _, m := range c.Models {
+			tokens := m.Workload.Input.mean() + m.Workload.Output.mean()
+			for _, v := range m.Variants {
+				// Unless set, a replica's threshold is the requests it can
+				// hold at once: its batch size or what its KV cache fits.
+				t := c.Autoscalers.KEDA.Threshold
+				if t == 0 {
+					t = math.Max(1, math.Min(float64(v.MaxBatchSize), math.Floor(float64(v.KVBlocks*v.BlockSize)/tokens)))
+				}
+				k.threshold = append(k.threshold, t)
+			}
+		}
+		return k, nil
 	case name == "oracle":
 		return &Oracle{interval: c.Autoscalers.OracleIntervalSeconds}, nil
 	case strings.HasPrefix(name, "static:"):
@@ -134,10 +147,11 @@ func (h *HPA) Decide(v *View) []int {
 
 // KEDA scales each variant on requests in the system (waiting + running,
 // plus the gateway's for a variant at zero) against a per-replica
-// threshold, wakes a variant at zero when the metric passes the activation
+// threshold (by default the requests a replica holds at once), wakes a variant at zero when the metric passes the activation
 // threshold, and scales it to zero after a cooldown with no requests.
 type KEDA struct {
 	cfg        KEDAConfig
+	threshold  []float64 // per variant
 	recs       map[int][]rec
 	lastActive map[int]float64
 }
@@ -168,7 +182,7 @@ func (k *KEDA) Decide(v *View) []int {
 		if k.cfg.MinReplicaCount > 0 {
 			lo = k.cfg.MinReplicaCount
 		}
-		desired := int(math.Ceil(metric / k.cfg.Threshold))
+		desired := int(math.Ceil(metric / k.threshold[i]))
 		switch {
 		case vv.Current == 0 && metric > k.cfg.Activation:
 			desired = max(desired, 1)

@@ -216,7 +216,6 @@ func (s *Scenario) withDefaults() Scenario {
 	def(&c.Autoscalers.HPA.Tolerance, 0.1)
 	def(&c.Autoscalers.HPA.StabilizationSeconds, 300)
 	def(&c.Autoscalers.KEDA.PollingSeconds, 30)
-	def(&c.Autoscalers.KEDA.Threshold, 40)
 	def(&c.Autoscalers.KEDA.CooldownSeconds, 300)
 	def(&c.Autoscalers.KEDA.StabilizationSecs, 300)
 	if c.Seed == 0 {

@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const shortScenario = `
+name: short
+durationSeconds: 300
+models:
+  - name: m
+    slo: {ttftMs: 2000, itlMs: 50}
+    workload:
+      rate: {pattern: staircase, steps: [{atSeconds: 0, rps: 1}, {atSeconds: 150, rps: 3}]}
+      input: {dist: normal, mean: 512, sd: 128, min: 16, max: 2048}
+      output: {dist: normal, mean: 128, sd: 32, min: 8, max: 512}
+    variants:
+      - name: v
+        accelerator: H100
+        cost: 2
+        params: {alpha: 6, beta: 0.0003, gamma: 0.00001}
+        kvBlocks: 512
+        minReplicas: 1
+        maxReplicas: 6
+        initialReplicas: 1
+        startupSeconds: 30
+`
+
+func TestSimulate(t *testing.T) {
+	file := tempFile(t, "s.yaml", shortScenario)
+	out := t.TempDir()
+	stdout, stderr, code := run(t, "simulate", "-f", file, "--autoscalers", "wva,hpa,keda,oracle,static:2", "--out", out, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rs []map[string]any
+	if err := json.Unmarshal([]byte(stdout), &rs); err != nil || len(rs) != 5 {
+		t.Fatalf("want 5 results: %v", err)
+	}
+	for _, r := range rs {
+		for _, k := range []string{"autoscaler", "arrived", "completed", "failed", "effectiveThroughputRps", "sloAttainment",
+			"ttftMs", "itlMs", "gpuHours", "cost", "costPer1kWithinSlo", "scalingActions", "series"} {
+			if _, ok := r[k]; !ok {
+				t.Errorf("%v lacks %q", r["autoscaler"], k)
+			}
+		}
+		if r["arrived"].(float64) < 300 {
+			t.Errorf("%v: only %v requests", r["autoscaler"], r["arrived"])
+		}
+	}
+	for _, f := range []string{"results.json", "summary.csv", "series-wva.csv", "series-static-2.csv", "sim-wva.png", "sim-wva.svg", "sim-overlay.png"} {
+		if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	table, _, code := run(t, "simulate", "-f", file, "--autoscalers", "hpa", "--no-files")
+	if code != 0 || !strings.Contains(table, "GOODPUT") || !strings.Contains(table, "hpa") {
+		t.Errorf("table:\n%s", table)
+	}
+}
+
+func TestSimulateBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"simulate", "--scenario", "nope", "--no-files"}, `no built-in scenario "nope"`},
+		{[]string{"simulate", "--autoscalers", "wva,vpa", "--no-files"}, `--autoscalers: unknown autoscaler "vpa"`},
+		{[]string{"simulate", "-f", "/nope.yaml"}, "--file: open /nope.yaml"},
+		{[]string{"simulate", "-f", tempFile(t, "b.yaml", "name: x\ndurationSeconds: -1\nmodels: []\n")}, "durationSeconds: must be > 0"},
+		{[]string{"simulate", "-o", "xml"}, `--output: must be "table" or "json"`},
+	} {
+		_, stderr, code := run(t, tc.args...)
+		if code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
