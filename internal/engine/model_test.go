@@ -164,3 +164,17 @@ func TestTuningLearnsThenSizes(t *testing.T) {
 		t.Fatalf("after 8 cycles: %+v", d.Queueing)
 	}
 }
+
+// TestKVBoundBatch: a replica whose KV cache holds three requests is sized
+// as a batch of three, not 256.
+func TestKVBoundBatch(t *testing.T) {
+	v := variant("h100", "H100").params(h100Params).pods(0.3, 0).traffic(1, 4096, 1024, 40, 15)
+	v.v.Pods[0].KVBlocks, v.v.Pods[0].BlockSize = 1024, 16 // 16 384 tokens: 3 requests of 5 120
+	s := snapshot(ModeModelOnly, v)
+	s.Models[0].SLO = &SLO{TTFTMs: 2000, ITLMs: 20}
+	d := decision(t, plan(t, nil, s), "h100")
+	want := capacityOf(t, h100Params, 4096, 1024, 3, queueing.Targets{TTFTMs: 2000, ITLMs: 20})
+	if math.Abs(d.Queueing.CapacityPerReplicaRPS-want) > 1e-9 {
+		t.Errorf("capacity %v, want %v (N = 3)", d.Queueing.CapacityPerReplicaRPS, want)
+	}
+}

@@ -128,3 +128,18 @@ func TestPerModelThresholds(t *testing.T) {
 		t.Errorf("with τ_kv 0.55 the spare is 0.05 < 0.10: desired %d", d.Desired)
 	}
 }
+
+// TestAggregateDeficitTriggers: five saturated replicas and one idle one
+// pass Eq. 3 (the idle one's spare is the average), but the load exceeds
+// the supply, so WVA scales up.
+func TestAggregateDeficitTriggers(t *testing.T) {
+	p := plan(t, nil, snapshot(ModeCapacityOnly, variant("v", "H100").pods(0.85, 0, 0.85, 0, 0.85, 0, 0.85, 0, 0.85, 0, 0.10, 0)))
+	sat := p.Models[0].Saturation[0]
+	if sat.AvgSpareKV < 0.1 || !sat.ScaleUp {
+		t.Fatalf("saturation %+v", sat)
+	}
+	// Load 4.35 over 0.70 per replica: 7 replicas.
+	if d := decision(t, p, "v"); d.Desired != 7 {
+		t.Errorf("desired %d: %s", d.Desired, d.Explanation)
+	}
+}
