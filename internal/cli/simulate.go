@@ -131,13 +131,9 @@ func (o *simulateOptions) load() (sim.Scenario, error) {
 	if o.file == "" {
 		return sim.Builtin(scenarios.FS, o.scenario)
 	}
-	data, err := os.ReadFile(o.file)
+	sc, err := sim.LoadFile(o.file)
 	if err != nil {
 		return sim.Scenario{}, fmt.Errorf("--file: %w", err)
-	}
-	sc, err := sim.ParseScenario(data)
-	if err != nil {
-		return sim.Scenario{}, fmt.Errorf("%s: %w", o.file, err)
 	}
 	return sc, nil
 }

@@ -217,7 +217,10 @@ func (o *Oracle) Decide(v *View) []int {
 	out := make([]int, len(v.Variants))
 	for m, mod := range v.Scenario.Models {
 		peak := 0.0
-		for t := v.Now; t <= v.Now+o.interval; t++ {
+		if rows := mod.Workload.rows; rows != nil {
+			peak = traceRate(rows, v.Now, v.Now+o.interval)
+		}
+		for t := v.Now; mod.Workload.rows == nil && t <= v.Now+o.interval; t++ {
 			peak = math.Max(peak, mod.Workload.Rate.rateAt(t))
 		}
 		w := queueing.Workload{InputTokens: mod.Workload.Input.mean(), OutputTokens: mod.Workload.Output.mean()}

@@ -37,7 +37,34 @@ type Result struct {
 	Series              []Point     `json:"series"`
 	Variants            []string    `json:"variants"`
 
+	// Classes are the per-SLO-class figures ("model/class"), when the
+	// scenario has classes.
+	Classes map[string]*ClassStats `json:"classes,omitempty"`
+	// PrefixHits counts prefills that found their shared prefix cached.
+	PrefixHits float64 `json:"prefixHits,omitempty"`
+
 	ttfts, itls []float64
+	classKeys   []*ClassStats // all models' classes in order
+	classBase   []int         // per model: its first class in classKeys, -1 for none
+	noClass     ClassStats
+}
+
+// ClassStats are one SLO class's figures.
+type ClassStats struct {
+	Arrived       int64   `json:"arrived"`
+	Completed     int64   `json:"completed"`
+	Failed        int64   `json:"failed"`
+	WithinSLO     int64   `json:"withinSlo"`
+	SLOAttainment float64 `json:"sloAttainment"`
+}
+
+// class returns the stats of class i of model m (a throwaway entry when
+// the model has no classes).
+func (r *Result) class(m, i int) *ClassStats {
+	if r.classBase[m] < 0 {
+		return &r.noClass
+	}
+	return r.classKeys[r.classBase[m]+i]
 }
 
 // Percentiles of a latency, in ms.
@@ -69,6 +96,21 @@ type bucket struct {
 func newResult(name string, sc *Scenario) *Result {
 	r := &Result{Autoscaler: name, Scenario: sc.Name, Seed: sc.Seed}
 	for _, m := range sc.Models {
+		base := -1
+		if len(m.Workload.Classes) > 0 {
+			base = len(r.classKeys)
+		}
+		r.classBase = append(r.classBase, base)
+		for _, c := range m.Workload.Classes {
+			if r.Classes == nil {
+				r.Classes = map[string]*ClassStats{}
+			}
+			cs := &ClassStats{}
+			r.Classes[m.Name+"/"+c.Name] = cs
+			r.classKeys = append(r.classKeys, cs)
+		}
+	}
+	for _, m := range sc.Models {
 		for _, v := range m.Variants {
 			r.Variants = append(r.Variants, m.Name+"/"+v.Name)
 		}
@@ -88,8 +130,11 @@ func (r *Result) record(q *request, itl float64, slo *SLO) {
 	if okI {
 		r.ITLMet++
 	}
+	cs := r.class(q.model, q.class)
+	cs.Completed++
 	if okT && okI {
 		r.WithinSLO++
+		cs.WithinSLO++
 	}
 }
 
@@ -135,6 +180,12 @@ func (s *Sim) finish() {
 		r.Cost += v.costSeconds / 3600 * v.cfg.Cost
 		for _, rep := range v.replicas {
 			r.Preemptions += rep.c.preempted
+			r.PrefixHits += rep.c.prefixHits
+		}
+	}
+	for _, c := range r.Classes {
+		if c.Arrived > 0 {
+			c.SLOAttainment = float64(c.WithinSLO) / float64(c.Arrived)
 		}
 	}
 	if r.DurationSecs > 0 {

@@ -50,6 +50,11 @@ func BuiltinNames(fsys fs.FS) []string {
 // (the same requests arrive in every run), and returns the results in the
 // order asked.
 func Compare(ctx context.Context, sc Scenario, names []string, progress func(name string, simTime, total float64)) ([]*Result, error) {
+	for i, m := range sc.Models {
+		if m.Workload.Trace != "" && m.Workload.rows == nil {
+			return nil, fmt.Errorf("models[%d].workload.trace %q is not loaded: read trace scenarios with LoadFile", i, m.Workload.Trace)
+		}
+	}
 	full := sc.withDefaults()
 	if len(names) == 0 {
 		names = full.Autoscalers.Default

@@ -88,6 +88,32 @@ type Workload struct {
 	Rate    Rate    `json:"rate"`
 	Input   Tokens  `json:"input"`
 	Output  Tokens  `json:"output"`
+	// Trace replays a CSV file instead (arrival, rate, input and output are
+	// then ignored): columns seconds,input_tokens,output_tokens and,
+	// optionally, class and prefix. A relative path is read from the
+	// scenario file's folder.
+	Trace string `json:"trace,omitempty"`
+	// Classes split the requests into SLO classes (default: one class with
+	// the model's SLO).
+	Classes []Class `json:"classes,omitempty"`
+	// PrefixGroups > 0 gives every request one of that many shared prompt
+	// prefixes of PrefixTokens tokens (system prompts, few-shot examples);
+	// a replica that has a prefix in its cache skips that part of the
+	// prefill.
+	PrefixGroups int `json:"prefixGroups,omitempty"`
+	PrefixTokens int `json:"prefixTokens,omitempty"`
+
+	rows []traceRow // the loaded trace
+}
+
+// Class is an SLO class within a model's traffic.
+type Class struct {
+	Name  string  `json:"name"`
+	Share float64 `json:"share"` // fraction of the requests
+	SLO   SLO     `json:"slo"`
+	// Sheddable requests are the ones the gateway rejects when a replica's
+	// queue reaches gateway.queueThreshold; the others are always admitted.
+	Sheddable bool `json:"sheddable,omitempty"`
 }
 
 // Rate is the arrival-rate pattern in requests/s.
@@ -125,13 +151,16 @@ type Spike struct {
 
 // Tokens is a token-count distribution.
 type Tokens struct {
-	// Dist is constant (Mean), normal (Mean, SD, bounded to [Min, Max]) or
-	// lognormal (Mean, SD of the tokens themselves, bounded).
+	// Dist is constant (Mean), normal (Mean, SD, bounded to [Min, Max]),
+	// lognormal (Mean, SD of the tokens themselves, bounded) or empirical
+	// (drawn uniformly from Values).
 	Dist string  `json:"dist,omitempty"`
 	Mean float64 `json:"mean"`
 	SD   float64 `json:"sd,omitempty"`
 	Min  float64 `json:"min,omitempty"`
 	Max  float64 `json:"max,omitempty"`
+	// Values of an empirical distribution (observed token counts).
+	Values []float64 `json:"values,omitempty"`
 }
 
 // Gateway routes requests to replicas.
@@ -144,6 +173,18 @@ type Gateway struct {
 	// TimeoutSeconds a request may wait at the gateway for a ready
 	// replica before it fails (default 120).
 	TimeoutSeconds float64 `json:"timeoutSeconds,omitempty"`
+	// Weights of the least-loaded router's scorers (default 1, 1, 1, 1):
+	// KV utilisation, queue depth (waiting/5), batch occupancy, and prefix
+	// affinity (minus one when the replica has the request's prefix).
+	Weights *ScorerWeights `json:"weights,omitempty"`
+}
+
+// ScorerWeights weigh the router's scorers.
+type ScorerWeights struct {
+	KV     float64 `json:"kv"`
+	Queue  float64 `json:"queue"`
+	Batch  float64 `json:"batch"`
+	Prefix float64 `json:"prefix"`
 }
 
 // Scrape is the Prometheus-like metrics pipeline.
@@ -224,6 +265,9 @@ func (s *Scenario) withDefaults() Scenario {
 	if c.Gateway.Router == "" {
 		c.Gateway.Router = "least-loaded"
 	}
+	if c.Gateway.Weights == nil {
+		c.Gateway.Weights = &ScorerWeights{KV: 1, Queue: 1, Batch: 1, Prefix: 1}
+	}
 	if c.Autoscalers.WVA.Mode == "" {
 		c.Autoscalers.WVA.Mode = "hybrid"
 	}
@@ -272,6 +316,13 @@ func (s *Scenario) withDefaults() Scenario {
 func (t Tokens) upper() float64 {
 	if t.Max > 0 {
 		return t.Max
+	}
+	if t.Dist == "empirical" {
+		m := 1.0
+		for _, v := range t.Values {
+			m = math.Max(m, v)
+		}
+		return m
 	}
 	if t.Dist == "" || t.Dist == "constant" {
 		return t.Mean
@@ -325,23 +376,64 @@ func validateWorkload(p string, w Workload, add func(string, string, ...any)) {
 	default:
 		add(p+".arrival", "must be poisson, gamma or constant, got %q", w.Arrival)
 	}
-	switch w.Rate.Pattern {
-	case "constant", "staircase", "ramp", "diurnal", "spikes":
-	default:
-		add(p+".rate.pattern", "must be constant, staircase, ramp, diurnal or spikes, got %q", w.Rate.Pattern)
-	}
-	for _, t := range []struct {
-		name string
-		t    Tokens
-	}{{"input", w.Input}, {"output", w.Output}} {
-		switch t.t.Dist {
-		case "", "constant", "normal", "lognormal":
+	if w.Trace == "" {
+		switch w.Rate.Pattern {
+		case "constant", "staircase", "ramp", "diurnal", "spikes":
 		default:
-			add(p+"."+t.name+".dist", "must be constant, normal or lognormal, got %q", t.t.Dist)
+			add(p+".rate.pattern", "must be constant, staircase, ramp, diurnal or spikes, got %q", w.Rate.Pattern)
 		}
-		if !(t.t.Mean >= 1) {
-			add(p+"."+t.name+".mean", "must be ≥ 1, got %v", t.t.Mean)
+	}
+	validateClasses(p, w.Classes, add)
+	if w.PrefixGroups < 0 || w.PrefixTokens < 0 || (w.PrefixGroups > 0 && w.PrefixTokens == 0) {
+		add(p+".prefixTokens", "prefix groups need prefixTokens > 0")
+	}
+	if w.Trace != "" {
+		return // the trace gives the token counts
+	}
+	validateTokens(p+".input", w.Input, add)
+	validateTokens(p+".output", w.Output, add)
+}
+
+func validateTokens(p string, t Tokens, add func(string, string, ...any)) {
+	switch t.Dist {
+	case "", "constant", "normal", "lognormal":
+		if !(t.Mean >= 1) {
+			add(p+".mean", "must be ≥ 1, got %v", t.Mean)
 		}
+	case "empirical":
+		if len(t.Values) == 0 {
+			add(p+".values", "an empirical distribution needs values")
+		}
+		for _, v := range t.Values {
+			if !(v >= 1) {
+				add(p+".values", "token counts must be ≥ 1, got %v", v)
+				break
+			}
+		}
+	default:
+		add(p+".dist", "must be constant, normal, lognormal or empirical, got %q", t.Dist)
+	}
+}
+
+func validateClasses(p string, cs []Class, add func(string, string, ...any)) {
+	share := 0.0
+	names := map[string]bool{}
+	for i, c := range cs {
+		cp := p + ".classes[" + strconv.Itoa(i) + "]"
+		if c.Name == "" || names[c.Name] {
+			add(cp+".name", "must be set and unique, got %q", c.Name)
+		}
+		names[c.Name] = true
+		if !(c.Share > 0) {
+			add(cp+".share", "must be > 0, got %v", c.Share)
+		}
+		if !(c.SLO.TTFTMs > 0) || !(c.SLO.ITLMs > 0) {
+			add(cp+".slo", "ttftMs and itlMs must be > 0")
+		}
+		share += c.Share
+	}
+	if len(cs) > 0 && math.Abs(share-1) > 1e-6 {
+		add(p+".classes", "shares must add up to 1, got %v", share)
 	}
 }
 

@@ -15,6 +15,9 @@ type request struct {
 	routed        bool
 	failed        bool
 	seq           int64 // admission order within the replica (for preemption)
+	class         int   // index into the model's classes (0 without classes)
+	prefix        int   // shared-prefix group, -1 for none
+	prefixTokens  int
 }
 
 type replicaState int
@@ -33,6 +36,7 @@ type counters struct {
 	itlSum, itlCount               float64 // seconds
 	promptTokens, generationTokens float64
 	preempted                      float64
+	prefixHits                     float64
 }
 
 // replica is one continuous-batching server (seed 001 §9): every
@@ -70,11 +74,45 @@ type replica struct {
 	c counters
 	// samples are the scrapes of this pod (oldest first).
 	samples []sample
+	// prefixes in the cache: group → last use (iteration), at most
+	// prefixSlots of them (LRU).
+	prefixes    map[int]int64
+	prefixSlots int
 }
 
 func newReplica(id int, v *variantRT, now float64) *replica {
 	return &replica{id: id, v: v, state: starting, created: now, kvCap: v.cfg.KVBlocks * v.cfg.BlockSize,
-		finishAt: map[int64][]*request{}}
+		finishAt: map[int64][]*request{}, prefixes: map[int]int64{}, prefixSlots: v.prefixSlots}
+}
+
+// prefillTokens is the prompt a request's prefill computes: all of it, or
+// the part after a prefix this replica has cached (prefix caching). The
+// prefix then counts as used.
+func (r *replica) prefillTokens(q *request) int {
+	if q.prefix < 0 || r.prefixSlots == 0 {
+		return q.input
+	}
+	_, hit := r.prefixes[q.prefix]
+	r.prefixes[q.prefix] = r.iter
+	if len(r.prefixes) > r.prefixSlots {
+		oldest, at := -1, int64(math.MaxInt64)
+		for p, t := range r.prefixes {
+			if t < at || (t == at && p < oldest) {
+				oldest, at = p, t
+			}
+		}
+		delete(r.prefixes, oldest)
+	}
+	if hit {
+		r.c.prefixHits++
+		return max(q.input-q.prefixTokens, 1)
+	}
+	return q.input
+}
+
+func (r *replica) hasPrefix(p int) bool {
+	_, ok := r.prefixes[p]
+	return p >= 0 && ok
 }
 
 func (r *replica) queueLen() int { return len(r.waiting) - r.head }
@@ -82,12 +120,6 @@ func (r *replica) queueLen() int { return len(r.waiting) - r.head }
 // load is the replica's share of its batch in use or waiting.
 func (r *replica) load() float64 {
 	return float64(r.queueLen()+r.nRun) / float64(r.v.cfg.MaxBatchSize)
-}
-
-// score is the router's load score: KV utilisation + waiting/5 + batch
-// occupancy.
-func (r *replica) score() float64 {
-	return r.kvUsage() + float64(r.queueLen())/5 + float64(r.nRun)/float64(r.v.cfg.MaxBatchSize)
 }
 
 func (r *replica) kvUsage() float64 {
@@ -135,8 +167,9 @@ func (r *replica) startIteration(s *Sim, now float64) {
 		r.nRun++
 		r.prefilling = append(r.prefilling, q)
 		r.kvUsed += int64(q.input)
-		used += q.input
-		prefillTokens += q.input
+		compute := r.prefillTokens(q)
+		used += compute
+		prefillTokens += compute
 	}
 	if r.head > 1024 && r.head*2 > len(r.waiting) {
 		r.waiting = append(r.waiting[:0], r.waiting[r.head:]...)

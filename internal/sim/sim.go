@@ -18,6 +18,9 @@ type variantRT struct {
 	// replica-seconds per state, for cost
 	costSeconds float64
 	gpuSeconds  float64
+	// prefixSlots is how many shared prefixes a replica caches: a fifth of
+	// its KV cache.
+	prefixSlots int
 }
 
 // iterationSeconds is the duration of one iteration with the given
@@ -54,6 +57,7 @@ type Sim struct {
 	byModel  [][]*variantRT
 	streams  []*stream
 	tokenRNG []*rand.Rand
+	classRNG []*rand.Rand
 	startRNG *rand.Rand
 	gateway  [][]*request // per model: requests waiting for a ready replica
 	rr       []int
@@ -87,6 +91,9 @@ func New(sc Scenario, a Autoscaler) *Sim {
 		var vs []*variantRT
 		for _, v := range mod.Variants {
 			rt := &variantRT{cfg: v, model: m, idx: len(s.variants), key: mod.Name + "/" + v.Name}
+			if pt := mod.Workload.PrefixTokens; pt > 0 {
+				rt.prefixSlots = max(1, v.KVBlocks*v.BlockSize/5/pt)
+			}
 			s.variants = append(s.variants, rt)
 			vs = append(vs, rt)
 		}
@@ -94,6 +101,7 @@ func New(sc Scenario, a Autoscaler) *Sim {
 		s.streams = append(s.streams, &stream{w: mod.Workload, rng: rand.New(rand.NewPCG(sc.Seed, uint64(1000+m))),
 			peak: mod.Workload.Rate.maxRate(sc.DurationSeconds)})
 		s.tokenRNG = append(s.tokenRNG, rand.New(rand.NewPCG(sc.Seed, uint64(2000+m))))
+		s.classRNG = append(s.classRNG, rand.New(rand.NewPCG(sc.Seed, uint64(3000+m))))
 	}
 	s.gateway = make([][]*request, len(sc.Models))
 	s.rr = make([]int, len(sc.Models))
@@ -189,29 +197,77 @@ func (s *Sim) dispatch(e *event) {
 
 // arrive creates the next request of model m and schedules the one after.
 func (s *Sim) arrive(m int) {
-	w := s.sc.Models[m].Workload
-	rng := s.tokenRNG[m]
+	w := &s.sc.Models[m].Workload
 	s.nextReq++
-	q := &request{id: s.nextReq, model: m, input: w.Input.draw(rng), output: w.Output.draw(rng), arrive: s.now}
+	q := &request{id: s.nextReq, model: m, arrive: s.now, prefix: -1}
+	st := s.streams[m]
+	if w.rows != nil {
+		row := w.rows[st.pos-1]
+		q.input, q.output, q.prefix = row.input, row.output, row.prefix
+		q.class = classIndex(w.Classes, row.class)
+	} else {
+		rng := s.tokenRNG[m]
+		q.input, q.output = w.Input.draw(rng), w.Output.draw(rng)
+		q.class = drawClass(w.Classes, s.classRNG[m])
+		if w.PrefixGroups > 0 {
+			q.prefix = s.classRNG[m].IntN(w.PrefixGroups)
+		}
+	}
+	if q.prefix >= 0 {
+		q.prefixTokens = min(w.PrefixTokens, q.input-1)
+	}
 	s.res.Arrived++
+	s.res.class(q.model, q.class).Arrived++
 	s.inFlight++
 	s.bucket.arrivals++
-	if t := s.streams[m].next(s.now, s.sc.DurationSeconds); t < s.sc.DurationSeconds {
+	if t := st.next(s.now, s.sc.DurationSeconds); t < s.sc.DurationSeconds {
 		s.schedule(&event{t: t, kind: evArrival, model: m})
 	}
 	s.route(q)
 }
 
+// drawClass picks a class by share.
+func drawClass(cs []Class, rng *rand.Rand) int {
+	if len(cs) < 2 {
+		return 0
+	}
+	u := rng.Float64()
+	for i, c := range cs {
+		if u < c.Share {
+			return i
+		}
+		u -= c.Share
+	}
+	return len(cs) - 1
+}
+
+func classIndex(cs []Class, name string) int {
+	for i, c := range cs {
+		if c.Name == name {
+			return i
+		}
+	}
+	return 0
+}
+
+// sloOf is the SLO a request is judged by: its class's, else its model's.
+func (s *Sim) sloOf(q *request) *SLO {
+	if cs := s.sc.Models[q.model].Workload.Classes; len(cs) > 0 {
+		return &cs[q.class].SLO
+	}
+	return &s.sc.Models[q.model].SLO
+}
+
 // route sends a request to a ready replica of its model, or holds it at
 // the gateway until one is ready (or it times out).
 func (s *Sim) route(q *request) {
-	r := s.pick(q.model)
+	r := s.pick(q)
 	if r == nil {
 		s.gateway[q.model] = append(s.gateway[q.model], q)
 		s.schedule(&event{t: q.arrive + s.sc.Gateway.TimeoutSeconds, kind: evGatewayTimeout, req: q})
 		return
 	}
-	if th := s.sc.Gateway.QueueThreshold; th > 0 && r.queueLen() >= th {
+	if th := s.sc.Gateway.QueueThreshold; th > 0 && r.queueLen() >= th && s.sheddable(q) {
 		s.fail(q) // shed
 		return
 	}
@@ -220,11 +276,14 @@ func (s *Sim) route(q *request) {
 }
 
 // pick chooses a ready replica: the lowest load score (ties to the
-// oldest), or round-robin. The score adds the scorers of llm-d's endpoint
-// picker with equal weights: KV-cache utilisation, queue depth (relative to
-// 5 waiting) and batch occupancy.
-func (s *Sim) pick(m int) *replica {
+// oldest), or round-robin. The score weighs the scorers of llm-d's
+// endpoint picker: KV-cache utilisation, queue depth (relative to 5
+// waiting), batch occupancy, and prefix affinity.
+func (s *Sim) pick(q *request) *replica {
+	m := q.model
+	w := s.sc.Gateway.Weights
 	var best *replica
+	bestScore := 0.0
 	n := 0
 	for _, v := range s.byModel[m] {
 		for _, r := range v.replicas {
@@ -232,8 +291,12 @@ func (s *Sim) pick(m int) *replica {
 				continue
 			}
 			n++
-			if best == nil || r.score() < best.score() {
-				best = r
+			sc := w.KV*r.kvUsage() + w.Queue*float64(r.queueLen())/5 + w.Batch*float64(r.nRun)/float64(r.v.cfg.MaxBatchSize)
+			if r.hasPrefix(q.prefix) {
+				sc -= w.Prefix
+			}
+			if best == nil || sc < bestScore {
+				best, bestScore = r, sc
 			}
 		}
 	}
@@ -255,6 +318,13 @@ func (s *Sim) pick(m int) *replica {
 	return best
 }
 
+// sheddable: without classes every request may be shed; with classes only
+// those of a sheddable class.
+func (s *Sim) sheddable(q *request) bool {
+	cs := s.sc.Models[q.model].Workload.Classes
+	return len(cs) == 0 || cs[q.class].Sheddable
+}
+
 func (s *Sim) dropFromGateway(q *request) {
 	g := s.gateway[q.model]
 	for i, x := range g {
@@ -268,6 +338,7 @@ func (s *Sim) dropFromGateway(q *request) {
 func (s *Sim) fail(q *request) {
 	q.failed = true
 	s.res.Failed++
+	s.res.class(q.model, q.class).Failed++
 	s.inFlight--
 	s.bucket.failed++
 }
@@ -275,7 +346,7 @@ func (s *Sim) fail(q *request) {
 // complete records a finished request.
 func (s *Sim) complete(q *request, itlSeconds float64) {
 	s.inFlight--
-	s.res.record(q, itlSeconds, &s.sc.Models[q.model].SLO)
+	s.res.record(q, itlSeconds, s.sloOf(q))
 	s.bucket.ttfts = append(s.bucket.ttfts, q.firstToken-q.arrive)
 }
 
@@ -305,6 +376,8 @@ func (s *Sim) ready(r *replica) {
 // retire removes a drained replica.
 func (s *Sim) retire(r *replica, _ float64) {
 	r.state = gone
+	s.res.Preemptions += r.c.preempted // the live replicas add theirs at the end
+	s.res.PrefixHits += r.c.prefixHits
 	v := r.v
 	for i, x := range v.replicas {
 		if x == r {

@@ -62,6 +62,7 @@ type stream struct {
 	w    Workload
 	rng  *rand.Rand
 	peak float64
+	pos  int // next trace row
 }
 
 // next returns the time of the next arrival after t, or +Inf when the
@@ -69,6 +70,13 @@ type stream struct {
 // rate; gamma and constant arrivals are renewal processes whose mean gap is
 // 1/λ at the current time.
 func (s *stream) next(t, end float64) float64 {
+	if s.w.rows != nil {
+		if s.pos >= len(s.w.rows) {
+			return math.Inf(1)
+		}
+		s.pos++
+		return math.Max(s.w.rows[s.pos-1].t, t)
+	}
 	if s.peak <= 0 {
 		return math.Inf(1)
 	}
@@ -123,6 +131,8 @@ func gammaSample(rng *rand.Rand, k float64) float64 {
 func (t Tokens) draw(rng *rand.Rand) int {
 	var v float64
 	switch t.Dist {
+	case "empirical":
+		v = t.Values[rng.IntN(len(t.Values))]
 	case "normal":
 		v = t.Mean + t.SD*rng.NormFloat64()
 	case "lognormal":
@@ -135,6 +145,11 @@ func (t Tokens) draw(rng *rand.Rand) int {
 	default:
 		v = t.Mean
 	}
+	return t.bound(v)
+}
+
+// bound applies Min and Max and rounds to a count of at least 1.
+func (t Tokens) bound(v float64) int {
 	if t.Min > 0 {
 		v = math.Max(v, t.Min)
 	}
@@ -149,6 +164,13 @@ func (t Tokens) draw(rng *rand.Rand) int {
 func (t Tokens) mean() float64 {
 	if t.Dist == "" || t.Dist == "constant" {
 		return float64(t.draw(nil))
+	}
+	if t.Dist == "empirical" {
+		sum := 0.0
+		for _, v := range t.Values {
+			sum += float64(t.bound(v))
+		}
+		return sum / float64(len(t.Values))
 	}
 	rng := rand.New(rand.NewPCG(7, 7))
 	sum := 0.0

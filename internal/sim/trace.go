@@ -1,0 +1,181 @@
+package sim
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// traceRow is one request of a replayed trace.
+type traceRow struct {
+	t             float64
+	input, output int
+	class         string
+	prefix        int // -1: none
+}
+
+// LoadFile reads a scenario file and the traces it names (relative paths
+// from the file's folder).
+func LoadFile(path string) (Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Scenario{}, err
+	}
+	sc, err := ParseScenario(data)
+	if err != nil {
+		return Scenario{}, fmt.Errorf("%s: %w", path, err)
+	}
+	for i := range sc.Models {
+		w := &sc.Models[i].Workload
+		if w.Trace == "" {
+			continue
+		}
+		p := w.Trace
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(path), p)
+		}
+		rows, err := readTrace(p)
+		if err != nil {
+			return Scenario{}, fmt.Errorf("models[%d].workload.trace: %w", i, err)
+		}
+		if err := useTrace(w, rows); err != nil {
+			return Scenario{}, fmt.Errorf("models[%d].workload.trace: %s: %w", i, p, err)
+		}
+	}
+	return sc, nil
+}
+
+// useTrace attaches the rows to the workload. The token distributions
+// become the trace's empirical ones, so that the autoscalers that read the
+// workload's means (the oracle, KEDA's automatic threshold) and the
+// default KV-cache size see what the trace holds.
+func useTrace(w *Workload, rows []traceRow) error {
+	known := map[string]bool{}
+	for _, c := range w.Classes {
+		known[c.Name] = true
+	}
+	in, out := make([]float64, len(rows)), make([]float64, len(rows))
+	for j, r := range rows {
+		if r.class != "" && !known[r.class] {
+			return fmt.Errorf("request %d: class %q is not one of the workload's classes", j+1, r.class)
+		}
+		if r.prefix >= 0 && w.PrefixTokens == 0 {
+			return fmt.Errorf("request %d has a prefix group but the workload sets no prefixTokens", j+1)
+		}
+		in[j], out[j] = float64(r.input), float64(r.output)
+	}
+	w.Input = Tokens{Dist: "empirical", Values: in}
+	w.Output = Tokens{Dist: "empirical", Values: out}
+	w.rows = rows
+	return nil
+}
+
+// traceRate is the highest arrival rate of the trace over 30-s windows
+// from t0 to t1 (requests/s).
+func traceRate(rows []traceRow, t0, t1 float64) float64 {
+	const win = 30.0
+	peak := 0.0
+	for a := t0; a < t1 || a == t0; a += win {
+		i := sort.Search(len(rows), func(k int) bool { return rows[k].t >= a })
+		j := sort.Search(len(rows), func(k int) bool { return rows[k].t >= a+win })
+		peak = math.Max(peak, float64(j-i)/win)
+	}
+	return peak
+}
+
+// readTrace parses a CSV with a header: seconds,input_tokens,output_tokens
+// and optionally class and prefix, in time order.
+func readTrace(path string) ([]traceRow, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	r.FieldsPerRecord = -1
+	r.TrimLeadingSpace = true
+	head, err := r.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading the header: %w", path, err)
+	}
+	col := map[string]int{}
+	for i, h := range head {
+		col[strings.TrimSpace(h)] = i
+	}
+	for _, c := range []string{"seconds", "input_tokens", "output_tokens"} {
+		if _, ok := col[c]; !ok {
+			return nil, fmt.Errorf("%s: the header lacks %q (want seconds,input_tokens,output_tokens[,class][,prefix])", path, c)
+		}
+	}
+	var rows []traceRow
+	last := 0.0
+	for line := 2; ; line++ {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		row, err := parseRow(rec, col, fmt.Sprintf("%s:%d", path, line))
+		if err != nil {
+			return nil, err
+		}
+		if row.t < last {
+			return nil, fmt.Errorf("%s:%d: times must not decrease (%v after %v)", path, line, row.t, last)
+		}
+		last = row.t
+		rows = append(rows, row)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%s: no requests", path)
+	}
+	return rows, nil
+}
+
+// parseRow reads one trace record; at names the line in errors.
+func parseRow(rec []string, col map[string]int, at string) (traceRow, error) {
+	get := func(name string) (float64, error) {
+		i := col[name]
+		if i >= len(rec) {
+			return 0, fmt.Errorf("%s: column %s: missing value", at, name)
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(rec[i]), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return 0, fmt.Errorf("%s: column %s: not a number %q", at, name, rec[i])
+		}
+		return v, nil
+	}
+	row := traceRow{prefix: -1}
+	var vals [3]float64
+	for k, name := range []string{"seconds", "input_tokens", "output_tokens"} {
+		v, err := get(name)
+		if err != nil {
+			return row, err
+		}
+		vals[k] = v
+	}
+	row.t = vals[0]
+	if row.t < 0 || vals[1] < 1 || vals[2] < 1 {
+		return row, fmt.Errorf("%s: seconds must be ≥ 0 and token counts must be ≥ 1", at)
+	}
+	row.input, row.output = int(vals[1]), int(vals[2])
+	if i, ok := col["class"]; ok && i < len(rec) {
+		row.class = strings.TrimSpace(rec[i])
+	}
+	if i, ok := col["prefix"]; ok && i < len(rec) && strings.TrimSpace(rec[i]) != "" {
+		p, err := strconv.Atoi(strings.TrimSpace(rec[i]))
+		if err != nil || p < 0 {
+			return row, fmt.Errorf("%s: column prefix: want a group number ≥ 0, got %q", at, rec[i])
+		}
+		row.prefix = p
+	}
+	return row, nil
+}

@@ -1,0 +1,226 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llm-d-incubation/wva/internal/tuner"
+)
+
+func runStatic(t *testing.T, sc Scenario, n int) *Result {
+	t.Helper()
+	rs, err := Compare(context.Background(), sc, []string{fmt.Sprintf("static:%d", n)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rs[0]
+	if r.Completed+r.Failed+r.InFlight != r.Arrived {
+		t.Fatalf("conservation: %d completed + %d failed + %d in flight != %d arrived", r.Completed, r.Failed, r.InFlight, r.Arrived)
+	}
+	return r
+}
+
+// TestClassesShedOnlySheddable: under overload with a gateway queue
+// threshold, only the sheddable class is rejected, and each class is
+// judged by its own SLO.
+func TestClassesShedOnlySheddable(t *testing.T) {
+	sc := oneReplica(20, tuner.Params{Alpha: 7, Beta: 0.02, Gamma: 5e-5}, 8, 600)
+	sc.Models[0].Variants[0].MaxReplicas = 1
+	sc.Gateway.QueueThreshold = 4
+	sc.Models[0].Workload.Classes = []Class{
+		{Name: "interactive", Share: 0.3, SLO: SLO{TTFTMs: 1e9, ITLMs: 1e9}},
+		{Name: "batch", Share: 0.7, SLO: SLO{TTFTMs: 1, ITLMs: 1}, Sheddable: true},
+	}
+	if err := sc.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	r := runStatic(t, sc, 1)
+	in, batch := r.Classes["m/interactive"], r.Classes["m/batch"]
+	if in == nil || batch == nil {
+		t.Fatalf("classes missing: %v", r.Classes)
+	}
+	if in.Arrived+batch.Arrived != r.Arrived {
+		t.Errorf("class arrivals %d + %d != %d", in.Arrived, batch.Arrived, r.Arrived)
+	}
+	if share := float64(in.Arrived) / float64(r.Arrived); share < 0.27 || share > 0.33 {
+		t.Errorf("interactive share %.3f, want ≈ 0.3", share)
+	}
+	if in.Failed != 0 {
+		t.Errorf("%d interactive requests shed; only the batch class is sheddable", in.Failed)
+	}
+	if batch.Failed < batch.Arrived/2 {
+		t.Errorf("only %d of %d batch requests shed under 5× overload", batch.Failed, batch.Arrived)
+	}
+	// The batch class's SLO (1 ms) is impossible; the interactive one is
+	// always met.
+	if batch.WithinSLO != 0 || in.WithinSLO != in.Completed || in.Completed == 0 {
+		t.Errorf("per-class SLO: batch %d within, interactive %d of %d within", batch.WithinSLO, in.WithinSLO, in.Completed)
+	}
+	if want := float64(in.WithinSLO) / float64(in.Arrived); in.SLOAttainment != want {
+		t.Errorf("interactive attainment %v, want %v", in.SLOAttainment, want)
+	}
+}
+
+// TestPrefixCaching: a shared prefix skips most of the prefill, so TTFT
+// falls, and prefix-affinity routing keeps each group on the replica that
+// has it cached when the caches are too small for all groups.
+func TestPrefixCaching(t *testing.T) {
+	base := func() Scenario {
+		sc := oneReplica(2, tuner.Params{Alpha: 7, Beta: 0.02, Gamma: 5e-5}, 64, 900)
+		sc.Models[0].Workload.Input = Tokens{Dist: "constant", Mean: 2048}
+		sc.Models[0].Variants[0].MaxReplicas = 2
+		// 2 prefix slots per replica: 960·16/5/1536.
+		sc.Models[0].Variants[0].KVBlocks = 960
+		return sc
+	}
+	plain := runStatic(t, base(), 2)
+	if plain.PrefixHits != 0 {
+		t.Fatalf("%v prefix hits without prefixes", plain.PrefixHits)
+	}
+	hits := map[float64]*Result{}
+	for _, w := range []float64{0, 10} {
+		sc := base()
+		sc.Models[0].Workload.PrefixGroups = 4
+		sc.Models[0].Workload.PrefixTokens = 1536
+		sc.Gateway.Weights = &ScorerWeights{KV: 1, Queue: 1, Batch: 1, Prefix: w}
+		hits[w] = runStatic(t, sc, 2)
+	}
+	aff, none := hits[10], hits[0]
+	t.Logf("hits: affinity %.0f/%d, none %.0f/%d; TTFT p50 %.1f ms vs %.1f ms without prefixes",
+		aff.PrefixHits, aff.Completed, none.PrefixHits, none.Completed, aff.TTFTms.P50, plain.TTFTms.P50)
+	if aff.PrefixHits < 0.95*float64(aff.Completed) {
+		t.Errorf("with affinity only %.0f of %d prefills hit the cache", aff.PrefixHits, aff.Completed)
+	}
+	if none.PrefixHits > 0.8*aff.PrefixHits {
+		t.Errorf("without affinity %.0f hits, with %.0f: 2 slots for 4 groups should thrash", none.PrefixHits, aff.PrefixHits)
+	}
+	if aff.TTFTms.P50 > 0.8*plain.TTFTms.P50 {
+		t.Errorf("TTFT p50 %.1f ms with cached prefixes, %.1f ms without", aff.TTFTms.P50, plain.TTFTms.P50)
+	}
+}
+
+const traceScenario = `
+name: replay
+durationSeconds: 90
+seed: 3
+models:
+  - name: m
+    slo: {ttftMs: 5000, itlMs: 100}
+    workload:
+      trace: %s
+      prefixTokens: 100
+      classes:
+        - {name: a, share: 0.5, slo: {ttftMs: 5000, itlMs: 100}}
+        - {name: b, share: 0.5, slo: {ttftMs: 5000, itlMs: 100}, sheddable: true}
+    variants:
+      - {name: v, accelerator: H100, cost: 1, params: {alpha: 7, beta: 0.02, gamma: 0.00005}, minReplicas: 1, maxReplicas: 2, initialReplicas: 1}
+`
+
+func writeTrace(t *testing.T, dir string, rows []string) string {
+	t.Helper()
+	p := filepath.Join(dir, "trace.csv")
+	if err := os.WriteFile(p, []byte(strings.Join(rows, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sp := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(sp, []byte(fmt.Sprintf(traceScenario, "trace.csv")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+// TestTraceReplay: every trace row before the end arrives once, at its
+// time, with its tokens and class.
+func TestTraceReplay(t *testing.T) {
+	rows := []string{"seconds,input_tokens,output_tokens,class,prefix"}
+	for i := range 200 {
+		cls := "a"
+		if i%4 == 0 {
+			cls = "b"
+		}
+		prefix := ""
+		if i%2 == 0 {
+			prefix = "0"
+		}
+		rows = append(rows, fmt.Sprintf("%.2f,%d,%d,%s,%s", float64(i)*0.5, 300+i, 20+i%7, cls, prefix))
+	}
+	sc, err := LoadFile(writeTrace(t, t.TempDir(), rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := sc.Models[0].Workload.Input.mean(); m != 300+199.0/2 {
+		t.Errorf("trace input mean %v, want 399.5 (rows 0..199)", m)
+	}
+	r := runStatic(t, sc, 1)
+	if r.Arrived != 180 { // rows at 0, 0.5, …, 89.5
+		t.Errorf("arrived %d, want the 180 rows before 90 s", r.Arrived)
+	}
+	if a, b := r.Classes["m/a"].Arrived, r.Classes["m/b"].Arrived; a != 135 || b != 45 {
+		t.Errorf("class arrivals a=%d b=%d, want 135 and 45 from the class column", a, b)
+	}
+	if r.PrefixHits == 0 {
+		t.Error("no prefix hits though every other request shares prefix 0")
+	}
+	// The same file through ParseScenario is not loaded: Compare refuses.
+	raw, err := ParseScenario([]byte(fmt.Sprintf(traceScenario, "trace.csv")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Compare(context.Background(), raw, []string{"static:1"}, nil); err == nil || !strings.Contains(err.Error(), "LoadFile") {
+		t.Errorf("Compare on an unloaded trace: %v", err)
+	}
+}
+
+func TestTraceErrors(t *testing.T) {
+	for _, tc := range []struct {
+		rows []string
+		want string
+	}{
+		{[]string{"time,input_tokens,output_tokens", "0,1,1"}, `lacks "seconds"`},
+		{[]string{"seconds,input_tokens,output_tokens", "1,10,10", "0.5,10,10"}, "trace.csv:3: times must not decrease"},
+		{[]string{"seconds,input_tokens,output_tokens", "0,ten,10"}, "trace.csv:2: column input_tokens: not a number"},
+		{[]string{"seconds,input_tokens,output_tokens", "0,0,10"}, "token counts must be ≥ 1"},
+		{[]string{"seconds,input_tokens,output_tokens,class", "0,10,10,c"}, `class "c" is not one of`},
+		{[]string{"seconds,input_tokens,output_tokens,prefix", "0,10,10,-2"}, "column prefix"},
+		{[]string{"seconds,input_tokens,output_tokens"}, "no requests"},
+	} {
+		_, err := LoadFile(writeTrace(t, t.TempDir(), tc.rows))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.rows, err, tc.want)
+		}
+	}
+	if _, err := LoadFile(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
+		t.Error("loaded a missing file")
+	}
+}
+
+func TestWorkloadValidation(t *testing.T) {
+	sc := oneReplica(1, tuner.Params{Alpha: 7, Beta: 0.02, Gamma: 5e-5}, 8, 60)
+	w := &sc.Models[0].Workload
+	w.Input = Tokens{Dist: "empirical"}
+	w.Output = Tokens{Dist: "empirical", Values: []float64{10, 0}}
+	w.Classes = []Class{{Name: "a", Share: 0.5, SLO: SLO{TTFTMs: 1, ITLMs: 1}}, {Name: "a", Share: 0.4}}
+	w.PrefixGroups = 3
+	err := sc.Validate()
+	if err == nil {
+		t.Fatal("accepted a bad workload")
+	}
+	for _, want := range []string{"input.values: an empirical distribution needs values", "output.values: token counts must be ≥ 1",
+		"classes[1].name: must be set and unique", "classes[1].slo", "classes: shares must add up to 1", "prefixTokens"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in %v", want, err)
+		}
+	}
+	// Empirical draws come from the values.
+	tk := Tokens{Dist: "empirical", Values: []float64{5, 9}}
+	if m := tk.mean(); m != 7 {
+		t.Errorf("empirical mean %v, want 7", m)
+	}
+	if u := tk.upper(); u != 9 {
+		t.Errorf("empirical upper %v, want 9", u)
+	}
+}
