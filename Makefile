@@ -20,7 +20,7 @@ build: ## build bin/wva
 run: ## run the main job: the simulator's default scenario (wva vs hpa vs oracle), results in ./wva-results
 	$(GO) run ./cmd/wva simulate
 
-SCENARIOS := staircase stepped cost-tiering diurnal bursty shared-budget scale-from-zero
+SCENARIOS := staircase stepped cost-tiering diurnal bursty shared-budget scale-from-zero mixed-slo
 
 .PHONY: evaluate
 evaluate: ## rerun every shipped scenario with every autoscaler into docs/evaluation
@@ -29,6 +29,7 @@ evaluate: ## rerun every shipped scenario with every autoscaler into docs/evalua
 		mkdir -p docs/evaluation/$$s; \
 		cp $(BIN)/evaluation-$$s.txt docs/evaluation/$$s/table.txt; \
 		cp $(BIN)/evaluation/$$s/summary.csv $(BIN)/evaluation/$$s/sim-overlay.png $(BIN)/evaluation/$$s/sim-wva.png $(BIN)/evaluation/$$s/sim-hpa.png docs/evaluation/$$s/; \
+		if [ -f $(BIN)/evaluation/$$s/classes.csv ]; then cp $(BIN)/evaluation/$$s/classes.csv docs/evaluation/$$s/; fi; \
 	done
 
 .PHONY: test

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ type simulateOptions struct {
 	out         string
 	output      string
 	noFiles     bool
+	writeTraces string
 }
 
 func newSimulateCommand() *cobra.Command {
@@ -49,10 +51,17 @@ attainment, TTFT (from the gateway) and ITL percentiles, GPU-hours, cost,
 cost per 1 000 requests within the SLO, and scaling actions. Results
 (results.json, summary.csv, series-*.csv) and plots (PNG and SVG) go to
 --out. The same scenario and seed give byte-identical JSON. Ctrl-C stops the
-run and writes what was simulated so far.`,
+run and writes what was simulated so far.
+
+A model's workload is synthetic (an arrival process, a rate pattern and
+token-count distributions, optionally SLO classes and shared prompt
+prefixes) or a replayed CSV trace (workload.trace); --write-traces turns a
+synthetic workload into such a trace. See docs/evaluation.md for the
+scenario format.`,
 		Example: `  wva simulate
   wva simulate --scenario cost-tiering --autoscalers wva,hpa,keda,oracle
-  wva simulate -f examples/scenarios/bursty.yaml --seed 7 --out /tmp/bursty -o json`,
+  wva simulate -f examples/scenarios/bursty.yaml --seed 7 --out /tmp/bursty -o json
+  wva simulate --scenario bursty --write-traces /tmp/traces   # then edit, and replay with workload.trace`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -64,6 +73,7 @@ run and writes what was simulated so far.`,
 	fs.StringVar(&o.out, "out", "wva-results", "folder for results and plots")
 	fs.StringVarP(&o.output, "output", "o", "table", `output format: "table" or "json"`)
 	fs.BoolVar(&o.noFiles, "no-files", false, "print only; write no results or plots")
+	fs.StringVar(&o.writeTraces, "write-traces", "", "write the requests each model receives to FOLDER/<model>.csv (the trace format workload.trace replays) and exit without simulating")
 	return cmd
 }
 
@@ -77,6 +87,9 @@ func (o *simulateOptions) run(cmd *cobra.Command) error {
 	}
 	if o.seed != 0 {
 		sc.Seed = o.seed
+	}
+	if o.writeTraces != "" {
+		return writeScenarioTraces(cmd, o.writeTraces, sc)
 	}
 	var names []string
 	if o.autoscalers != "" {
@@ -125,6 +138,29 @@ func (o *simulateOptions) run(cmd *cobra.Command) error {
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "%s (seed %d, %.0f s): %s\n\n", sc.Name, sc.Seed, sc.DurationSeconds, sc.Description)
 	return sim.WriteTable(cmd.OutOrStdout(), rs)
+}
+
+// writeScenarioTraces writes one trace CSV per model of the scenario.
+func writeScenarioTraces(cmd *cobra.Command, dir string, sc sim.Scenario) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("--write-traces: %w", err)
+	}
+	for m, mod := range sc.Models {
+		path := filepath.Join(dir, mod.Name+".csv")
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("--write-traces: %w", err)
+		}
+		if err := sim.WriteTrace(f, sc, m); err != nil {
+			f.Close()
+			return fmt.Errorf("--write-traces: %s: %w", path, err)
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("--write-traces: %w", err)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", path)
+	}
+	return nil
 }
 
 func (o *simulateOptions) load() (sim.Scenario, error) {

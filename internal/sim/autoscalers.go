@@ -121,17 +121,16 @@ func (h *HPA) Decide(v *View) []int {
 		}
 		n := float64(len(vv.Pods))
 		cur := vv.Current
-		desired := cur
+		// Like the HPA controller: each metric proposes a replica count
+		// (the current one when its ratio is within the tolerance) and
+		// the largest proposal wins.
+		desired := 0
 		for _, ratio := range []float64{q / n / h.cfg.QueueTarget, kv / n / h.cfg.KVTarget} {
-			if math.Abs(ratio-1) <= h.cfg.Tolerance {
-				continue
+			d := cur
+			if math.Abs(ratio-1) > h.cfg.Tolerance {
+				d = int(math.Ceil(n * ratio))
 			}
-			d := int(math.Ceil(float64(len(vv.Pods)) * ratio))
-			if ratio > 1 {
-				desired = max(desired, d)
-			} else if desired == cur {
-				desired = min(cur, max(d, 1))
-			}
+			desired = max(desired, d)
 		}
 		desired = min(desired, max(2*cur, cur+4))
 		desired = max(min(desired, vv.MaxReplicas), max(vv.MinReplicas, 1))

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"text/tabwriter"
 )
@@ -21,7 +22,55 @@ func WriteTable(w io.Writer, rs []*Result) error {
 			100*r.TTFTAttainment, 100*r.ITLAttainment, ms(r.TTFTms.P50), ms(r.TTFTms.P95), ms(r.TTFTms.P99),
 			ms(r.ITLms.P50), ms(r.ITLms.P99), r.GPUHours, r.Cost, money(r.CostPer1kWithinSLO), r.ScalingActions)
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeClassTable(w, rs)
+}
+
+// classNames are the SLO classes of the results, sorted.
+func classNames(rs []*Result) []string {
+	if len(rs) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(rs[0].Classes))
+	for n := range rs[0].Classes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// writeClassTable prints the per-class figures, when there are classes.
+func writeClassTable(w io.Writer, rs []*Result) error {
+	names := classNames(rs)
+	if len(names) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nper SLO class:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "AUTOSCALER\tCLASS\tARRIVED\tCOMPLETED\tFAILED\tWITHIN SLO\tSLO %\t")
+	for _, r := range rs {
+		for _, n := range names {
+			c := r.Classes[n]
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.1f\t\n", r.Autoscaler, n, c.Arrived, c.Completed, c.Failed, c.WithinSLO, 100*c.SLOAttainment)
+		}
+	}
 	return tw.Flush()
+}
+
+func writeClassCSV(w io.Writer, rs []*Result) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"autoscaler", "class", "arrived", "completed", "failed", "within_slo", "slo_attainment"})
+	for _, r := range rs {
+		for _, n := range classNames(rs) {
+			c := r.Classes[n]
+			_ = cw.Write([]string{r.Autoscaler, n, strconv.FormatInt(c.Arrived, 10), strconv.FormatInt(c.Completed, 10),
+				strconv.FormatInt(c.Failed, 10), strconv.FormatInt(c.WithinSLO, 10), f(c.SLOAttainment)})
+		}
+	}
+	cw.Flush()
+	return cw.Error()
 }
 
 func ms(v float64) string {
@@ -48,8 +97,8 @@ func WriteJSON(w io.Writer, rs []*Result) error {
 	return enc.Encode(rs)
 }
 
-// WriteFiles writes results.json, summary.csv and one series CSV per
-// autoscaler to dir.
+// WriteFiles writes results.json, summary.csv, classes.csv (when the
+// scenario has SLO classes) and one series CSV per autoscaler to dir.
 func WriteFiles(dir string, rs []*Result) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, err
@@ -72,6 +121,11 @@ func WriteFiles(dir string, rs []*Result) ([]string, error) {
 	}
 	if err := write("summary.csv", func(w io.Writer) error { return writeSummaryCSV(w, rs) }); err != nil {
 		return nil, err
+	}
+	if len(classNames(rs)) > 0 {
+		if err := write("classes.csv", func(w io.Writer) error { return writeClassCSV(w, rs) }); err != nil {
+			return nil, err
+		}
 	}
 	for _, r := range rs {
 		if err := write("series-"+safeName(r.Autoscaler)+".csv", func(w io.Writer) error { return writeSeriesCSV(w, r) }); err != nil {

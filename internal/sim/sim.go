@@ -197,12 +197,27 @@ func (s *Sim) dispatch(e *event) {
 
 // arrive creates the next request of model m and schedules the one after.
 func (s *Sim) arrive(m int) {
-	w := &s.sc.Models[m].Workload
 	s.nextReq++
-	q := &request{id: s.nextReq, model: m, arrive: s.now, prefix: -1}
-	st := s.streams[m]
+	q := &request{id: s.nextReq, model: m, arrive: s.now}
+	s.fill(q)
+	s.res.Arrived++
+	s.res.class(q.model, q.class).Arrived++
+	s.inFlight++
+	s.bucket.arrivals++
+	if t := s.streams[m].next(s.now, s.sc.DurationSeconds); t < s.sc.DurationSeconds {
+		s.schedule(&event{t: t, kind: evArrival, model: m})
+	}
+	s.route(q)
+}
+
+// fill gives a new request of its model its token counts, class and
+// prefix: from the trace row of this arrival, or drawn from the workload.
+func (s *Sim) fill(q *request) {
+	m := q.model
+	w := &s.sc.Models[m].Workload
+	q.prefix = -1
 	if w.rows != nil {
-		row := w.rows[st.pos-1]
+		row := w.rows[s.streams[m].pos-1]
 		q.input, q.output, q.prefix = row.input, row.output, row.prefix
 		q.class = classIndex(w.Classes, row.class)
 	} else {
@@ -216,14 +231,6 @@ func (s *Sim) arrive(m int) {
 	if q.prefix >= 0 {
 		q.prefixTokens = min(w.PrefixTokens, q.input-1)
 	}
-	s.res.Arrived++
-	s.res.class(q.model, q.class).Arrived++
-	s.inFlight++
-	s.bucket.arrivals++
-	if t := st.next(s.now, s.sc.DurationSeconds); t < s.sc.DurationSeconds {
-		s.schedule(&event{t: t, kind: evArrival, model: m})
-	}
-	s.route(q)
 }
 
 // drawClass picks a class by share.

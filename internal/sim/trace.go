@@ -179,3 +179,34 @@ func parseRow(rec []string, col map[string]int, at string) (traceRow, error) {
 	}
 	return row, nil
 }
+
+// WriteTrace writes the requests that model m of the scenario receives in
+// a run, in the CSV format LoadFile replays: replaying it gives the same
+// run as the synthetic workload. Use it to start a trace from a synthetic
+// workload, or to export one for another tool.
+func WriteTrace(w io.Writer, sc Scenario, m int) error {
+	if m < 0 || m >= len(sc.Models) {
+		return fmt.Errorf("no model %d (the scenario has %d)", m, len(sc.Models))
+	}
+	s := New(sc, &Static{n: 0})
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"seconds", "input_tokens", "output_tokens", "class", "prefix"})
+	wl := &s.sc.Models[m].Workload
+	end := s.sc.DurationSeconds
+	for t := s.streams[m].next(0, end); t < end; t = s.streams[m].next(t, end) {
+		q := &request{model: m}
+		s.fill(q)
+		cls, prefix := "", ""
+		if len(wl.Classes) > 0 {
+			cls = wl.Classes[q.class].Name
+		}
+		if q.prefix >= 0 {
+			prefix = strconv.Itoa(q.prefix)
+		}
+		if err := cw.Write([]string{strconv.FormatFloat(t, 'g', -1, 64), strconv.Itoa(q.input), strconv.Itoa(q.output), cls, prefix}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}

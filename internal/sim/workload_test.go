@@ -224,3 +224,55 @@ func TestWorkloadValidation(t *testing.T) {
 		t.Errorf("empirical upper %v, want 9", u)
 	}
 }
+
+// TestTraceRoundTrip: replaying the trace WriteTrace records of a
+// synthetic workload (with classes and prefixes) gives the very same run.
+func TestTraceRoundTrip(t *testing.T) {
+	sc := builtin(t, "bursty", 900)
+	w := &sc.Models[0].Workload
+	w.Classes = []Class{
+		{Name: "chat", Share: 0.7, SLO: sc.Models[0].SLO},
+		{Name: "batch", Share: 0.3, SLO: SLO{TTFTMs: 30000, ITLMs: 200}, Sheddable: true},
+	}
+	w.PrefixGroups, w.PrefixTokens = 5, 512
+	sc.Gateway.QueueThreshold = 6
+	var buf strings.Builder
+	if err := WriteTrace(&buf, sc, 0); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "bursty.csv")
+	if err := os.WriteFile(p, []byte(buf.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := readTrace(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay := sc
+	replay.Models = append([]Model(nil), sc.Models...)
+	rw := &replay.Models[0].Workload
+	rw.Trace = "bursty.csv"
+	if err := useTrace(rw, rows); err != nil {
+		t.Fatal(err)
+	}
+	var out [2]strings.Builder
+	for i, s := range []Scenario{sc, replay} {
+		rs, err := Compare(context.Background(), s, []string{"hpa"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteJSON(&out[i], rs); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 && (rs[0].Arrived != int64(len(rows)) || rs[0].Failed == 0 || rs[0].PrefixHits == 0) {
+			t.Fatalf("synthetic run: %d arrived, %d rows, %d failed, %.0f prefix hits", rs[0].Arrived, len(rows), rs[0].Failed, rs[0].PrefixHits)
+		}
+	}
+	if out[0].String() != out[1].String() {
+		t.Error("the replayed trace gives a different run from the synthetic workload")
+	}
+	if err := WriteTrace(&buf, sc, 3); err == nil {
+		t.Error("wrote a trace of a model the scenario lacks")
+	}
+}

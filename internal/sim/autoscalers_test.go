@@ -1,0 +1,50 @@
+package sim
+
+import "testing"
+
+// TestHPAMetricsCombine: like the HPA controller, each metric proposes a
+// count and the largest wins, so an empty queue does not scale down a
+// fleet whose KV cache is at its target.
+func TestHPAMetricsCombine(t *testing.T) {
+	sc := builtin(t, "staircase", 0)
+	view := func(now, queue, kv float64, n int) *View {
+		vv := VariantView{Current: n, Ready: n, MinReplicas: 1, MaxReplicas: 20}
+		for range n {
+			vv.Pods = append(vv.Pods, PodMetrics{WaitingRequests: queue, KVCacheUsage: kv})
+		}
+		return &View{Now: now, Scenario: &sc, Variants: []VariantView{vv}}
+	}
+	for _, tc := range []struct {
+		name      string
+		queue, kv float64
+		n, want   int
+	}{
+		{"KV at target, empty queue: hold", 0, 0.52, 8, 8},
+		{"KV above target, empty queue: scale up", 0, 0.75, 8, 12},
+		{"queue above target: scale up by the queue", 6, 0.5, 4, 8},
+		{"scale-up limited to max(2×, +4)", 30, 0.5, 2, 6},
+		{"both below: the larger proposal", 0, 0.25, 8, 4},
+	} {
+		h, err := NewAutoscaler("hpa", &sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A fresh HPA has no earlier recommendations, so scale-down is not
+		// held by the stabilisation window.
+		if got := h.Decide(view(0, tc.queue, tc.kv, tc.n))[0]; got != tc.want {
+			t.Errorf("%s: %d replicas, want %d", tc.name, got, tc.want)
+		}
+	}
+	// Scale-down is stabilised: the highest recommendation of the last
+	// 300 s holds.
+	h, _ := NewAutoscaler("hpa", &sc)
+	if got := h.Decide(view(0, 0, 0.75, 8))[0]; got != 12 {
+		t.Fatalf("first decision %d, want 12", got)
+	}
+	if got := h.Decide(view(60, 0, 0.25, 12))[0]; got != 12 {
+		t.Errorf("scale-down within the stabilisation window: %d, want 12", got)
+	}
+	if got := h.Decide(view(400, 0, 0.25, 12))[0]; got != 6 {
+		t.Errorf("after the window: %d, want 6", got)
+	}
+}
