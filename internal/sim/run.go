@@ -51,8 +51,14 @@ func BuiltinNames(fsys fs.FS) []string {
 // order asked.
 func Compare(ctx context.Context, sc Scenario, names []string, progress func(name string, simTime, total float64)) ([]*Result, error) {
 	for i, m := range sc.Models {
-		if m.Workload.Trace != "" && m.Workload.rows == nil {
-			return nil, fmt.Errorf("models[%d].workload.trace %q is not loaded: read trace scenarios with LoadFile", i, m.Workload.Trace)
+		w := m.Workload
+		if w.Trace != "" && w.rows == nil {
+			return nil, fmt.Errorf("models[%d].workload.trace %q is not loaded: read scenarios that name files with LoadFile", i, w.Trace)
+		}
+		for _, t := range []Tokens{w.Input, w.Output} {
+			if w.Trace == "" && t.File != "" && len(t.Values) == 0 {
+				return nil, fmt.Errorf("models[%d].workload: token file %q is not loaded: read scenarios that name files with LoadFile", i, t.File)
+			}
 		}
 	}
 	full := sc.withDefaults()

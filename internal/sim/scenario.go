@@ -161,6 +161,10 @@ type Tokens struct {
 	Max  float64 `json:"max,omitempty"`
 	// Values of an empirical distribution (observed token counts).
 	Values []float64 `json:"values,omitempty"`
+	// File holds an empirical distribution's values instead: token counts
+	// separated by newlines, commas or spaces ("#" starts a comment). A
+	// relative path is read from the scenario file's folder.
+	File string `json:"file,omitempty"`
 }
 
 // Gateway routes requests to replicas.
@@ -401,8 +405,11 @@ func validateTokens(p string, t Tokens, add func(string, string, ...any)) {
 			add(p+".mean", "must be ≥ 1, got %v", t.Mean)
 		}
 	case "empirical":
-		if len(t.Values) == 0 {
-			add(p+".values", "an empirical distribution needs values")
+		if len(t.Values) == 0 && t.File == "" {
+			add(p+".values", "an empirical distribution needs values or a file")
+		}
+		if len(t.Values) > 0 && t.File != "" {
+			add(p+".file", "give values or a file, not both")
 		}
 		for _, v := range t.Values {
 			if !(v >= 1) {

@@ -34,13 +34,23 @@ func LoadFile(path string) (Scenario, error) {
 	}
 	for i := range sc.Models {
 		w := &sc.Models[i].Workload
+		for _, t := range []struct {
+			name string
+			t    *Tokens
+		}{{"input", &w.Input}, {"output", &w.Output}} {
+			if t.t.File == "" || w.Trace != "" {
+				continue
+			}
+			vals, err := readCounts(resolve(path, t.t.File))
+			if err != nil {
+				return Scenario{}, fmt.Errorf("models[%d].workload.%s.file: %w", i, t.name, err)
+			}
+			t.t.Values = vals
+		}
 		if w.Trace == "" {
 			continue
 		}
-		p := w.Trace
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(filepath.Dir(path), p)
-		}
+		p := resolve(path, w.Trace)
 		rows, err := readTrace(p)
 		if err != nil {
 			return Scenario{}, fmt.Errorf("models[%d].workload.trace: %w", i, err)
@@ -88,6 +98,39 @@ func traceRate(rows []traceRow, t0, t1 float64) float64 {
 		peak = math.Max(peak, float64(j-i)/win)
 	}
 	return peak
+}
+
+// resolve reads a path relative to the scenario file's folder.
+func resolve(scenario, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(filepath.Dir(scenario), p)
+}
+
+// readCounts reads the token counts of an empirical distribution.
+func readCounts(path string) ([]float64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []float64
+	for n, line := range strings.Split(string(data), "\n") {
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		for _, f := range strings.FieldsFunc(line, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\r' }) {
+			v, err := strconv.ParseFloat(f, 64)
+			if err != nil || !(v >= 1) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("%s:%d: want a token count ≥ 1, got %q", path, n+1, f)
+			}
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no token counts", path)
+	}
+	return out, nil
 }
 
 // readTrace parses a CSV with a header: seconds,input_tokens,output_tokens

@@ -209,7 +209,7 @@ func TestWorkloadValidation(t *testing.T) {
 	if err == nil {
 		t.Fatal("accepted a bad workload")
 	}
-	for _, want := range []string{"input.values: an empirical distribution needs values", "output.values: token counts must be ≥ 1",
+	for _, want := range []string{"input.values: an empirical distribution needs values or a file", "output.values: token counts must be ≥ 1",
 		"classes[1].name: must be set and unique", "classes[1].slo", "classes: shares must add up to 1", "prefixTokens"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in %v", want, err)
@@ -274,5 +274,115 @@ func TestTraceRoundTrip(t *testing.T) {
 	}
 	if err := WriteTrace(&buf, sc, 3); err == nil {
 		t.Error("wrote a trace of a model the scenario lacks")
+	}
+}
+
+// TestEmpiricalFromFile: an empirical distribution's counts come from a
+// file next to the scenario, and the requests draw only those counts.
+func TestEmpiricalFromFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("in.txt", "# prompt lengths seen in production\n100, 200\n300\n")
+	sp := write("s.yaml", `
+name: empirical
+durationSeconds: 120
+models:
+  - name: m
+    slo: {ttftMs: 5000, itlMs: 100}
+    workload:
+      rate: {pattern: constant, rps: 5}
+      input: {dist: empirical, file: in.txt}
+      output: {dist: empirical, values: [7, 9]}
+    variants:
+      - {name: v, accelerator: H100, cost: 1, params: {alpha: 7, beta: 0.02, gamma: 0.00005}, minReplicas: 1, maxReplicas: 1, initialReplicas: 1}
+`)
+	sc, err := LoadFile(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := sc.Models[0].Workload.Input.mean(); m != 200 {
+		t.Errorf("input mean %v, want 200 from in.txt", m)
+	}
+	var buf strings.Builder
+	if err := WriteTrace(&buf, sc, 0); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")[1:]
+	if len(lines) < 500 {
+		t.Fatalf("%d requests in 120 s at 5 RPS", len(lines))
+	}
+	seen := map[string]int{}
+	for _, l := range lines {
+		f := strings.Split(l, ",")
+		seen[f[1]+"/"+f[2]]++
+	}
+	for k := range seen {
+		switch k {
+		case "100/7", "100/9", "200/7", "200/9", "300/7", "300/9":
+		default:
+			t.Errorf("drew %s, not from the empirical values", k)
+		}
+	}
+	if len(seen) != 6 {
+		t.Errorf("drew %d of the 6 combinations: %v", len(seen), seen)
+	}
+	raw, err := ParseScenario(mustRead(t, sp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Compare(context.Background(), raw, []string{"static:1"}, nil); err == nil || !strings.Contains(err.Error(), "LoadFile") {
+		t.Errorf("Compare with an unloaded token file: %v", err)
+	}
+	write("in.txt", "100\nlots\n")
+	if _, err := LoadFile(sp); err == nil || !strings.Contains(err.Error(), `in.txt:2: want a token count ≥ 1, got "lots"`) {
+		t.Errorf("bad token file: %v", err)
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestShippedTrace: examples/traces/chat.csv is what its generator
+// scenario writes, and replaying it under WVA gives the generator's run.
+func TestShippedTrace(t *testing.T) {
+	gen, err := LoadFile("../../examples/traces/chat-synthetic.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	if err := WriteTrace(&buf, gen, 0); err != nil {
+		t.Fatal(err)
+	}
+	if string(mustRead(t, "../../examples/traces/chat.csv")) != buf.String() {
+		t.Fatal("examples/traces/chat.csv is out of date: regenerate it as chat-synthetic.yaml says")
+	}
+	replay, err := LoadFile("../../examples/traces/chat.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs [2]*Result
+	for i, sc := range []Scenario{gen, replay} {
+		out, err := Compare(context.Background(), sc, []string{"wva"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs[i] = out[0]
+	}
+	a, b := rs[0], rs[1]
+	if a.Arrived != b.Arrived || a.WithinSLO != b.WithinSLO || a.Cost != b.Cost || a.ScalingActions != b.ScalingActions {
+		t.Errorf("replay differs: arrived %d/%d, within SLO %d/%d, cost %v/%v, actions %d/%d",
+			a.Arrived, b.Arrived, a.WithinSLO, b.WithinSLO, a.Cost, b.Cost, a.ScalingActions, b.ScalingActions)
 	}
 }
