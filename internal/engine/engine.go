@@ -69,6 +69,9 @@ type modelState struct {
 	sum                          ModelSummary
 	modelOK                      bool
 	tpsFloor                     float64
+	// reporting counts the healthy pods with metrics; current the
+	// replicas (ready or starting) of all variants.
+	reporting, current int
 }
 
 // variantState is a variant during one cycle.
@@ -174,6 +177,8 @@ func (c *cycle) prepare() {
 			vs := &variantState{model: ms, v: v, key: ms.key + "/" + v.Name, capTarget: -1, modelTarget: -1}
 			vs.hints = c.e.state.Sizing[vs.key]
 			c.checkPods(vs)
+			ms.reporting += len(vs.pods)
+			ms.current += v.CurrentReplicas
 			for _, p := range vs.pods {
 				if p.ArrivalRateRPS <= 0 {
 					continue

@@ -150,6 +150,13 @@ var errNoParams = errors.New("no performance parameters (profile the variant or 
 // cannot be sized gets a zero-capacity placeholder; the model fails only if
 // every variant fails.
 func (c *cycle) analyzeModel(ms *modelState) {
+	if ms.reporting == 0 && ms.current > 0 {
+		// Replicas exist but none reports yet (all starting, or not yet
+		// scraped): the demand is unknown, not zero. No opinion, so the
+		// model is not scaled down to its minimum before it is measured.
+		ms.sum.ModelError = fmt.Sprintf("no replica reports metrics yet (%d starting or unscraped)", ms.current)
+		return
+	}
 	slo, source, err := c.resolveSLO(ms)
 	ms.sum.SLOSource = source
 	ms.sum.SLOTTFTMs, ms.sum.SLOITLMs, ms.sum.SLOTPS = slo.TTFTMs, slo.ITLMs, slo.TPS

@@ -178,3 +178,27 @@ func TestKVBoundBatch(t *testing.T) {
 		t.Errorf("capacity %v, want %v (N = 3)", d.Queueing.CapacityPerReplicaRPS, want)
 	}
 }
+
+// TestNoMetricsIsNotNoTraffic: replicas that are all starting (or not yet
+// scraped) report nothing; the model analyzer must not read that as zero
+// demand and scale the model down to its minimum.
+func TestNoMetricsIsNotNoTraffic(t *testing.T) {
+	p := tuner.Params{Alpha: 6, Beta: 0.0003, Gamma: 1e-5}
+	for _, mode := range []Mode{ModeHybrid, ModeModelOnly} {
+		s := snapshot(mode, variant("h100", "H100").minMax(1, 10).replicas(3, 0).params(p))
+		s.Models[0].SLO = &SLO{TTFTMs: 1000, ITLMs: 30}
+		pl := plan(t, nil, s)
+		if d := decision(t, pl, "h100"); d.Desired != 3 {
+			t.Errorf("%s: desired %d with 3 starting replicas and no metrics, want 3 (hold): %s", mode, d.Desired, d.Explanation)
+		}
+		if e := pl.Models[0].ModelError; !strings.Contains(e, "no replica reports metrics yet") {
+			t.Errorf("%s: model error %q", mode, e)
+		}
+		// Pods that report zero traffic are idle: the minimum is right.
+		s = snapshot(mode, variant("h100", "H100").minMax(1, 10).pods(0, 0, 0, 0, 0, 0).traffic(0, 0, 0, 0, 0).params(p))
+		s.Models[0].SLO = &SLO{TTFTMs: 1000, ITLMs: 30}
+		if d := decision(t, plan(t, nil, s), "h100"); d.Desired >= 3 {
+			t.Errorf("%s: desired %d for three idle reporting replicas, want fewer", mode, d.Desired)
+		}
+	}
+}
