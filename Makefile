@@ -20,16 +20,19 @@ build: ## build bin/wva
 run: ## run the main job: the simulator's default scenario (wva vs hpa vs oracle), results in ./wva-results
 	$(GO) run ./cmd/wva simulate
 
+SEEDS := 10
 SCENARIOS := staircase stepped cost-tiering diurnal bursty shared-budget scale-from-zero mixed-slo
 
 .PHONY: evaluate
-evaluate: ## rerun every shipped scenario with every autoscaler into docs/evaluation
+evaluate: ## rerun every shipped scenario with every autoscaler (seed 1, and SEEDS seeds) into docs/evaluation
 	@for s in $(SCENARIOS); do \
 		$(GO) run ./cmd/wva simulate --scenario $$s --autoscalers wva,hpa,keda,oracle --out $(BIN)/evaluation/$$s > $(BIN)/evaluation-$$s.txt || exit 1; \
 		mkdir -p docs/evaluation/$$s; \
 		cp $(BIN)/evaluation-$$s.txt docs/evaluation/$$s/table.txt; \
 		cp $(BIN)/evaluation/$$s/summary.csv $(BIN)/evaluation/$$s/sim-overlay.png $(BIN)/evaluation/$$s/sim-wva.png $(BIN)/evaluation/$$s/sim-hpa.png docs/evaluation/$$s/; \
 		if [ -f $(BIN)/evaluation/$$s/classes.csv ]; then cp $(BIN)/evaluation/$$s/classes.csv docs/evaluation/$$s/; fi; \
+		$(GO) run ./cmd/wva simulate --scenario $$s --autoscalers wva,hpa,keda,oracle --repeat $(SEEDS) --out $(BIN)/evaluation/$$s-seeds > docs/evaluation/$$s/seeds.txt || exit 1; \
+		cp $(BIN)/evaluation/$$s-seeds/seeds.csv docs/evaluation/$$s/; \
 	done
 
 .PHONY: test

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -25,6 +26,7 @@ type simulateOptions struct {
 	output      string
 	noFiles     bool
 	writeTraces string
+	repeat      int
 }
 
 func newSimulateCommand() *cobra.Command {
@@ -61,7 +63,8 @@ scenario format.`,
 		Example: `  wva simulate
   wva simulate --scenario cost-tiering --autoscalers wva,hpa,keda,oracle
   wva simulate -f examples/scenarios/bursty.yaml --seed 7 --out /tmp/bursty -o json
-  wva simulate --scenario bursty --write-traces /tmp/traces   # then edit, and replay with workload.trace`,
+  wva simulate --scenario bursty --write-traces /tmp/traces   # then edit, and replay with workload.trace
+  wva simulate --scenario bursty --autoscalers wva,hpa --repeat 10   # mean and spread over seeds 1–10`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -73,6 +76,7 @@ scenario format.`,
 	fs.StringVar(&o.out, "out", "wva-results", "folder for results and plots")
 	fs.StringVarP(&o.output, "output", "o", "table", `output format: "table" or "json"`)
 	fs.BoolVar(&o.noFiles, "no-files", false, "print only; write no results or plots")
+	fs.IntVar(&o.repeat, "repeat", 1, "run the scenario with N seeds (the seed, seed+1, …) and print each autoscaler's mean, spread and range; writes seeds.csv to --out instead of the single-run files")
 	fs.StringVar(&o.writeTraces, "write-traces", "", "write the requests each model receives to FOLDER/<model>.csv (the trace format workload.trace replays) and exit without simulating")
 	return cmd
 }
@@ -80,6 +84,9 @@ scenario format.`,
 func (o *simulateOptions) run(cmd *cobra.Command) error {
 	if o.output != "table" && o.output != "json" {
 		return fmt.Errorf("--output: must be \"table\" or \"json\", got %q", o.output)
+	}
+	if o.repeat < 1 || o.repeat > 1000 {
+		return fmt.Errorf("--repeat: must be 1 to 1000, got %d", o.repeat)
 	}
 	sc, err := o.load()
 	if err != nil {
@@ -112,6 +119,9 @@ func (o *simulateOptions) run(cmd *cobra.Command) error {
 		last = time.Now()
 		fmt.Fprintf(errw, "\r%s: %s %3.0f%% of %.0f s simulated (%.1f s)   ", sc.Name, name, 100*t/total, total, time.Since(start).Seconds())
 	}
+	if o.repeat > 1 {
+		return o.runSeeds(cmd, ctx, sc, names)
+	}
 	rs, err := sim.Compare(ctx, sc, names, progress)
 	if err != nil {
 		return err
@@ -138,6 +148,62 @@ func (o *simulateOptions) run(cmd *cobra.Command) error {
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "%s (seed %d, %.0f s): %s\n\n", sc.Name, sc.Seed, sc.DurationSeconds, sc.Description)
 	return sim.WriteTable(cmd.OutOrStdout(), rs)
+}
+
+// runSeeds runs the scenario with --repeat consecutive seeds and prints
+// the per-autoscaler summaries.
+func (o *simulateOptions) runSeeds(cmd *cobra.Command, ctx context.Context, sc sim.Scenario, names []string) error {
+	errw := cmd.ErrOrStderr()
+	start := time.Now()
+	first := sc.Seed
+	if first == 0 {
+		first = 1
+	}
+	var seeds []uint64
+	var runs [][]*sim.Result
+	for i := range o.repeat {
+		sc.Seed = first + uint64(i)
+		fmt.Fprintf(errw, "\r%s: seed %d (%d of %d, %.1f s)   ", sc.Name, sc.Seed, i+1, o.repeat, time.Since(start).Seconds())
+		rs, err := sim.Compare(ctx, sc, names, nil)
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			fmt.Fprintln(errw, "\ninterrupted: the summary covers the seeds that finished")
+			break
+		}
+		seeds = append(seeds, sc.Seed)
+		runs = append(runs, rs)
+	}
+	fmt.Fprintln(errw)
+	if len(runs) == 0 {
+		return errors.New("interrupted before the first seed finished")
+	}
+	ss := sim.Summarize(seeds, runs)
+	if !o.noFiles {
+		if err := os.MkdirAll(o.out, 0o750); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		f, err := os.Create(filepath.Join(o.out, "seeds.csv"))
+		if err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		if err := sim.WriteSeedCSV(f, ss); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		fmt.Fprintf(errw, "wrote %s\n", filepath.Join(o.out, "seeds.csv"))
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(ss)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s (%.0f s): %s\n", sc.Name, sc.DurationSeconds, sc.Description)
+	return sim.WriteSeedTable(cmd.OutOrStdout(), ss)
 }
 
 // writeScenarioTraces writes one trace CSV per model of the scenario.

@@ -73,10 +73,49 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"simulate", "-f", "/nope.yaml"}, "--file: open /nope.yaml"},
 		{[]string{"simulate", "-f", tempFile(t, "b.yaml", "name: x\ndurationSeconds: -1\nmodels: []\n")}, "durationSeconds: must be > 0"},
 		{[]string{"simulate", "-o", "xml"}, `--output: must be "table" or "json"`},
+		{[]string{"simulate", "--repeat", "0"}, "--repeat: must be 1 to 1000"},
 	} {
 		_, stderr, code := run(t, tc.args...)
 		if code == 0 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %q", tc.args, code, stderr, tc.want)
 		}
+	}
+}
+
+// TestSimulateRepeat: --repeat runs consecutive seeds and summarises them;
+// --write-traces writes a replayable trace per model.
+func TestSimulateRepeat(t *testing.T) {
+	file := tempFile(t, "s.yaml", shortScenario)
+	out := t.TempDir()
+	stdout, stderr, code := run(t, "simulate", "-f", file, "--autoscalers", "hpa,static:3", "--repeat", "3", "--seed", "4", "--out", out, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var ss []struct {
+		Autoscaler string                               `json:"autoscaler"`
+		Seeds      []int                                `json:"seeds"`
+		SLO        struct{ Mean, SD, Min, Max float64 } `json:"sloAttainmentPct"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &ss); err != nil || len(ss) != 2 {
+		t.Fatalf("want 2 summaries: %v\n%s", err, stdout)
+	}
+	for _, s := range ss {
+		if len(s.Seeds) != 3 || s.Seeds[0] != 4 || s.Seeds[2] != 6 {
+			t.Errorf("%s: seeds %v, want 4–6", s.Autoscaler, s.Seeds)
+		}
+		if !(s.SLO.Min <= s.SLO.Mean && s.SLO.Mean <= s.SLO.Max && s.SLO.Max <= 100 && s.SLO.Min > 0) {
+			t.Errorf("%s: SLO stats %+v", s.Autoscaler, s.SLO)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(out, "seeds.csv")); err != nil || fi.Size() == 0 {
+		t.Errorf("seeds.csv: %v", err)
+	}
+	traces := t.TempDir()
+	if _, stderr, code := run(t, "simulate", "-f", file, "--write-traces", traces); code != 0 {
+		t.Fatalf("--write-traces: exit %d: %s", code, stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(traces, "m.csv"))
+	if err != nil || !strings.HasPrefix(string(data), "seconds,input_tokens,output_tokens,class,prefix\n") || strings.Count(string(data), "\n") < 300 {
+		t.Errorf("trace m.csv: %v, %d lines", err, strings.Count(string(data), "\n"))
 	}
 }
