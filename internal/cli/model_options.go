@@ -64,10 +64,8 @@ func (o *modelOptions) addSizeFlags(fs *pflag.FlagSet) {
 
 // cases resolves the command line (and the case file, if any) into cases.
 func (o *modelOptions) cases(cmd *cobra.Command) ([]modelCase, error) {
-	switch o.output {
-	case "table", "json":
-	default:
-		return nil, fmt.Errorf("--output: must be \"table\" or \"json\", got %q", o.output)
+	if err := checkOutput(o.output); err != nil {
+		return nil, err
 	}
 	base := o.c
 	base.given = map[string]bool{}
@@ -283,6 +281,14 @@ func runCases[T any](cmd *cobra.Command, o *modelOptions, eval func(modelCase) (
 	}
 	if nFailed > 0 {
 		return fmt.Errorf("%d of %d cases failed", nFailed, len(cases))
+	}
+	return nil
+}
+
+// checkOutput validates an --output flag.
+func checkOutput(output string) error {
+	if output != "table" && output != "json" {
+		return fmt.Errorf("--output: must be \"table\" or \"json\", got %q", output)
 	}
 	return nil
 }

@@ -66,8 +66,8 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	if o.file == "" {
 		return errors.New("--file is required")
 	}
-	if o.output != "table" && o.output != "json" {
-		return fmt.Errorf("--output: must be \"table\" or \"json\", got %q", o.output)
+	if err := checkOutput(o.output); err != nil {
+		return err
 	}
 	s, err := o.read(cmd)
 	if err != nil {

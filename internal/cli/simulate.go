@@ -82,8 +82,8 @@ scenario format.`,
 }
 
 func (o *simulateOptions) run(cmd *cobra.Command) error {
-	if o.output != "table" && o.output != "json" {
-		return fmt.Errorf("--output: must be \"table\" or \"json\", got %q", o.output)
+	if err := checkOutput(o.output); err != nil {
+		return err
 	}
 	if o.repeat < 1 || o.repeat > 1000 {
 		return fmt.Errorf("--repeat: must be 1 to 1000, got %d", o.repeat)

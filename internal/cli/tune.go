@@ -110,8 +110,8 @@ func (o *tuneOptions) run(cmd *cobra.Command) error {
 	if o.file == "" {
 		return fmt.Errorf("--file is required")
 	}
-	if o.output != "table" && o.output != "json" {
-		return fmt.Errorf("--output: must be \"table\" or \"json\", got %q", o.output)
+	if err := checkOutput(o.output); err != nil {
+		return err
 	}
 	if o.serviceModel != tuner.ModelIteration && o.serviceModel != tuner.ModelLinear {
 		return fmt.Errorf("--service-model: must be \"iteration\" or \"linear\", got %q", o.serviceModel)
