@@ -33,6 +33,18 @@ type Record struct {
 	Rejections      int
 	LastNIS         float64
 	LastUpdate      time.Time
+	// The moving-horizon state, so that a tuner rebuilt from its record
+	// every cycle (as the engine does) keeps its warm-up window, its count
+	// of consecutive rejections and the anchor they are fitted against.
+	// Without them every restore restarted the window with one
+	// observation, never reached MaxRejections and lost the anchor's
+	// growth by Q on a rejection: an estimate once rejected stayed frozen.
+	// Empty in records written before these fields existed.
+	AnchorState      []float64
+	AnchorCovariance [][]float64
+	Window           []Observation
+	Pending          []Observation
+	Fitting          bool
 }
 
 // Store keeps learned parameters across cycles (and, in the controller,
@@ -88,22 +100,59 @@ func (r Record) clone() Record {
 	for i, row := range r.StateCovariance {
 		c.StateCovariance[i] = append([]float64(nil), row...)
 	}
+	c.AnchorState = append([]float64(nil), r.AnchorState...)
+	c.AnchorCovariance = make([][]float64, len(r.AnchorCovariance))
+	for i, row := range r.AnchorCovariance {
+		c.AnchorCovariance[i] = append([]float64(nil), row...)
+	}
+	c.Window = append([]Observation(nil), r.Window...)
+	c.Pending = append([]Observation(nil), r.Pending...)
 	return c
 }
 
 // Record returns the tuner's state for a Store, stamped with now.
 func (t *Tuner) Record(now time.Time) Record {
-	p := t.filter.Covariance()
+	return Record{ServiceModel: t.cfg.ServiceModel, Strategy: t.cfg.Strategy, Params: t.Params(),
+		StateCovariance: rows(t.filter.Covariance()), Updates: t.updates, Rejections: t.rejections, LastNIS: t.lastNIS, LastUpdate: now,
+		AnchorState: append([]float64(nil), t.anchorX...), AnchorCovariance: rows(t.anchorP),
+		Window: append([]Observation(nil), t.window...), Pending: append([]Observation(nil), t.pending...), Fitting: t.fitting}
+}
+
+func rows(p *mat.SymDense) [][]float64 {
 	n := p.SymmetricDim()
-	cov := make([][]float64, n)
-	for i := range cov {
-		cov[i] = make([]float64, n)
-		for j := range cov[i] {
-			cov[i][j] = p.At(i, j)
+	out := make([][]float64, n)
+	for i := range out {
+		out[i] = make([]float64, n)
+		for j := range out[i] {
+			out[i][j] = p.At(i, j)
 		}
 	}
-	return Record{ServiceModel: t.cfg.ServiceModel, Strategy: t.cfg.Strategy, Params: t.Params(),
-		StateCovariance: cov, Updates: t.updates, Rejections: t.rejections, LastNIS: t.lastNIS, LastUpdate: now}
+	return out
+}
+
+// symOf checks and converts a stored n×n covariance.
+func symOf(m [][]float64, n int) (*mat.SymDense, error) {
+	if len(m) != n {
+		return nil, fmt.Errorf("tuner: record covariance is %d×%d, want %d×%d", len(m), len(m), n, n)
+	}
+	p := mat.NewSymDense(n, nil)
+	for i, row := range m {
+		if len(row) != n {
+			return nil, errors.New("tuner: record covariance is not square")
+		}
+		for j := i; j < n; j++ {
+			v := (row[j] + m[j][i]) / 2
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, errors.New("tuner: record covariance is not finite")
+			}
+			p.SetSym(i, j, v)
+		}
+	}
+	var chol mat.Cholesky
+	if !chol.Factorize(p) {
+		return nil, errors.New("tuner: record covariance is not positive-definite")
+	}
+	return p, nil
 }
 
 // Restore returns a tuner that resumes from rec. The configuration must
@@ -121,29 +170,23 @@ func Restore(cfg Config, rec Record) (*Tuner, error) {
 		return nil, err
 	}
 	n := dim(full.ServiceModel)
-	if len(rec.StateCovariance) != n {
-		return nil, fmt.Errorf("tuner: record covariance is %d×%d, want %d×%d", len(rec.StateCovariance), len(rec.StateCovariance), n, n)
-	}
-	p := mat.NewSymDense(n, nil)
-	for i, row := range rec.StateCovariance {
-		if len(row) != n {
-			return nil, errors.New("tuner: record covariance is not square")
-		}
-		for j := i; j < n; j++ {
-			v := (row[j] + rec.StateCovariance[j][i]) / 2
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, errors.New("tuner: record covariance is not finite")
-			}
-			p.SetSym(i, j, v)
-		}
-	}
-	var chol mat.Cholesky
-	if !chol.Factorize(p) {
-		return nil, errors.New("tuner: record covariance is not positive-definite")
+	p, err := symOf(rec.StateCovariance, n)
+	if err != nil {
+		return nil, err
 	}
 	t.filter.SetState(t.filter.State(), p)
 	t.anchorX, t.anchorP = t.filter.State(), t.filter.Covariance()
 	t.updates, t.rejections, t.lastNIS = rec.Updates, rec.Rejections, rec.LastNIS
 	t.fitting = rec.Updates < t.windowSize // resume gated once warmed up
+	if len(rec.AnchorState) == n && len(rec.AnchorCovariance) == n {
+		ap, err := symOf(rec.AnchorCovariance, n)
+		if err != nil {
+			return nil, err
+		}
+		t.anchorX, t.anchorP = append([]float64(nil), rec.AnchorState...), ap
+		t.window = append(t.window[:0], rec.Window...)
+		t.pending = append(t.pending[:0], rec.Pending...)
+		t.fitting = rec.Fitting
+	}
 	return t, nil
 }

@@ -192,6 +192,19 @@ func TestOverloadObservationTeaches(t *testing.T) {
 }
 
 // sameParams compares up to the rounding of a trip through log space.
+// closeParams: equal within a relative tolerance (a restored estimate
+// goes through its log-parameters once more, so it may differ in the last
+// digits).
+func closeParams(a, b Params, tol float64) bool {
+	av, bv := a.vector(ModelLinear), b.vector(ModelLinear)
+	for i := range av {
+		if math.Abs(av[i]-bv[i]) > tol*math.Abs(bv[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 func sameParams(a, b Params) bool {
 	av, bv := a.vector(ModelLinear), b.vector(ModelLinear)
 	for i := range av {
@@ -379,5 +392,44 @@ func BenchmarkWarmupStep(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	}
+}
+
+// TestRestoreEveryStep: the engine rebuilds a variant's tuner from its
+// stored record every cycle. A tuner restored before each step must make
+// exactly the steps of one that lives on — through the warm-up, the gated
+// steps, rejections after a parameter jump and the re-anchoring they
+// trigger. (Records once kept only the estimate and its covariance: every
+// restore restarted the warm-up window with one observation and forgot the
+// pending rejections, so an estimate once rejected stayed frozen.)
+func TestRestoreEveryStep(t *testing.T) {
+	obs := trace(t, h100, TraceSpec{Cycles: 30, Noise: 0.02, Seed: 4, JumpAt: 12, JumpFactor: 1.3})
+	live, err := New(Config{}, Defaults(ModelIteration))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := live.Record(time.Time{})
+	rejected := 0
+	for i, o := range obs {
+		b, err := Restore(Config{}, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, errB := b.Step(o)
+		sa, errA := live.Step(o)
+		if (errA == nil) != (errB == nil) || sa.Accepted != sb.Accepted || sa.Reason != sb.Reason || !closeParams(sa.Params, sb.Params, 1e-8) {
+			t.Fatalf("step %d: restored %q %+v, live %q %+v", i, sb.Reason, sb.Params, sa.Reason, sa.Params)
+		}
+		if !sa.Accepted {
+			rejected++
+		}
+		rec = b.Record(time.Time{})
+	}
+	if rejected == 0 {
+		t.Error("the jump caused no rejection: the test does not cover re-anchoring")
+	}
+	p := live.Params()
+	if math.Abs(p.Alpha/(1.3*h100.Params.Alpha)-1) > 0.05 {
+		t.Errorf("after the jump α = %v, want ≈ %v", p.Alpha, 1.3*h100.Params.Alpha)
 	}
 }
