@@ -417,7 +417,7 @@ func TestRestoreEveryStep(t *testing.T) {
 		}
 		sb, errB := b.Step(o)
 		sa, errA := live.Step(o)
-		if (errA == nil) != (errB == nil) || sa.Accepted != sb.Accepted || sa.Reason != sb.Reason || !closeParams(sa.Params, sb.Params, 1e-8) {
+		if (errA == nil) != (errB == nil) || sa.Accepted != sb.Accepted || sa.Reason != sb.Reason || !closeParams(sa.Params, sb.Params, 1e-6) {
 			t.Fatalf("step %d: restored %q %+v, live %q %+v", i, sb.Reason, sb.Params, sa.Reason, sa.Params)
 		}
 		if !sa.Accepted {
