@@ -36,8 +36,12 @@ evaluate: ## rerun every shipped scenario with every autoscaler (seed 1, and SEE
 	done
 
 .PHONY: test
-test: ## run every test, with the race detector
+test: test-deps ## run every test, with the race detector
 	$(GO) test -race -count=1 ./...
+
+.PHONY: test-deps
+test-deps: ## install what the tests run against (Debian's prometheus server)
+	@hack/install-prometheus.sh
 
 .PHONY: fuzz
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)
