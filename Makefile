@@ -39,6 +39,17 @@ evaluate: ## rerun every shipped scenario with every autoscaler (seed 1, and SEE
 test: test-deps ## run every test, with the race detector
 	$(GO) test -race -count=1 ./...
 
+K8S_VERSION := v1.36.3
+K8S_VERSION_FLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean
+
+.PHONY: k8s
+k8s: $(BIN)/k8s/kube-apiserver $(BIN)/k8s/etcd ## build a real kube-apiserver and etcd for envtest (once; about 3 minutes)
+
+$(BIN)/k8s/kube-apiserver $(BIN)/k8s/etcd: hack/k8s/go.mod hack/k8s/go.sum
+	@mkdir -p $(BIN)/k8s
+	@echo "building kube-apiserver and etcd from the module proxy into $(BIN)/k8s (first run takes a few minutes)"
+	cd hack/k8s && $(GO) build -ldflags "$(K8S_VERSION_FLAGS)" -o $(BIN)/k8s/kube-apiserver ./kube-apiserver && $(GO) build -o $(BIN)/k8s/etcd ./etcd
+
 .PHONY: test-deps
 test-deps: ## install what the tests run against (Debian's prometheus server)
 	@hack/install-prometheus.sh
