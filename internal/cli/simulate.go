@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -184,16 +185,8 @@ func (o *simulateOptions) runSeeds(cmd *cobra.Command, ctx context.Context, sc s
 		if err := os.MkdirAll(o.out, 0o750); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
-		f, err := os.Create(filepath.Join(o.out, "seeds.csv"))
-		if err != nil {
+		if err := createFile(filepath.Join(o.out, "seeds.csv"), func(w io.Writer) error { return sim.WriteSeedCSV(w, ss) }); err != nil {
 			return fmt.Errorf("--out: %w", err)
-		}
-		if err := sim.WriteSeedCSV(f, ss); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
 		}
 		fmt.Fprintf(errw, "wrote %s\n", filepath.Join(o.out, "seeds.csv"))
 	}
@@ -213,16 +206,8 @@ func writeScenarioTraces(cmd *cobra.Command, dir string, sc sim.Scenario) error 
 	}
 	for m, mod := range sc.Models {
 		path := filepath.Join(dir, mod.Name+".csv")
-		f, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("--write-traces: %w", err)
-		}
-		if err := sim.WriteTrace(f, sc, m); err != nil {
-			f.Close()
+		if err := createFile(path, func(w io.Writer) error { return sim.WriteTrace(w, sc, m) }); err != nil {
 			return fmt.Errorf("--write-traces: %s: %w", path, err)
-		}
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("--write-traces: %w", err)
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", path)
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -72,21 +73,11 @@ and noise level. It writes summary.md, runs.md, after10.md and PNG plots to
 const spreadTraces = 20
 
 func writeStudy(cmd *cobra.Command, out string, rs []study.Result, cycles int) error {
-	write := func(name string, fn func(*os.File) error) error {
-		f, err := os.Create(filepath.Join(out, name))
-		if err != nil {
-			return err
-		}
-		if err := fn(f); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
-	}
-	if err := write("summary.md", func(f *os.File) error { return study.WriteSummary(f, rs) }); err != nil {
+	write := func(name string, fn func(io.Writer) error) error { return createFile(filepath.Join(out, name), fn) }
+	if err := write("summary.md", func(f io.Writer) error { return study.WriteSummary(f, rs) }); err != nil {
 		return err
 	}
-	if err := write("runs.md", func(f *os.File) error { return study.WriteTable(f, rs) }); err != nil {
+	if err := write("runs.md", func(f io.Writer) error { return study.WriteTable(f, rs) }); err != nil {
 		return err
 	}
 	files, err := study.PlotTrajectories(rs, 0.02, out)
@@ -107,7 +98,7 @@ func writeStudy(cmd *cobra.Command, out string, rs []study.Result, cycles int) e
 	if err != nil {
 		return err
 	}
-	if err := write("after10.md", func(f *os.File) error { return study.WriteSpread(f, ss) }); err != nil {
+	if err := write("after10.md", func(f io.Writer) error { return study.WriteSpread(f, ss) }); err != nil {
 		return err
 	}
 	if err := study.WriteSummary(cmd.OutOrStdout(), rs); err != nil {
@@ -132,15 +123,8 @@ func writeTraces(dir string, cycles int, seed uint64) error {
 			if err != nil {
 				return err
 			}
-			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("trace-%s-noise%.0f.csv", tr.Name, 100*noise)))
-			if err != nil {
-				return err
-			}
-			if err := tuner.WriteCSV(f, obs); err != nil {
-				f.Close()
-				return err
-			}
-			if err := f.Close(); err != nil {
+			path := filepath.Join(dir, fmt.Sprintf("trace-%s-noise%.0f.csv", tr.Name, 100*noise))
+			if err := createFile(path, func(w io.Writer) error { return tuner.WriteCSV(w, obs) }); err != nil {
 				return err
 			}
 		}

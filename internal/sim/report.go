@@ -62,8 +62,9 @@ func writeClassTable(w io.Writer, rs []*Result) error {
 func writeClassCSV(w io.Writer, rs []*Result) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"autoscaler", "class", "arrived", "completed", "failed", "within_slo", "slo_attainment"})
+	names := classNames(rs)
 	for _, r := range rs {
-		for _, n := range classNames(rs) {
+		for _, n := range names {
 			c := r.Classes[n]
 			_ = cw.Write([]string{r.Autoscaler, n, strconv.FormatInt(c.Arrived, 10), strconv.FormatInt(c.Completed, 10),
 				strconv.FormatInt(c.Failed, 10), strconv.FormatInt(c.WithinSLO, 10), f(c.SLOAttainment)})

@@ -294,7 +294,8 @@ func (t *Tuner) update(obs Observation) (kalman.Update, error) {
 // measurement returns the stacked observations (TTFT, ITL per observation;
 // their logs for the robust strategy) and their noise covariance:
 // σ = (ε/t)/√g relative to the observed value (seed 000 §4.4), which in log
-// units is the constant σ itself.
+// units is the constant σ itself; the robust strategy widens a TTFT's σ by
+// its queueing-wait share (see waitShare).
 func (t *Tuner) measurement(batch []Observation) ([]float64, *mat.SymDense) {
 	noise := t.cfg.relNoise()
 	z := make([]float64, 0, 2*len(batch))
