@@ -4,6 +4,8 @@ BIN     := $(CURDIR)/bin
 LINT    := $(BIN)/golangci-lint
 # The linter's version is pinned by hack/tools/go.mod; a changed pin rebuilds it.
 LINT_STAMP := $(BIN)/.golangci-lint.$(shell sed -n 's/^\tgithub.com\/golangci\/golangci-lint\/v2 \(v[^ ]*\).*/\1/p' hack/tools/go.mod)
+CONTROLLER_GEN := $(BIN)/controller-gen
+CG_STAMP := $(BIN)/.controller-gen.$(shell sed -n 's/^\tsigs.k8s.io\/controller-tools \(v[^ ]*\).*/\1/p' hack/controller-gen/go.mod)
 FUZZTIME ?= 10s
 
 .DEFAULT_GOAL := help
@@ -36,7 +38,7 @@ evaluate: ## rerun every shipped scenario with every autoscaler (seed 1, and SEE
 	done
 
 .PHONY: test
-test: test-deps ## run every test, with the race detector
+test: test-deps k8s ## run every test, with the race detector (builds the control plane for envtest when missing)
 	$(GO) test -race -count=1 ./...
 
 K8S_VERSION := v1.36.3
@@ -77,11 +79,26 @@ $(LINT_STAMP): hack/tools/go.mod hack/tools/go.sum
 	cd hack/tools && $(GO) build -o $(LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	@rm -f $(BIN)/.golangci-lint.* && touch $@
 
+$(CG_STAMP): hack/controller-gen/go.mod hack/controller-gen/go.sum
+	@mkdir -p $(BIN)
+	cd hack/controller-gen && $(GO) build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
+	@rm -f $(BIN)/.controller-gen.* && touch $@
+
+.PHONY: generate
+generate: $(CG_STAMP) ## regenerate deep copies, the CRD and the RBAC role from the Go markers (one source for kustomize and Helm)
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) crd:maxDescLen=400 paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=wva-manager-role paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
+	@mkdir -p charts/wva/crds && cp config/crd/bases/*.yaml charts/wva/crds/
+
 .PHONY: verify
-verify: ## fail if formatting or go.mod/go.sum are not up to date
+verify: generate ## fail if formatting, go.mod/go.sum or generated files are not up to date
+	@git diff --exit-code -- api config charts || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api config charts)" || { git status --porcelain -- api config charts; echo "generated files are not committed"; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) mod tidy -diff
 	cd hack/tools && $(GO) mod tidy -diff
+	cd hack/controller-gen && $(GO) mod tidy -diff
 
 .PHONY: clean
 clean: ## remove build outputs

@@ -1,0 +1,23 @@
+// Package v1alpha1 holds the VariantAutoscaling API, group llmd.ai,
+// version v1alpha1: the seeds' API, so that manifests written for the
+// reference system apply unchanged.
+//
+// +kubebuilder:object:generate=true
+// +groupName=llmd.ai
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of these types.
+	GroupVersion = schema.GroupVersion{Group: "llmd.ai", Version: "v1alpha1"}
+
+	// SchemeBuilder registers the types with a scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the types of this group and version to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)

@@ -1,0 +1,292 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Actuators: how a decision reaches the workload.
+const (
+	// ActuatorMetricsOnly publishes the decision as metrics
+	// (inferno_desired_replicas) for HPA or KEDA to apply. The default.
+	ActuatorMetricsOnly = "metrics-only"
+	// ActuatorDirect also patches the target's /scale subresource.
+	ActuatorDirect = "direct"
+)
+
+// Condition types (seed 000 §11.2; seed 002 §4.5; seed 004 §IV.H).
+const (
+	ConditionTargetResolved    = "TargetResolved"
+	ConditionMetricsAvailable  = "MetricsAvailable"
+	ConditionOptimizationReady = "OptimizationReady"
+	ConditionActuationComplete = "ActuationComplete"
+	ConditionTuningActive      = "TuningActive"
+	// ConditionConfigValid is False while a configuration ConfigMap this
+	// variant depends on is invalid (the last good configuration is used).
+	ConditionConfigValid = "ConfigValid"
+)
+
+// Condition reasons.
+const (
+	ReasonTargetFound          = "TargetFound"
+	ReasonTargetNotFound       = "TargetNotFound"
+	ReasonMetricsFound         = "MetricsFound"
+	ReasonMetricsMissing       = "MetricsMissing"
+	ReasonMetricsStale         = "MetricsStale"
+	ReasonMetricsInvalid       = "MetricsInvalid"
+	ReasonPrometheusError      = "PrometheusError"
+	ReasonOptimizationSucceeded = "OptimizationSucceeded"
+	ReasonMetricsUnavailable   = "MetricsUnavailable"
+	ReasonOptimizationFailed   = "OptimizationFailed"
+	ReasonAwaitingCycle        = "AwaitingOptimization"
+	ReasonApplied              = "ReplicasApplied"
+	ReasonPublished            = "MetricsPublished"
+	ReasonScaling              = "ScalingInProgress"
+	ReasonActuationFailed      = "ActuationFailed"
+	ReasonTuning               = "Tuning"
+	ReasonProfiled             = "ProfiledParameters"
+	ReasonTuningDisabled       = "TuningDisabled"
+	ReasonConfigValid          = "ConfigurationValid"
+	ReasonConfigInvalid        = "ConfigurationInvalid"
+)
+
+// CrossVersionObjectReference names the workload a variant scales.
+type CrossVersionObjectReference struct {
+	// Kind of the target. Only Deployment is supported.
+	// +kubebuilder:default=Deployment
+	// +kubebuilder:validation:Enum=Deployment
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// Name of the target, in the variant's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// APIVersion of the target.
+	// +kubebuilder:default="apps/v1"
+	// +kubebuilder:validation:Enum="apps/v1"
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+}
+
+// ConfigMapKeyRef points at one key of a ConfigMap (an SLO class of the
+// service-classes ConfigMap, seed 000 Appendix C).
+type ConfigMapKeyRef struct {
+	// Name of the ConfigMap (in the controller's namespace).
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Key in the ConfigMap: the service class.
+	// +kubebuilder:validation:MinLength=1
+	Key string `json:"key"`
+}
+
+// DecodeParms are the decode (ITL) parameters of the iteration model, in
+// ms: an iteration of a batch of n requests takes alpha + beta·n.
+type DecodeParms struct {
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$`
+	Alpha string `json:"alpha"`
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$`
+	Beta string `json:"beta"`
+}
+
+// PrefillParms are the prefill (TTFT) parameters, in ms: gamma + delta per
+// input token (times the batch, seed 001).
+type PrefillParms struct {
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$`
+	Gamma string `json:"gamma"`
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$`
+	Delta string `json:"delta"`
+}
+
+// PerfParms are a variant's profiled performance parameters.
+type PerfParms struct {
+	DecodeParms  DecodeParms  `json:"decodeParms"`
+	PrefillParms PrefillParms `json:"prefillParms"`
+}
+
+// AcceleratorProfile is the model's performance on one accelerator type.
+type AcceleratorProfile struct {
+	// Acc is the accelerator type, e.g. H100 (a key of the accelerator
+	// costs ConfigMap).
+	// +kubebuilder:validation:MinLength=1
+	Acc string `json:"acc"`
+	// AccCount is the number of accelerators one replica uses.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=1
+	// +optional
+	AccCount int32 `json:"accCount,omitempty"`
+	// PerfParms are the profiled parameters; when absent they are learned
+	// online by the tuner.
+	// +optional
+	PerfParms *PerfParms `json:"perfParms,omitempty"`
+	// MaxBatchSize is the server's max-num-seqs.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxBatchSize int32 `json:"maxBatchSize,omitempty"`
+}
+
+// ModelProfile is the model's performance per accelerator type (seed 000
+// §11.2).
+type ModelProfile struct {
+	// +listType=map
+	// +listMapKey=acc
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Accelerators []AcceleratorProfile `json:"accelerators,omitempty"`
+}
+
+// VariantAutoscalingSpec is what the user asks for: the model a workload
+// serves, its bounds, its cost, and optionally its profile and SLO class.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.maxReplicas) || !has(self.minReplicas) || self.minReplicas <= self.maxReplicas",message="minReplicas must not exceed maxReplicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.accelerator) || !has(self.modelProfile) || !has(self.modelProfile.accelerators) || size(self.modelProfile.accelerators) == 0 || self.modelProfile.accelerators.exists(a, a.acc == self.accelerator)",message="accelerator must be one of modelProfile.accelerators[].acc when a profile is given"
+type VariantAutoscalingSpec struct {
+	// ScaleTargetRef is the Deployment serving this variant. When omitted,
+	// the Deployment with the VariantAutoscaling's own name.
+	// +optional
+	ScaleTargetRef *CrossVersionObjectReference `json:"scaleTargetRef,omitempty"`
+	// ModelID is the served model (vLLM's model_name label). Variants with
+	// the same modelID and namespace share the model's load.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="modelID must not be blank"
+	ModelID string `json:"modelID"`
+	// MinReplicas is the lower bound; 0 allows scale to zero.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=1
+	// +optional
+	MinReplicas *int32 `json:"minReplicas,omitempty"`
+	// MaxReplicas is the upper bound (no bound when omitted).
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
+	// VariantCost is the relative cost of one replica, a decimal string
+	// (seed 004 §III.E). When omitted: the accelerator's unit cost times
+	// the accelerators per replica, or 10.
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	VariantCost string `json:"variantCost,omitempty"`
+	// Accelerator is the accelerator type this variant runs on. When
+	// omitted: the target's label inference.optimization/acceleratorName,
+	// else the only entry of modelProfile.accelerators.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Accelerator string `json:"accelerator,omitempty"`
+	// ModelProfile holds the profiled parameters per accelerator.
+	// +optional
+	ModelProfile *ModelProfile `json:"modelProfile,omitempty"`
+	// SLOClassRef names the service class (priority and SLO targets).
+	// +optional
+	SLOClassRef *ConfigMapKeyRef `json:"sloClassRef,omitempty"`
+	// Role of the variant's pods in disaggregated serving.
+	// +kubebuilder:validation:Enum=prefill;decode;both
+	// +optional
+	Role string `json:"role,omitempty"`
+	// Actuator: metrics-only (HPA or KEDA apply the decision; the default)
+	// or direct (the controller patches the target's /scale).
+	// +kubebuilder:validation:Enum=metrics-only;direct
+	// +kubebuilder:default=metrics-only
+	// +optional
+	Actuator string `json:"actuator,omitempty"`
+}
+
+// Allocation is what the variant has now.
+type Allocation struct {
+	// Accelerator type of the variant.
+	// +optional
+	Accelerator string `json:"accelerator,omitempty"`
+	// NumReplicas are the target's replicas (starting and ready).
+	NumReplicas int32 `json:"numReplicas"`
+	// ReadyReplicas are the ready ones.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+}
+
+// OptimizedAlloc is the engine's last decision.
+type OptimizedAlloc struct {
+	// LastRunTime is when the decision was made.
+	// +optional
+	LastRunTime metav1.Time `json:"lastRunTime,omitempty"`
+	// NumReplicas is the desired replica count.
+	NumReplicas int32 `json:"numReplicas"`
+	// Accelerator of the decision.
+	// +optional
+	Accelerator string `json:"accelerator,omitempty"`
+	// Reason is the engine's machine-readable cause, e.g. saturation-scale-up.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
+// ActuationStatus says whether the decision reached the workload.
+type ActuationStatus struct {
+	// Applied is true when the target has the desired replica count.
+	Applied bool `json:"applied"`
+	// Actuator used for the last decision.
+	// +optional
+	Actuator string `json:"actuator,omitempty"`
+	// LastUpdateTime is when the controller last patched the target (direct).
+	// +optional
+	LastUpdateTime *metav1.Time `json:"lastUpdateTime,omitempty"`
+}
+
+// VariantAutoscalingStatus is what the controller observed and decided.
+type VariantAutoscalingStatus struct {
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// +optional
+	CurrentAlloc Allocation `json:"currentAlloc,omitempty"`
+	// +optional
+	DesiredOptimizedAlloc OptimizedAlloc `json:"desiredOptimizedAlloc,omitempty"`
+	// +optional
+	Actuation ActuationStatus `json:"actuation,omitempty"`
+	// Conditions: TargetResolved, MetricsAvailable, OptimizationReady,
+	// ActuationComplete, TuningActive, ConfigValid.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// VariantAutoscaling binds one way of serving a model (a Deployment on an
+// accelerator type) to WVA's decisions.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=va,categories=wva
+// +kubebuilder:printcolumn:name="Model",type=string,JSONPath=`.spec.modelID`
+// +kubebuilder:printcolumn:name="Accelerator",type=string,JSONPath=`.status.currentAlloc.accelerator`
+// +kubebuilder:printcolumn:name="Current",type=integer,JSONPath=`.status.currentAlloc.numReplicas`
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.status.desiredOptimizedAlloc.numReplicas`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.desiredOptimizedAlloc.reason`,priority=1
+// +kubebuilder:printcolumn:name="Metrics",type=string,JSONPath=`.status.conditions[?(@.type=="MetricsAvailable")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="OptimizationReady")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type VariantAutoscaling struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec VariantAutoscalingSpec `json:"spec"`
+	// +optional
+	Status VariantAutoscalingStatus `json:"status,omitempty"`
+}
+
+// TargetName is the Deployment the variant scales.
+func (va *VariantAutoscaling) TargetName() string {
+	if va.Spec.ScaleTargetRef != nil && va.Spec.ScaleTargetRef.Name != "" {
+		return va.Spec.ScaleTargetRef.Name
+	}
+	return va.Name
+}
+
+// VariantAutoscalingList is a list of VariantAutoscaling.
+//
+// +kubebuilder:object:root=true
+type VariantAutoscalingList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []VariantAutoscaling `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&VariantAutoscaling{}, &VariantAutoscalingList{})
+}
