@@ -25,7 +25,8 @@ func (c *cycle) tune(ms *modelState) {
 			continue
 		}
 		key := tuner.Key{Namespace: ms.m.Namespace, Model: ms.m.ID, Variant: vs.v.Name}
-		cfg := tuner.Config{ServiceModel: vs.v.serviceModel(), MaxQueueSize: c.cfg.MaxQueueSize}
+		cfg := c.cfg.Tuner
+		cfg.ServiceModel, cfg.MaxQueueSize = vs.v.serviceModel(), c.cfg.MaxQueueSize
 		tu, err := c.restoreTuner(key, cfg, obs)
 		if err != nil {
 			vs.note("tuner: %v", err)

@@ -82,6 +82,10 @@ type Config struct {
 	// AcceleratorPenaltyFactor φ of the transition penalty (default 0.1;
 	// seed 000 §5.3).
 	AcceleratorPenaltyFactor float64 `json:"acceleratorPenaltyFactor,omitempty"`
+	// Tuner holds the tuner's settings (the controller's tuner ConfigMap);
+	// the service model and queue size come from the variant and from
+	// MaxQueueSize.
+	Tuner tuner.Config `json:"-"`
 }
 
 // SaturationConfig are the thresholds of the saturation analyzer (seed 002

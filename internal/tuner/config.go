@@ -74,6 +74,11 @@ type Config struct {
 	MaxNIS float64
 	// Strategy is StrategyRobust (default) or StrategySeed.
 	Strategy Strategy
+	// Bounds replace the built-in bounds of named parameters ("alpha",
+	// "beta", "gamma", "delta"), as [min, max] in ms (seed 000 Appendix C,
+	// state-constraints). Bounds of parameters the model does not learn are
+	// ignored.
+	Bounds map[string][2]float64
 
 	// The rest applies to StrategyRobust only.
 
@@ -134,6 +139,16 @@ func (c Config) Validate() error {
 	c = c.withDefaults()
 	if c.ServiceModel != ModelIteration && c.ServiceModel != ModelLinear {
 		return fmt.Errorf("tuner: service model must be %q or %q, got %q", ModelIteration, ModelLinear, c.ServiceModel)
+	}
+	for name, b := range c.Bounds {
+		switch name {
+		case "alpha", "beta", "gamma", "delta":
+		default:
+			return fmt.Errorf("tuner: bounds for unknown parameter %q (want alpha, beta, gamma or delta)", name)
+		}
+		if !(b[0] > 0) || !(b[1] > b[0]) || math.IsInf(b[1], 0) {
+			return fmt.Errorf("tuner: bounds of %s must satisfy 0 < min < max < ∞, got [%v, %v]", name, b[0], b[1])
+		}
 	}
 	if c.Strategy != StrategyRobust && c.Strategy != StrategySeed {
 		return fmt.Errorf("tuner: strategy must be %q or %q, got %q", StrategyRobust, StrategySeed, c.Strategy)

@@ -97,6 +97,11 @@ var (
 func (t *Tuner) setBounds() {
 	lo := append([]float64(nil), lowerBounds[t.cfg.ServiceModel]...)
 	hi := append([]float64(nil), upperBounds[t.cfg.ServiceModel]...)
+	for i, name := range []string{"alpha", "beta", "gamma", "delta"}[:len(lo)] {
+		if b, ok := t.cfg.Bounds[name]; ok {
+			lo[i], hi[i] = b[0], b[1]
+		}
+	}
 	if t.logSpace() {
 		for i := range lo {
 			lo[i], hi[i] = math.Log(lo[i]), math.Log(hi[i])

@@ -433,3 +433,33 @@ func TestRestoreEveryStep(t *testing.T) {
 		t.Errorf("after the jump α = %v, want ≈ %v", p.Alpha, 1.3*h100.Params.Alpha)
 	}
 }
+
+func TestConfiguredBounds(t *testing.T) {
+	cfg := Config{Bounds: map[string][2]float64{"alpha": {5, 7}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// A cold start far below the bound is clamped into it.
+	tu, err := New(cfg, Params{Alpha: 1, Beta: 0.1, Gamma: 1e-4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := Synthesize(Truth{Name: "t", ServiceModel: ModelIteration, Params: Params{Alpha: 6, Beta: 0.1, Gamma: 1e-4},
+		InputTokens: 500, OutputTokens: 200, MaxBatchSize: 256}, TraceSpec{Cycles: 8, LoadMin: 0.2, LoadMax: 0.7, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range obs {
+		if _, err := tu.Step(o); err != nil {
+			t.Fatal(err)
+		}
+		if a := tu.Params().Alpha; a < 5-1e-9 || a > 7+1e-9 {
+			t.Fatalf("alpha %v outside the configured [5, 7]", a)
+		}
+	}
+	for _, bad := range []map[string][2]float64{{"alpha": {0, 1}}, {"beta": {2, 1}}, {"omega": {1, 2}}} {
+		if err := (Config{Bounds: bad}).Validate(); err == nil {
+			t.Errorf("bounds %v accepted", bad)
+		}
+	}
+}
