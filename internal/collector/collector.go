@@ -94,3 +94,10 @@ func Kinds() []string {
 	sort.Strings(out)
 	return out
 }
+
+// DemandSource reads a demand signal per target: requests waiting for a
+// model that has no replica to serve them (the scale-from-zero trigger).
+// The query is source-specific (PromQL for Prometheus).
+type DemandSource interface {
+	Demand(ctx context.Context, now time.Time, query string) (map[Target]float64, error)
+}

@@ -121,3 +121,17 @@ func (e *Emitter) TunerStep(accepted bool) {
 		e.tuner.WithLabelValues("rejected").Inc()
 	}
 }
+
+// Wake publishes a scale-from-zero decision between cycles: the variant's
+// series are set to the decision and the scale-up is counted. Other
+// variants are left as the last plan published them.
+func (e *Emitter) Wake(d engine.VariantDecision) {
+	k := [3]string{d.Variant, d.Namespace, d.Accelerator}
+	e.desired.WithLabelValues(k[:]...).Set(float64(d.Desired))
+	e.current.WithLabelValues(k[:]...).Set(float64(d.Current))
+	e.ratio.WithLabelValues(k[:]...).Set(Ratio(d.Desired, d.Current))
+	if d.Desired > d.Current {
+		e.scaling.WithLabelValues(d.Variant, d.Namespace, d.Accelerator, "up", string(d.Reason)).Inc()
+	}
+	e.published[k] = true
+}

@@ -380,3 +380,23 @@ func init() {
 		return New(cfg)
 	})
 }
+
+// Demand implements collector.DemandSource: it runs query (which must keep
+// the namespace label and model_name) and sums the values per target.
+// NaN, infinite and negative values are ignored.
+func (s *Source) Demand(ctx context.Context, now time.Time, query string) (map[collector.Target]float64, error) {
+	v, err := s.query(ctx, query, now)
+	if err != nil {
+		return nil, fmt.Errorf("prometheus: demand: %w", err)
+	}
+	out := map[collector.Target]float64{}
+	for _, smp := range v {
+		t := collector.Target{Namespace: string(smp.Metric[model.LabelName(s.cfg.NamespaceLabel)]), Model: string(smp.Metric["model_name"])}
+		x := float64(smp.Value)
+		if t.Model == "" || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+			continue
+		}
+		out[t] += x
+	}
+	return out, nil
+}

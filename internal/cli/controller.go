@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+
+	"github.com/llm-d-incubation/wva/internal/controller"
+)
+
+type controllerOptions struct {
+	controller.Options
+	kubeconfig string
+	watch      string
+	logLevel   string
+	logFormat  string
+	// env maps flag names to the environment variables they fall back to.
+	env map[string]string
+}
+
+func newControllerCommand() *cobra.Command {
+	o := &controllerOptions{Options: controller.DefaultOptions(), env: map[string]string{}}
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the Kubernetes controller (VariantAutoscaling, llmd.ai/v1alpha1)",
+		Long: `Run WVA as a Kubernetes controller. Every optimisation interval the leader
+reads each VariantAutoscaling and its Deployment, collects the vLLM metrics
+of its pods from Prometheus, runs the decision engine, and publishes the
+desired replicas as inferno_desired_replicas (for HPA or KEDA) or, for
+variants with spec.actuator: direct, scales the Deployment itself. A fast
+loop scales a model at zero replicas to one as soon as requests wait for it.
+
+Configuration comes from these flags (each falls back to the environment
+variable in brackets) and from ConfigMaps in --namespace, re-read when they
+change; keys of the main ConfigMap override the flags. An invalid ConfigMap
+keeps the last good configuration and raises a Warning event. See
+docs/configuration.md and docs/operations.md.
+
+Served: /metrics (the inferno_* series and the controller's health) and
+/tuner/params?namespace=&model=&variant= on --metrics-bind-address;
+/healthz and /readyz on --health-probe-bind-address.`,
+		Example: `  # in a cluster (the Deployment in config/manager does this)
+  wva controller --namespace workload-variant-autoscaler-system
+
+  # from a workstation, against the current kubeconfig context
+  wva controller --kubeconfig ~/.kube/config --leader-elect=false \
+      --prometheus-url https://prometheus.example:9090 --prometheus-ca-file ca.pem`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	fs := cmd.Flags()
+	str := func(p *string, name, env, usage string) {
+		fs.StringVar(p, name, *p, usage+envNote(env))
+		o.env[name] = env
+	}
+	str(&o.kubeconfig, "kubeconfig", "KUBECONFIG", "kubeconfig file (default: in-cluster, then ~/.kube/config)")
+	str(&o.Namespace, "namespace", "POD_NAMESPACE", "the controller's namespace: its ConfigMaps, tuner state and lease")
+	str(&o.watch, "watch-namespaces", "WATCH_NAMESPACES", "comma-separated namespaces of VariantAutoscalings and Deployments (default: all)")
+	str(&o.Names.Main, "config-map", "WVA_CONFIG_MAP", "main ConfigMap (Prometheus, interval, scale to zero, engine)")
+	str(&o.Names.Accelerators, "accelerators-config-map", "WVA_ACCELERATORS_CONFIG_MAP", "accelerator unit costs ConfigMap")
+	str(&o.Names.ServiceClasses, "service-classes-config-map", "WVA_SERVICE_CLASSES_CONFIG_MAP", "service classes ConfigMap")
+	str(&o.Names.Saturation, "saturation-config-map", "WVA_SATURATION_CONFIG_MAP", "saturation thresholds ConfigMap")
+	str(&o.Names.QueueingModel, "queueing-model-config-map", "WVA_QUEUEING_MODEL_CONFIG_MAP", "queueing-model ConfigMap (its default entry enables hybrid mode)")
+	str(&o.Names.Tuner, "tuner-config-map", "WVA_TUNER_CONFIG_MAP", "tuner ConfigMap")
+	str(&o.Names.Inventory, "inventory-config-map", "WVA_INVENTORY_CONFIG_MAP", "static accelerator inventory ConfigMap (limited mode, WVA_CAPACITY_SOURCE=configmap)")
+	str(&o.TunerState, "tuner-state-config-map", "WVA_TUNER_STATE_CONFIG_MAP", "ConfigMap the learned parameters persist in")
+	str(&o.Main.Prometheus.URL, "prometheus-url", "PROMETHEUS_BASE_URL", "Prometheus server URL")
+	str(&o.Main.Prometheus.CAFile, "prometheus-ca-file", "PROMETHEUS_CA_CERT_PATH", "CA bundle to verify Prometheus")
+	str(&o.Main.Prometheus.CertFile, "prometheus-cert-file", "PROMETHEUS_CLIENT_CERT_PATH", "client certificate for Prometheus")
+	str(&o.Main.Prometheus.KeyFile, "prometheus-key-file", "PROMETHEUS_CLIENT_KEY_PATH", "client key for Prometheus")
+	str(&o.Main.Prometheus.BearerTokenFile, "prometheus-token-file", "PROMETHEUS_BEARER_TOKEN_FILE", "bearer token file for Prometheus, re-read at every query")
+	fs.BoolVar(&o.Main.Prometheus.InsecureSkipVerify, "prometheus-insecure-skip-verify", false, "do not verify Prometheus's certificate (explicit opt-in)"+envNote("PROMETHEUS_TLS_INSECURE_SKIP_VERIFY"))
+	o.env["prometheus-insecure-skip-verify"] = "PROMETHEUS_TLS_INSECURE_SKIP_VERIFY"
+	fs.DurationVar(&o.Main.Prometheus.Timeout, "prometheus-timeout", 0, "timeout of one Prometheus query (default 10s)"+envNote("PROMETHEUS_TIMEOUT"))
+	o.env["prometheus-timeout"] = "PROMETHEUS_TIMEOUT"
+	fs.DurationVar(&o.Main.Interval, "interval", o.Main.Interval, "optimisation interval"+envNote("GLOBAL_OPT_INTERVAL"))
+	o.env["interval"] = "GLOBAL_OPT_INTERVAL"
+	str(&o.MetricsSource, "metrics-source", "WVA_METRICS_SOURCE", `where pod metrics come from: "prometheus" or "file" (--metrics-file; for demos and tests)`)
+	str(&o.MetricsFile, "metrics-file", "WVA_METRICS_FILE", "pod metrics file for --metrics-source=file (format: internal/collector/file)")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader; only the leader plans and writes"+envNote("LEADER_ELECT"))
+	o.env["leader-elect"] = "LEADER_ELECT"
+	str(&o.LeaseName, "leader-election-id", "LEADER_ELECTION_ID", "name of the leader Lease")
+	str(&o.LeaseNamespace, "leader-election-namespace", "LEADER_ELECTION_NAMESPACE", "namespace of the Lease (default: --namespace)")
+	fs.DurationVar(&o.LeaseDuration, "lease-duration", o.LeaseDuration, "leader lease duration")
+	fs.DurationVar(&o.RenewDeadline, "renew-deadline", o.RenewDeadline, "leader renew deadline")
+	fs.DurationVar(&o.RetryPeriod, "retry-period", o.RetryPeriod, "leader election retry period")
+	str(&o.MetricsAddr, "metrics-bind-address", "METRICS_BIND_ADDRESS", "address of /metrics and /tuner/params (0 disables)")
+	str(&o.HealthAddr, "health-probe-bind-address", "HEALTH_PROBE_BIND_ADDRESS", "address of /healthz and /readyz")
+	str(&o.logLevel, "log-level", "WVA_LOG_LEVEL", `log level: "info" or "debug"`)
+	str(&o.logFormat, "log-format", "WVA_LOG_FORMAT", `log format: "json" or "text"`)
+	if o.logLevel == "" {
+		_ = fs.Set("log-level", "info")
+	}
+	if o.logFormat == "" {
+		_ = fs.Set("log-format", "json")
+	}
+	return cmd
+}
+
+func envNote(env string) string { return " [$" + env + "]" }
+
+// applyEnv sets each flag not given on the command line from its
+// environment variable, when that is set.
+func (o *controllerOptions) applyEnv(fs *pflag.FlagSet) error {
+	for name, env := range o.env {
+		v, ok := os.LookupEnv(env)
+		if !ok || fs.Changed(name) || (name == "kubeconfig" && v == "") {
+			continue
+		}
+		if err := fs.Set(name, v); err != nil {
+			return fmt.Errorf("$%s (for --%s): %w", env, name, err)
+		}
+	}
+	return nil
+}
+
+func (o *controllerOptions) run(cmd *cobra.Command) error {
+	if err := o.applyEnv(cmd.Flags()); err != nil {
+		return err
+	}
+	o.WatchNamespaces = nil
+	for _, ns := range strings.Split(o.watch, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			o.WatchNamespaces = append(o.WatchNamespaces, ns)
+		}
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	var level slog.Level
+	switch o.logLevel {
+	case "info":
+		level = slog.LevelInfo
+	case "debug":
+		level = slog.LevelDebug
+	default:
+		return fmt.Errorf("--log-level: want info or debug, got %q", o.logLevel)
+	}
+	var h slog.Handler
+	switch o.logFormat {
+	case "json":
+		h = slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})
+	case "text":
+		h = slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})
+	default:
+		return fmt.Errorf("--log-format: want json or text, got %q", o.logFormat)
+	}
+	log := logr.FromSlogHandler(h)
+	ctrl.SetLogger(log)
+	cfg, err := o.restConfig()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return controller.Run(ctx, cfg, o.Options, log)
+}
+
+func (o *controllerOptions) restConfig() (*rest.Config, error) {
+	if o.kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := crconfig.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no cluster: not in a pod and no kubeconfig (use --kubeconfig): %w", err)
+	}
+	return cfg, nil
+}

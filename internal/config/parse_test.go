@@ -1,0 +1,352 @@
+package config
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/llm-d-incubation/wva/internal/engine"
+)
+
+// configMapData returns the data of a ConfigMap manifest, as the
+// controller would see it.
+func configMapData(t *testing.T, manifest string) map[string]string {
+	t.Helper()
+	var cm struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := yaml.Unmarshal([]byte(manifest), &cm); err != nil {
+		t.Fatalf("manifest: %v", err)
+	}
+	return cm.Data
+}
+
+// problem is a wanted problem: its key and substrings of its message.
+type problem struct {
+	key  string
+	want []string
+}
+
+// expectProblems checks that err is an *Error of configMap that reports
+// every wanted problem, both in Problems and in its text.
+func expectProblems(t *testing.T, err error, configMap string, wants ...problem) {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error = %v, want *Error", err)
+	}
+	if e.ConfigMap != configMap {
+		t.Errorf("ConfigMap = %q, want %q", e.ConfigMap, configMap)
+	}
+	for _, w := range wants {
+		if !hasProblem(e, w) {
+			t.Errorf("no problem of key %q with %q in:\n%v", w.key, w.want, err)
+		}
+		if !strings.Contains(err.Error(), configMap+"/"+w.key+": ") {
+			t.Errorf("error text does not name %s/%s:\n%v", configMap, w.key, err)
+		}
+	}
+}
+
+func hasProblem(e *Error, w problem) bool {
+	for _, p := range e.Problems {
+		if p.Key == w.key && p.ConfigMap == e.ConfigMap && containsAll(p.Message, w.want) {
+			return true
+		}
+	}
+	return false
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
+
+func p(key string, want ...string) problem { return problem{key, want} }
+
+func TestErrorText(t *testing.T) {
+	e := &Error{ConfigMap: "cm", Problems: []Problem{
+		{ConfigMap: "cm", Key: "a", Message: "first"},
+		{ConfigMap: "cm", Key: "b", Message: "second"},
+	}}
+	if got, want := e.Error(), "cm/a: first\ncm/b: second"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	if got := (&Error{ConfigMap: "cm"}).Error(); got != "cm: invalid" {
+		t.Errorf("Error() without problems = %q", got)
+	}
+}
+
+func TestProblemsAreSortedByKeyAndAllReported(t *testing.T) {
+	_, err := ParseMain(map[string]string{
+		"WVA_MODE":            "fast",
+		"GLOBAL_OPT_INTERVAL": "soon",
+		"PROMETHEUS_WINDOW":   "5s",
+		"WVA_MAX_QUEUE_SIZE":  "0",
+	})
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error = %v, want *Error", err)
+	}
+	var keys []string
+	for _, p := range e.Problems {
+		keys = append(keys, p.Key)
+	}
+	want := []string{"GLOBAL_OPT_INTERVAL", "PROMETHEUS_WINDOW", "WVA_MAX_QUEUE_SIZE", "WVA_MODE"}
+	if !reflect.DeepEqual(keys, want) {
+		t.Errorf("problem keys = %v, want %v", keys, want)
+	}
+	if lines := strings.Split(err.Error(), "\n"); len(lines) != 4 {
+		t.Errorf("error has %d lines, want 4:\n%v", len(lines), err)
+	}
+}
+
+func TestDefaultMain(t *testing.T) {
+	m, err := ParseMain(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(m, DefaultMain()) {
+		t.Errorf("ParseMain(nil) = %+v, want DefaultMain() %+v", m, DefaultMain())
+	}
+	want := Main{
+		Interval: 60 * time.Second, Optimizer: engine.OptimizerUnlimited, CapacitySource: "nodes",
+		ScaleFromZeroInterval: 2 * time.Second, ScaleFromZeroQuery: DefaultScaleFromZeroQuery,
+	}
+	if !reflect.DeepEqual(m, want) {
+		t.Errorf("defaults = %+v, want %+v", m, want)
+	}
+}
+
+// Seed 000 §11.9, the main ConfigMap.
+const seedMainConfigMap = `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: variantautoscaling-config
+  namespace: workload-variant-autoscaler-system
+data:
+  # Prometheus configuration
+  PROMETHEUS_BASE_URL: "https://kube-prometheus-stack-prometheus.workload-variant-autoscaler-monitoring.svc.cluster.local:9090"
+  PROMETHEUS_TLS_INSECURE_SKIP_VERIFY: "true"
+  # Optimization interval - controls reconciliation frequency
+  GLOBAL_OPT_INTERVAL: "60s"
+  # Scale-to-zero configuration
+  WVA_SCALE_TO_ZERO: "false"
+`
+
+func TestParseMainSeedExample(t *testing.T) {
+	m, err := ParseMain(configMapData(t, seedMainConfigMap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultMain()
+	want.Prometheus.URL = "https://kube-prometheus-stack-prometheus.workload-variant-autoscaler-monitoring.svc.cluster.local:9090"
+	want.Prometheus.InsecureSkipVerify = true
+	if !reflect.DeepEqual(m, want) {
+		t.Errorf("got %+v\nwant %+v", m, want)
+	}
+}
+
+func TestParseMainValues(t *testing.T) {
+	tests := []struct {
+		name string
+		data map[string]string
+		want func(*Main)
+	}{
+		{"prometheus TLS and auth", map[string]string{
+			"PROMETHEUS_BASE_URL":          " http://prometheus:9090 ",
+			"PROMETHEUS_CA_CERT_PATH":      "/etc/ca.pem",
+			"PROMETHEUS_CLIENT_CERT_PATH":  "/etc/tls.crt",
+			"PROMETHEUS_CLIENT_KEY_PATH":   "/etc/tls.key",
+			"PROMETHEUS_BEARER_TOKEN_FILE": "/var/run/token",
+			"PROMETHEUS_TIMEOUT":           "15s",
+			"PROMETHEUS_WINDOW":            "2m",
+			"PROMETHEUS_NAMESPACE_LABEL":   "exported_namespace",
+			"PROMETHEUS_POD_LABEL":         "pod_name",
+		}, func(m *Main) {
+			m.Prometheus = Prometheus{
+				URL: "http://prometheus:9090", CAFile: "/etc/ca.pem", CertFile: "/etc/tls.crt", KeyFile: "/etc/tls.key",
+				BearerTokenFile: "/var/run/token", Timeout: 15 * time.Second, Window: 2 * time.Minute,
+				NamespaceLabel: "exported_namespace", PodLabel: "pod_name",
+			}
+		}},
+		{"loops and modes", map[string]string{
+			"GLOBAL_OPT_INTERVAL":          "30s",
+			"WVA_SCALE_TO_ZERO":            "true",
+			"WVA_MODE":                     "hybrid",
+			"WVA_OPTIMIZER":                "limited",
+			"WVA_CAPACITY_SOURCE":          "configmap",
+			"WVA_SCALE_FROM_ZERO_INTERVAL": "500ms",
+			"WVA_SCALE_FROM_ZERO_QUERY":    "sum by (namespace, model_name) (my_queue)",
+			"WVA_POD_VARIANT_LABEL":        "variant",
+		}, func(m *Main) {
+			m.Interval, m.ScaleToZero, m.Mode, m.Optimizer = 30*time.Second, true, engine.ModeHybrid, engine.OptimizerLimited
+			m.CapacitySource, m.ScaleFromZeroInterval = "configmap", 500*time.Millisecond
+			m.ScaleFromZeroQuery, m.PodVariantLabel = "sum by (namespace, model_name) (my_queue)", "variant"
+		}},
+		{"engine settings", map[string]string{
+			"WVA_SCALE_TO_ZERO_RETENTION":    "15m",
+			"WVA_SCALE_DOWN_STABILIZATION":   "90s",
+			"WVA_METRICS_MAX_AGE":            "1m30s",
+			"WVA_TRANSIENT_DELAY":            "1m",
+			"WVA_MAX_QUEUE_SIZE":             "64",
+			"WVA_ALLOCATION_ALGORITHM":       "greedy",
+			"WVA_SATURATION_POLICY":          "PriorityRoundRobin",
+			"WVA_ACCELERATOR_PENALTY_FACTOR": "0.25",
+			"WVA_SLO_MULTIPLIER":             "2.5",
+		}, func(m *Main) {
+			m.Engine = engine.Config{
+				ScaleToZeroRetentionSeconds: 900, ScaleDownStabilizationSeconds: 90, MetricsMaxAgeSeconds: 90,
+				TransientDelaySeconds: 60, MaxQueueSize: 64, AllocationAlgorithm: "greedy",
+				SaturationPolicy: "PriorityRoundRobin", AcceleratorPenaltyFactor: 0.25, SLOMultiplier: 2.5,
+			}
+		}},
+		{"a written zero is kept as ExplicitZero", map[string]string{
+			"WVA_SCALE_DOWN_STABILIZATION":   "0s",
+			"WVA_SCALE_TO_ZERO_RETENTION":    "0",
+			"WVA_TRANSIENT_DELAY":            "0s",
+			"WVA_ACCELERATOR_PENALTY_FACTOR": "0",
+		}, func(m *Main) {
+			m.Engine = engine.Config{
+				ScaleDownStabilizationSeconds: ExplicitZero, ScaleToZeroRetentionSeconds: ExplicitZero,
+				TransientDelaySeconds: ExplicitZero, AcceleratorPenaltyFactor: ExplicitZero,
+			}
+		}},
+		{"empty values take the defaults", map[string]string{
+			"GLOBAL_OPT_INTERVAL": "", "WVA_SCALE_FROM_ZERO_QUERY": "  ", "WVA_MODE": "",
+		}, func(*Main) {}},
+		{"keys without a reserved prefix are notes", map[string]string{
+			"owner": "team-a", "GLOBAL_NOTE": "anything",
+		}, func(*Main) {}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseMain(tt.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := DefaultMain()
+			tt.want(&want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got  %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestParseMainInvalid(t *testing.T) {
+	tests := []struct {
+		name string
+		data map[string]string
+		want problem
+	}{
+		{"interval not a duration", map[string]string{"GLOBAL_OPT_INTERVAL": "soon"},
+			p("GLOBAL_OPT_INTERVAL", `want a duration such as 60s, got "soon"`)},
+		{"interval too short", map[string]string{"GLOBAL_OPT_INTERVAL": "500ms"},
+			p("GLOBAL_OPT_INTERVAL", "at least 1s", `"500ms"`)},
+		{"URL without scheme", map[string]string{"PROMETHEUS_BASE_URL": "prometheus:9090"},
+			p("PROMETHEUS_BASE_URL", "http:// or https://", `"prometheus:9090"`)},
+		{"URL with another scheme", map[string]string{"PROMETHEUS_BASE_URL": "ftp://prometheus"},
+			p("PROMETHEUS_BASE_URL", "http:// or https://")},
+		{"URL without host", map[string]string{"PROMETHEUS_BASE_URL": "https://"},
+			p("PROMETHEUS_BASE_URL", "http:// or https://")},
+		{"bool", map[string]string{"PROMETHEUS_TLS_INSECURE_SKIP_VERIFY": "yes"},
+			p("PROMETHEUS_TLS_INSECURE_SKIP_VERIFY", `want true or false, got "yes"`)},
+		{"client cert without key", map[string]string{"PROMETHEUS_CLIENT_CERT_PATH": "/tls.crt"},
+			p("PROMETHEUS_CLIENT_KEY_PATH", "required when PROMETHEUS_CLIENT_CERT_PATH is set")},
+		{"client key without cert", map[string]string{"PROMETHEUS_CLIENT_KEY_PATH": "/tls.key"},
+			p("PROMETHEUS_CLIENT_CERT_PATH", "required when PROMETHEUS_CLIENT_KEY_PATH is set")},
+		{"zero timeout", map[string]string{"PROMETHEUS_TIMEOUT": "0s"},
+			p("PROMETHEUS_TIMEOUT", `want a duration > 0, got "0s"`)},
+		{"short window", map[string]string{"PROMETHEUS_WINDOW": "10s"},
+			p("PROMETHEUS_WINDOW", "at least 15s", `"10s"`)},
+		{"namespace label", map[string]string{"PROMETHEUS_NAMESPACE_LABEL": "kube-namespace"},
+			p("PROMETHEUS_NAMESPACE_LABEL", "Prometheus label name", `"kube-namespace"`)},
+		{"pod label starting with a digit", map[string]string{"PROMETHEUS_POD_LABEL": "1pod"},
+			p("PROMETHEUS_POD_LABEL", "Prometheus label name")},
+		{"variant label", map[string]string{"WVA_POD_VARIANT_LABEL": "app.kubernetes.io/name"},
+			p("WVA_POD_VARIANT_LABEL", "Prometheus label name")},
+		{"mode", map[string]string{"WVA_MODE": "Hybrid"},
+			p("WVA_MODE", "capacity-only, model-only, hybrid", `"Hybrid"`)},
+		{"optimizer", map[string]string{"WVA_OPTIMIZER": "global"},
+			p("WVA_OPTIMIZER", "unlimited, limited", `"global"`)},
+		{"capacity source", map[string]string{"WVA_CAPACITY_SOURCE": "api"},
+			p("WVA_CAPACITY_SOURCE", "nodes, configmap")},
+		{"scale-from-zero interval", map[string]string{"WVA_SCALE_FROM_ZERO_INTERVAL": "50ms"},
+			p("WVA_SCALE_FROM_ZERO_INTERVAL", "at least 100ms")},
+		{"negative retention", map[string]string{"WVA_SCALE_TO_ZERO_RETENTION": "-1m"},
+			p("WVA_SCALE_TO_ZERO_RETENTION", "at least 0s", `"-1m"`)},
+		{"stabilisation not a duration", map[string]string{"WVA_SCALE_DOWN_STABILIZATION": "300"},
+			p("WVA_SCALE_DOWN_STABILIZATION", "want a duration such as 5m", `"300"`)},
+		{"metrics max age zero", map[string]string{"WVA_METRICS_MAX_AGE": "0s"},
+			p("WVA_METRICS_MAX_AGE", "want a duration > 0")},
+		{"transient delay", map[string]string{"WVA_TRANSIENT_DELAY": "later"},
+			p("WVA_TRANSIENT_DELAY", "want a duration")},
+		{"queue size", map[string]string{"WVA_MAX_QUEUE_SIZE": "0"},
+			p("WVA_MAX_QUEUE_SIZE", `want a whole number ≥ 1, got "0"`)},
+		{"queue size not an integer", map[string]string{"WVA_MAX_QUEUE_SIZE": "1.5"},
+			p("WVA_MAX_QUEUE_SIZE", `got "1.5"`)},
+		{"allocation algorithm", map[string]string{"WVA_ALLOCATION_ALGORITHM": "optimal"},
+			p("WVA_ALLOCATION_ALGORITHM", "exact, greedy")},
+		{"saturation policy", map[string]string{"WVA_SATURATION_POLICY": "none"},
+			p("WVA_SATURATION_POLICY", "None, PriorityExhaustive, PriorityRoundRobin, RoundRobin", `"none"`)},
+		{"negative penalty", map[string]string{"WVA_ACCELERATOR_PENALTY_FACTOR": "-0.1"},
+			p("WVA_ACCELERATOR_PENALTY_FACTOR", "want a number ≥ 0, got -0.1")},
+		{"NaN penalty", map[string]string{"WVA_ACCELERATOR_PENALTY_FACTOR": "NaN"},
+			p("WVA_ACCELERATOR_PENALTY_FACTOR", "want a finite number, got NaN")},
+		{"SLO multiplier 1", map[string]string{"WVA_SLO_MULTIPLIER": "1"},
+			p("WVA_SLO_MULTIPLIER", "want a number > 1, got 1")},
+		{"SLO multiplier Inf", map[string]string{"WVA_SLO_MULTIPLIER": "+Inf"},
+			p("WVA_SLO_MULTIPLIER", "finite")},
+		{"typo with a reserved prefix", map[string]string{"WVA_SCALE_TO_ZER0": "true"},
+			p("WVA_SCALE_TO_ZER0", "unknown key; did you mean WVA_SCALE_TO_ZERO?")},
+		{"unknown key with a reserved prefix", map[string]string{"PROMETHEUS_SOMETHING_ELSE": "x"},
+			p("PROMETHEUS_SOMETHING_ELSE", "unknown key", "docs/configuration.md")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := ParseMain(tt.data)
+			expectProblems(t, err, MainName, tt.want)
+			if !reflect.DeepEqual(m, Main{}) {
+				t.Errorf("on error got %+v, want the zero Main", m)
+			}
+		})
+	}
+}
+
+// FuzzParsers checks that no input makes a parser panic and that every
+// failure is an *Error naming its ConfigMap.
+func FuzzParsers(f *testing.F) {
+	f.Add("default", "sloMultiplier: 3.0")
+	f.Add("H100", `{"name": "H100", "cost": 3}`)
+	f.Add("state-constraints", `{"alpha": {"min": 1, "max": 2}}`)
+	f.Add("GLOBAL_OPT_INTERVAL", "60s")
+	f.Add("m", "model_id: m\nkvCacheThreshold: .nan")
+	parsers := map[string]func(map[string]string) error{
+		MainName:           func(d map[string]string) error { _, err := ParseMain(d); return err },
+		AcceleratorsName:   func(d map[string]string) error { _, err := ParseAccelerators(d); return err },
+		ServiceClassesName: func(d map[string]string) error { _, err := ParseServiceClasses(d); return err },
+		SaturationName:     func(d map[string]string) error { _, err := ParseSaturation(d); return err },
+		QueueingModelName:  func(d map[string]string) error { _, err := ParseQueueingModel(d); return err },
+		TunerName:          func(d map[string]string) error { _, err := ParseTuner(d); return err },
+		InventoryName:      func(d map[string]string) error { _, err := ParseInventory(d); return err },
+	}
+	f.Fuzz(func(t *testing.T, key, value string) {
+		for name, parse := range parsers {
+			err := parse(map[string]string{key: value})
+			var e *Error
+			if err != nil && (!errors.As(err, &e) || e.ConfigMap != name || len(e.Problems) == 0) {
+				t.Errorf("%s: error %v is not an *Error with problems", name, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,149 @@
+// Package config parses and validates WVA's ConfigMaps. It works on the
+// ConfigMaps' data (map[string]string) and imports nothing from Kubernetes,
+// so the controller, the tests and the docs share one set of rules. Every
+// problem names the ConfigMap key and what is wrong with it; the controller
+// keeps the last good configuration when a ConfigMap is invalid.
+//
+// docs/configuration.md lists every key with its default and an example.
+package config
+
+import (
+	"time"
+
+	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/tuner"
+)
+
+// Default ConfigMap names (the seeds' names, so existing manifests work).
+// The controller's flags may change them.
+const (
+	MainName           = "variantautoscaling-config"
+	AcceleratorsName   = "accelerator-unit-costs"
+	ServiceClassesName = "service-classes-config"
+	SaturationName     = "wva-saturation-scaling-config"
+	QueueingModelName  = "wva-queueing-model-config"
+	TunerName          = "tuner-config"
+	InventoryName      = "wva-accelerator-inventory"
+)
+
+// DefaultScaleFromZeroQuery is the demand signal for models at zero
+// replicas: requests held in the inference gateway's flow-control queue,
+// by model. It must return series with the labels model_name and
+// namespace (or the collector's namespace label).
+const DefaultScaleFromZeroQuery = `sum by (namespace, model_name) (inference_extension_flow_control_queue_size)`
+
+// Problem is one invalid key.
+type Problem struct {
+	ConfigMap string
+	Key       string
+	Message   string
+}
+
+func (p Problem) String() string { return p.ConfigMap + "/" + p.Key + ": " + p.Message }
+
+// Error lists the problems of one ConfigMap. Parse functions return it
+// (as error) when anything is invalid; the parsed value is then unusable.
+type Error struct {
+	ConfigMap string
+	Problems  []Problem
+}
+
+// Prometheus are the settings of the Prometheus metrics source.
+type Prometheus struct {
+	URL                       string
+	CAFile, CertFile, KeyFile string
+	InsecureSkipVerify        bool
+	BearerTokenFile           string
+	Timeout                   time.Duration // 0: the source's default
+	Window                    time.Duration // 0: the source's default (1m)
+	NamespaceLabel, PodLabel  string        // "": the source's defaults
+}
+
+// Main is the main ConfigMap (MainName).
+type Main struct {
+	Prometheus Prometheus
+	// Interval between optimisation cycles (GLOBAL_OPT_INTERVAL, default 60s).
+	Interval time.Duration
+	// ScaleToZero allows variants with minReplicas 0 to reach zero
+	// (WVA_SCALE_TO_ZERO, default false: minReplicas 0 acts as 1).
+	ScaleToZero bool
+	// Mode of the engine (WVA_MODE); "" means hybrid when the queueing-model
+	// ConfigMap has a default entry, capacity-only otherwise.
+	Mode engine.Mode
+	// Optimizer (WVA_OPTIMIZER): unlimited (default) or limited.
+	Optimizer engine.OptimizerKind
+	// CapacitySource for limited mode (WVA_CAPACITY_SOURCE): "nodes"
+	// (default; node labels) or "configmap" (InventoryName).
+	CapacitySource string
+	// ScaleFromZeroInterval is the fast loop's period
+	// (WVA_SCALE_FROM_ZERO_INTERVAL, default 2s); ScaleFromZeroQuery its
+	// demand signal (WVA_SCALE_FROM_ZERO_QUERY, default
+	// DefaultScaleFromZeroQuery).
+	ScaleFromZeroInterval time.Duration
+	ScaleFromZeroQuery    string
+	// PodVariantLabel, when set, is the pod label (on the vLLM series) that
+	// names the pod's VariantAutoscaling (WVA_POD_VARIANT_LABEL); when
+	// empty pods are mapped to variants through their Deployment.
+	PodVariantLabel string
+	// Engine holds WVA_SCALE_TO_ZERO_RETENTION, WVA_SCALE_DOWN_STABILIZATION,
+	// WVA_METRICS_MAX_AGE (durations), WVA_TRANSIENT_DELAY (duration),
+	// WVA_MAX_QUEUE_SIZE, WVA_ALLOCATION_ALGORITHM, WVA_SATURATION_POLICY,
+	// WVA_ACCELERATOR_PENALTY_FACTOR, WVA_SLO_MULTIPLIER; zero fields take
+	// the engine's defaults, and a 0 the user wrote is ExplicitZero.
+	Engine engine.Config
+}
+
+// Accelerator is one entry of the accelerator costs ConfigMap (seed 000
+// §11.9): the cost of one accelerator of the type.
+type Accelerator struct {
+	// Name is the accelerator type, the ConfigMap key.
+	Name string `json:"name"`
+	// Count is the seed's count field (default 1, ≥ 1). It does not
+	// divide Cost: Cost is always the cost of ONE accelerator.
+	Count int `json:"count"`
+	// Cost of one accelerator of the type (> 0), in the unit the
+	// variants' costs use.
+	Cost float64 `json:"cost"`
+	// MemoryGB is the memory of one accelerator in GB (informational; 0
+	// when absent).
+	MemoryGB float64 `json:"memory"`
+}
+
+// SaturationOverride is a per-model entry of the saturation ConfigMap.
+type SaturationOverride struct {
+	ModelID, Namespace string
+	Config             engine.SaturationConfig
+}
+
+// Saturation is the saturation ConfigMap: a default and per-model
+// overrides (matched by model_id and namespace).
+type Saturation struct {
+	Default   engine.SaturationConfig
+	Overrides []SaturationOverride
+}
+
+// QueueingModelEntry is a per-model entry of the queueing-model ConfigMap
+// (seed 001).
+type QueueingModelEntry struct {
+	ModelID, Namespace string
+	SLOMultiplier      float64 // 0: the default's
+	TargetTTFTMs       float64 // both or neither
+	TargetITLMs        float64
+}
+
+// QueueingModel is the queueing-model ConfigMap.
+type QueueingModel struct {
+	// Present is true when the ConfigMap has a default entry (seed 001:
+	// that activates the queueing-model path).
+	Present       bool
+	SLOMultiplier float64 // default 3
+	TuningEnabled bool    // default true
+	Models        []QueueingModelEntry
+}
+
+// Tuner is the tuner ConfigMap (seed 000 Appendix C, Example 3).
+type Tuner struct {
+	Enabled bool          // tuning-enabled (default true)
+	Period  time.Duration // tuning-period (default: every cycle)
+	Config  tuner.Config  // max-nis-threshold, percent-change, error-level, state-constraints
+}

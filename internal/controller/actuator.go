@@ -1,0 +1,136 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
+)
+
+// Actuator brings a decision to the workload (seed 004 §IV.E). Apply is
+// called once per cycle for each variant with a decision; it reports
+// whether the target now runs the desired count.
+type Actuator interface {
+	Apply(ctx context.Context, va *wvav1.VariantAutoscaling, target *appsv1.Deployment, desired int32) (Actuation, error)
+}
+
+// Actuation is what an actuator did.
+type Actuation struct {
+	// Patched is true when the actuator changed the target.
+	Patched bool
+	// Complete is true when the target has the desired replicas, ready.
+	Complete bool
+	// Message explains an incomplete actuation.
+	Message string
+}
+
+// ActuatorFactory builds an actuator with the controller's client.
+type ActuatorFactory func(c client.Client) Actuator
+
+var (
+	actuatorsMu sync.RWMutex
+	actuators   = map[string]ActuatorFactory{}
+)
+
+// RegisterActuator makes an actuation strategy selectable by name (the
+// VariantAutoscaling's spec.actuator). It panics on a duplicate.
+func RegisterActuator(name string, f ActuatorFactory) {
+	actuatorsMu.Lock()
+	defer actuatorsMu.Unlock()
+	if _, dup := actuators[name]; dup {
+		panic("controller: actuator " + name + " registered twice")
+	}
+	actuators[name] = f
+}
+
+// NewActuators builds every registered actuator.
+func NewActuators(c client.Client) map[string]Actuator {
+	actuatorsMu.RLock()
+	defer actuatorsMu.RUnlock()
+	out := make(map[string]Actuator, len(actuators))
+	for name, f := range actuators {
+		out[name] = f(c)
+	}
+	return out
+}
+
+// ActuatorNames lists the registered actuators.
+func ActuatorNames() []string {
+	actuatorsMu.RLock()
+	defer actuatorsMu.RUnlock()
+	out := make([]string, 0, len(actuators))
+	for k := range actuators {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func init() {
+	RegisterActuator(wvav1.ActuatorMetricsOnly, func(client.Client) Actuator { return metricsOnly{} })
+	RegisterActuator(wvav1.ActuatorDirect, func(c client.Client) Actuator { return direct{c: c} })
+}
+
+// metricsOnly leaves the scaling to HPA or KEDA, which read
+// inferno_desired_replicas; it only observes whether they applied it.
+type metricsOnly struct{}
+
+func (metricsOnly) Apply(_ context.Context, _ *wvav1.VariantAutoscaling, d *appsv1.Deployment, desired int32) (Actuation, error) {
+	return observe(d, desired), nil
+}
+
+// direct patches the target's /scale subresource.
+type direct struct{ c client.Client }
+
+func (a direct) Apply(ctx context.Context, va *wvav1.VariantAutoscaling, d *appsv1.Deployment, desired int32) (Actuation, error) {
+	desired = bounded(va, desired)
+	if specReplicas(d) == desired {
+		return observe(d, desired), nil
+	}
+	scale := &autoscalingv1.Scale{}
+	if err := a.c.SubResource("scale").Get(ctx, d, scale); err != nil {
+		return Actuation{}, fmt.Errorf("reading the scale of deployment %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	scale.Spec.Replicas = desired
+	if err := a.c.SubResource("scale").Update(ctx, d, client.WithSubResourceBody(scale)); err != nil {
+		return Actuation{}, fmt.Errorf("scaling deployment %s/%s to %d: %w", d.Namespace, d.Name, desired, err)
+	}
+	return Actuation{Patched: true, Message: fmt.Sprintf("scaled deployment %s to %d replicas", d.Name, desired)}, nil
+}
+
+// bounded applies the VariantAutoscaling's bounds once more (the engine
+// already did; this guards the workload against a stale decision).
+func bounded(va *wvav1.VariantAutoscaling, n int32) int32 {
+	if va.Spec.MinReplicas != nil && n < *va.Spec.MinReplicas {
+		n = *va.Spec.MinReplicas
+	}
+	if va.Spec.MaxReplicas != nil && n > *va.Spec.MaxReplicas {
+		n = *va.Spec.MaxReplicas
+	}
+	return max(n, 0)
+}
+
+func specReplicas(d *appsv1.Deployment) int32 {
+	if d.Spec.Replicas == nil {
+		return 1
+	}
+	return *d.Spec.Replicas
+}
+
+func observe(d *appsv1.Deployment, desired int32) Actuation {
+	spec, ready := specReplicas(d), d.Status.ReadyReplicas
+	switch {
+	case spec == desired && ready == desired:
+		return Actuation{Complete: true}
+	case spec == desired:
+		return Actuation{Message: fmt.Sprintf("%d of %d replicas ready", ready, desired)}
+	default:
+		return Actuation{Message: fmt.Sprintf("deployment wants %d replicas, WVA %d", spec, desired)}
+	}
+}

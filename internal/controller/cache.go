@@ -1,0 +1,72 @@
+package controller
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/llm-d-incubation/wva/internal/engine"
+)
+
+// Decision is what the planner concluded for one VariantAutoscaling in its
+// last cycle; the reconciler turns it into status (seed 004 §IV.B,
+// DecisionCache).
+type Decision struct {
+	Time time.Time
+	// Decided is false when the cycle could not decide for this variant
+	// (the engine failed, or the target is missing); the fields below
+	// then describe why.
+	Decided  bool
+	Decision engine.VariantDecision
+	// Metrics: ok, or the reason and message of MetricsAvailable=False.
+	MetricsOK      bool
+	MetricsReason  string
+	MetricsMessage string
+	// OptimizationMessage explains OptimizationReady=False.
+	OptimizationReason, OptimizationMessage string
+	// Tuning describes the tuner's state: TuningActive's reason and message.
+	TuningActive                bool
+	TuningReason, TuningMessage string
+	Actuation                   Actuation
+	ActuationErr                string
+	Actuator                    string
+	ActuatedAt                  time.Time
+}
+
+// DecisionCache holds the last decision per VariantAutoscaling.
+type DecisionCache struct {
+	mu sync.RWMutex
+	m  map[types.NamespacedName]Decision
+}
+
+// NewDecisionCache returns an empty cache.
+func NewDecisionCache() *DecisionCache {
+	return &DecisionCache{m: map[types.NamespacedName]Decision{}}
+}
+
+// Get returns the decision of a VariantAutoscaling.
+func (c *DecisionCache) Get(k types.NamespacedName) (Decision, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	d, ok := c.m[k]
+	return d, ok
+}
+
+// Set stores a decision.
+func (c *DecisionCache) Set(k types.NamespacedName, d Decision) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[k] = d
+}
+
+// Retain forgets the decisions of VariantAutoscalings not in keep.
+func (c *DecisionCache) Retain(keep map[types.NamespacedName]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.m {
+		if !keep[k] {
+			delete(c.m, k)
+		}
+	}
+}

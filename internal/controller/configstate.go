@@ -1,0 +1,183 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/llm-d-incubation/wva/internal/config"
+	"github.com/llm-d-incubation/wva/internal/engine"
+)
+
+// ConfigNames are the names of the configuration ConfigMaps, all in the
+// controller's namespace.
+type ConfigNames struct {
+	Main, Accelerators, ServiceClasses, Saturation, QueueingModel, Tuner, Inventory string
+}
+
+// DefaultConfigNames are the seeds' names.
+func DefaultConfigNames() ConfigNames {
+	return ConfigNames{Main: config.MainName, Accelerators: config.AcceleratorsName, ServiceClasses: config.ServiceClassesName,
+		Saturation: config.SaturationName, QueueingModel: config.QueueingModelName, Tuner: config.TunerName, Inventory: config.InventoryName}
+}
+
+func (n ConfigNames) all() []string {
+	return []string{n.Main, n.Accelerators, n.ServiceClasses, n.Saturation, n.QueueingModel, n.Tuner, n.Inventory}
+}
+
+// Has says whether name is one of the configuration ConfigMaps.
+func (n ConfigNames) Has(name string) bool {
+	for _, x := range n.all() {
+		if x == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Settings is one consistent view of the configuration.
+type Settings struct {
+	Main           config.Main
+	Accelerators   map[string]config.Accelerator
+	ServiceClasses map[string]engine.ServiceClass
+	Saturation     config.Saturation
+	QueueingModel  config.QueueingModel
+	Tuner          config.Tuner
+	Inventory      map[string]int
+}
+
+// ConfigState keeps the last good configuration of every ConfigMap and
+// the problems of those that are currently invalid (seed 002 §4.6; an
+// invalid ConfigMap never replaces a good one).
+type ConfigState struct {
+	names ConfigNames
+	// base is the main configuration before the ConfigMap: the defaults
+	// with the manager's flags applied.
+	base config.Main
+
+	mu       sync.RWMutex
+	cur      Settings
+	problems map[string]error
+	version  int
+}
+
+// NewConfigState starts from base (the flags) and the other defaults.
+func NewConfigState(names ConfigNames, base config.Main) *ConfigState {
+	s := &ConfigState{names: names, base: base, problems: map[string]error{}}
+	s.cur = Settings{Main: base, Tuner: config.Tuner{Enabled: true}, QueueingModel: config.QueueingModel{SLOMultiplier: 3, TuningEnabled: true}}
+	return s
+}
+
+// Settings returns the current configuration.
+func (s *ConfigState) Settings() Settings {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.cur
+}
+
+// Version increases with every accepted change.
+func (s *ConfigState) Version() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.version
+}
+
+// Problems returns the invalid ConfigMaps' errors, sorted by ConfigMap.
+func (s *ConfigState) Problems() []error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	names := make([]string, 0, len(s.problems))
+	for n := range s.problems {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]error, 0, len(names))
+	for _, n := range names {
+		out = append(out, s.problems[n])
+	}
+	return out
+}
+
+// Apply parses a ConfigMap's data (nil data with exists false means the
+// ConfigMap was deleted: its defaults apply). On an error the previous
+// configuration stays and the error is returned and remembered.
+func (s *ConfigState) Apply(name string, data map[string]string, exists bool) error {
+	if !exists {
+		data = nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := s.cur
+	var err error
+	switch name {
+	case s.names.Main:
+		var m config.Main
+		m, err = config.ParseMain(data)
+		if err == nil {
+			next.Main = mergeMain(s.base, m, data)
+		}
+	case s.names.Accelerators:
+		next.Accelerators, err = config.ParseAccelerators(data)
+	case s.names.ServiceClasses:
+		next.ServiceClasses, err = config.ParseServiceClasses(data)
+	case s.names.Saturation:
+		next.Saturation, err = config.ParseSaturation(data)
+	case s.names.QueueingModel:
+		next.QueueingModel, err = config.ParseQueueingModel(data)
+	case s.names.Tuner:
+		next.Tuner, err = config.ParseTuner(data)
+	case s.names.Inventory:
+		next.Inventory, err = config.ParseInventory(data)
+	default:
+		return fmt.Errorf("%s is not a configuration ConfigMap", name)
+	}
+	if err != nil {
+		var cerr *config.Error
+		if !errors.As(err, &cerr) {
+			err = &config.Error{ConfigMap: name, Problems: []config.Problem{{ConfigMap: name, Message: err.Error()}}}
+		}
+		s.problems[name] = err
+		return err
+	}
+	delete(s.problems, name)
+	s.cur = next
+	s.version++
+	return nil
+}
+
+// mergeMain lays the ConfigMap's keys over the flags: a key present in the
+// ConfigMap wins; an absent one keeps the flag's value.
+func mergeMain(base, m config.Main, data map[string]string) config.Main {
+	out := base
+	set := func(key string) bool { _, ok := data[key]; return ok }
+	p, bp := &out.Prometheus, m.Prometheus
+	for key, f := range map[string]func(){
+		"PROMETHEUS_BASE_URL":                 func() { p.URL = bp.URL },
+		"PROMETHEUS_TLS_INSECURE_SKIP_VERIFY": func() { p.InsecureSkipVerify = bp.InsecureSkipVerify },
+		"PROMETHEUS_CA_CERT_PATH":             func() { p.CAFile = bp.CAFile },
+		"PROMETHEUS_CLIENT_CERT_PATH":         func() { p.CertFile = bp.CertFile },
+		"PROMETHEUS_CLIENT_KEY_PATH":          func() { p.KeyFile = bp.KeyFile },
+		"PROMETHEUS_BEARER_TOKEN_FILE":        func() { p.BearerTokenFile = bp.BearerTokenFile },
+		"PROMETHEUS_TIMEOUT":                  func() { p.Timeout = bp.Timeout },
+		"PROMETHEUS_WINDOW":                   func() { p.Window = bp.Window },
+		"PROMETHEUS_NAMESPACE_LABEL":          func() { p.NamespaceLabel = bp.NamespaceLabel },
+		"PROMETHEUS_POD_LABEL":                func() { p.PodLabel = bp.PodLabel },
+		"GLOBAL_OPT_INTERVAL":                 func() { out.Interval = m.Interval },
+		"WVA_SCALE_TO_ZERO":                   func() { out.ScaleToZero = m.ScaleToZero },
+		"WVA_MODE":                            func() { out.Mode = m.Mode },
+		"WVA_OPTIMIZER":                       func() { out.Optimizer = m.Optimizer },
+		"WVA_CAPACITY_SOURCE":                 func() { out.CapacitySource = m.CapacitySource },
+		"WVA_SCALE_FROM_ZERO_INTERVAL":        func() { out.ScaleFromZeroInterval = m.ScaleFromZeroInterval },
+		"WVA_SCALE_FROM_ZERO_QUERY":           func() { out.ScaleFromZeroQuery = m.ScaleFromZeroQuery },
+		"WVA_POD_VARIANT_LABEL":               func() { out.PodVariantLabel = m.PodVariantLabel },
+	} {
+		if set(key) {
+			f()
+		}
+	}
+	// The engine's settings have no flags: the ConfigMap's parse (with its
+	// zero values meaning the engine's defaults) is the whole story.
+	out.Engine = m.Engine
+	return out
+}

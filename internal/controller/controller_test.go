@@ -1,0 +1,366 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
+	"github.com/llm-d-incubation/wva/internal/collector/file"
+	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/tuner"
+)
+
+const model = "meta-llama/Llama-3.1-8B-Instruct"
+
+func TestTargetResolution(t *testing.T) {
+	f := newFixture(t)
+	f.va("llama-h100", model, nil)
+	va := f.reconcile("llama-h100")
+	c := wantCond(t, va, wvav1.ConditionTargetResolved, metav1.ConditionFalse, wvav1.ReasonTargetNotFound)
+	if !strings.Contains(c.Message, "llama-h100") {
+		t.Errorf("message does not name the deployment: %q", c.Message)
+	}
+	wantCond(t, va, wvav1.ConditionOptimizationReady, metav1.ConditionFalse, wvav1.ReasonAwaitingCycle)
+	f.cycle()
+	va = f.reconcile("llama-h100")
+	wantCond(t, va, wvav1.ConditionOptimizationReady, metav1.ConditionFalse, wvav1.ReasonTargetNotFound)
+
+	f.deployment("llama-h100", 2)
+	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", 2, 0.3, 0)}}})
+	f.clock.Step(60e9)
+	f.cycle()
+	va = f.reconcile("llama-h100")
+	wantCond(t, va, wvav1.ConditionTargetResolved, metav1.ConditionTrue, wvav1.ReasonTargetFound)
+	wantCond(t, va, wvav1.ConditionOptimizationReady, metav1.ConditionTrue, wvav1.ReasonOptimizationSucceeded)
+	wantCond(t, va, wvav1.ConditionMetricsAvailable, metav1.ConditionTrue, wvav1.ReasonMetricsFound)
+	wantCond(t, va, wvav1.ConditionTuningActive, metav1.ConditionFalse, wvav1.ReasonTuningDisabled)
+	if got := va.Status.CurrentAlloc; got.NumReplicas != 2 || got.ReadyReplicas != 2 || got.Accelerator != "H100" {
+		t.Errorf("currentAlloc %+v", got)
+	}
+	if got := va.Status.DesiredOptimizedAlloc; got.NumReplicas != 2 || !got.LastRunTime.Time.Equal(f.clock.Now()) {
+		t.Errorf("desiredOptimizedAlloc %+v (now %v)", got, f.clock.Now())
+	}
+	if va.Status.ObservedGeneration != va.Generation {
+		t.Errorf("observedGeneration %d, generation %d", va.Status.ObservedGeneration, va.Generation)
+	}
+}
+
+// TestScaleUpMetricsOnly: saturated replicas make the engine scale up; the
+// metrics-only actuator publishes the number and leaves the Deployment to
+// HPA/KEDA; ActuationComplete follows the Deployment.
+func TestScaleUpMetricsOnly(t *testing.T) {
+	f := newFixture(t)
+	d := f.deployment("llama-h100", 2)
+	f.va("llama-h100", model, nil)
+	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", 2, 0.95, 12)}}})
+	f.cycle()
+	va := f.reconcile("llama-h100")
+	want := va.Status.DesiredOptimizedAlloc.NumReplicas
+	if want <= 2 || va.Status.DesiredOptimizedAlloc.Reason != string(engine.ReasonSaturationScaleUp) {
+		t.Fatalf("desired %+v, want a saturation scale-up above 2", va.Status.DesiredOptimizedAlloc)
+	}
+	if g := f.gauge("inferno_desired_replicas", "llama-h100"); g != float64(want) {
+		t.Errorf("inferno_desired_replicas %v, want %d", g, want)
+	}
+	if g := f.gauge("inferno_current_replicas", "llama-h100"); g != 2 {
+		t.Errorf("inferno_current_replicas %v, want 2", g)
+	}
+	wantCond(t, va, wvav1.ConditionActuationComplete, metav1.ConditionFalse, wvav1.ReasonScaling)
+	var got appsv1.Deployment
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(d), &got); err != nil {
+		t.Fatal(err)
+	}
+	if *got.Spec.Replicas != 2 {
+		t.Fatalf("metrics-only changed the deployment to %d", *got.Spec.Replicas)
+	}
+	// HPA applies the number: the next reconcile sees it.
+	got.Spec.Replicas = &want
+	if err := env.Client.Update(context.Background(), &got); err != nil {
+		t.Fatal(err)
+	}
+	f.setReady(&got, want)
+	va = f.reconcile("llama-h100")
+	wantCond(t, va, wvav1.ConditionActuationComplete, metav1.ConditionTrue, wvav1.ReasonPublished)
+	if !va.Status.Actuation.Applied || va.Status.Actuation.Actuator != wvav1.ActuatorMetricsOnly {
+		t.Errorf("actuation %+v", va.Status.Actuation)
+	}
+}
+
+func TestDirectActuatorRespectsBounds(t *testing.T) {
+	f := newFixture(t)
+	d := f.deployment("llama-h100", 2)
+	f.va("llama-h100", model, func(va *wvav1.VariantAutoscaling) {
+		va.Spec.Actuator = wvav1.ActuatorDirect
+		maxR := int32(3)
+		va.Spec.MaxReplicas = &maxR
+	})
+	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", 2, 0.99, 40)}}})
+	f.cycle()
+	var got appsv1.Deployment
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(d), &got); err != nil {
+		t.Fatal(err)
+	}
+	if *got.Spec.Replicas != 3 {
+		t.Fatalf("direct actuator: deployment has %d replicas, want 3 (maxReplicas)", *got.Spec.Replicas)
+	}
+	va := f.reconcile("llama-h100")
+	if va.Status.Actuation.LastUpdateTime == nil || va.Status.Actuation.Actuator != wvav1.ActuatorDirect {
+		t.Errorf("actuation %+v", va.Status.Actuation)
+	}
+	wantCond(t, va, wvav1.ConditionActuationComplete, metav1.ConditionFalse, wvav1.ReasonScaling)
+	f.setReady(&got, 3)
+	va = f.reconcile("llama-h100")
+	wantCond(t, va, wvav1.ConditionActuationComplete, metav1.ConditionTrue, wvav1.ReasonApplied)
+}
+
+// TestBadMetricsHold: NaN metrics hold the last decision and say why.
+func TestBadMetricsHold(t *testing.T) {
+	f := newFixture(t)
+	d := f.deployment("llama-h100", 3)
+	f.va("llama-h100", model, func(va *wvav1.VariantAutoscaling) { va.Spec.Actuator = wvav1.ActuatorDirect })
+	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", 3, 0.4, 0)}}})
+	f.cycle()
+	before := f.reconcile("llama-h100").Status.DesiredOptimizedAlloc.NumReplicas
+
+	bad := pods("llama-h100", 3, 0.05, 0)
+	bad[1].KVCacheUsage = -1 // JSON cannot carry NaN; the Prometheus source's NaN test is in its package
+	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: bad}}})
+	f.clock.Step(60e9)
+	f.cycle()
+	va := f.reconcile("llama-h100")
+	c := wantCond(t, va, wvav1.ConditionMetricsAvailable, metav1.ConditionFalse, wvav1.ReasonMetricsInvalid)
+	if !strings.Contains(c.Message, "llama-h100-1") {
+		t.Errorf("message does not name the pod: %q", c.Message)
+	}
+	wantCond(t, va, wvav1.ConditionOptimizationReady, metav1.ConditionFalse, wvav1.ReasonMetricsUnavailable)
+	if got := va.Status.DesiredOptimizedAlloc.NumReplicas; got != before {
+		t.Errorf("desired moved from %d to %d on bad metrics", before, got)
+	}
+	var got appsv1.Deployment
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(d), &got); err != nil {
+		t.Fatal(err)
+	}
+	if *got.Spec.Replicas != before {
+		t.Errorf("deployment scaled to %d on bad metrics, last good decision %d", *got.Spec.Replicas, before)
+	}
+	if g := f.gauge("inferno_desired_replicas", "llama-h100"); g != float64(before) {
+		t.Errorf("safety-net inferno_desired_replicas %v, want %d", g, before)
+	}
+
+	// No metrics at all for the model.
+	f.writeMetrics(file.Document{})
+	f.clock.Step(60e9)
+	f.cycle()
+	va = f.reconcile("llama-h100")
+	c = wantCond(t, va, wvav1.ConditionMetricsAvailable, metav1.ConditionFalse, wvav1.ReasonMetricsMissing)
+	if !strings.Contains(c.Message, "ServiceMonitor") {
+		t.Errorf("missing-metrics message gives no hint: %q", c.Message)
+	}
+}
+
+// TestOneStatusWrite: a reconcile with nothing new does not write.
+func TestOneStatusWrite(t *testing.T) {
+	f := newFixture(t)
+	f.deployment("llama-h100", 1)
+	f.va("llama-h100", model, nil)
+	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", 1, 0.3, 0)}}})
+	f.cycle()
+	rv := f.reconcile("llama-h100").ResourceVersion
+	for i := 0; i < 3; i++ {
+		f.clock.Step(1e9)
+		if got := f.reconcile("llama-h100").ResourceVersion; got != rv {
+			t.Fatalf("reconcile %d wrote the status again (resourceVersion %s → %s)", i, rv, got)
+		}
+	}
+	f.clock.Step(60e9)
+	f.cycle()
+	if got := f.reconcile("llama-h100").ResourceVersion; got == rv {
+		t.Fatal("a new cycle (new lastRunTime) was not written")
+	}
+}
+
+func TestConfigReloadAndRejection(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.deployment("llama-h100", 1)
+	f.va("llama-h100", model, nil)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "variantautoscaling-config", Namespace: ctrlNS},
+		Data: map[string]string{"GLOBAL_OPT_INTERVAL": "30s", "WVA_SCALE_TO_ZERO": "true"}}
+	_ = env.Client.Delete(ctx, cm)
+	if err := env.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Client.Delete(ctx, cm) }()
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cm)}
+	if _, err := f.cfg.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if s := f.cfg.State.Settings().Main; s.Interval.Seconds() != 30 || !s.ScaleToZero {
+		t.Fatalf("reloaded main config: interval %v scaleToZero %v", s.Interval, s.ScaleToZero)
+	}
+	wantCond(t, f.reconcile("llama-h100"), wvav1.ConditionConfigValid, metav1.ConditionTrue, wvav1.ReasonConfigValid)
+
+	cm.Data = map[string]string{"GLOBAL_OPT_INTERVAL": "soon", "WVA_SCALE_TO_ZERO": "false"}
+	if err := env.Client.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	f.cfg.Recorder = recorderFor(t)
+	if _, err := f.cfg.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if s := f.cfg.State.Settings().Main; s.Interval.Seconds() != 30 || !s.ScaleToZero {
+		t.Fatalf("an invalid ConfigMap replaced the good one: interval %v scaleToZero %v", s.Interval, s.ScaleToZero)
+	}
+	c := wantCond(t, f.reconcile("llama-h100"), wvav1.ConditionConfigValid, metav1.ConditionFalse, wvav1.ReasonConfigInvalid)
+	if !strings.Contains(c.Message, "GLOBAL_OPT_INTERVAL") || !strings.Contains(c.Message, "soon") {
+		t.Errorf("condition does not name the key and value: %q", c.Message)
+	}
+	waitEvent(t, cm, "InvalidConfiguration", "GLOBAL_OPT_INTERVAL")
+
+	cm.Data = map[string]string{"GLOBAL_OPT_INTERVAL": "45s"}
+	if err := env.Client.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.cfg.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if s := f.cfg.State.Settings().Main; s.Interval.Seconds() != 45 || s.ScaleToZero {
+		t.Fatalf("fixed config: interval %v scaleToZero %v", s.Interval, s.ScaleToZero)
+	}
+	wantCond(t, f.reconcile("llama-h100"), wvav1.ConditionConfigValid, metav1.ConditionTrue, wvav1.ReasonConfigValid)
+}
+
+// TestTunerStatePersists: the learned parameters are written to the state
+// ConfigMap, a new store (a restarted or new leader) reads them back, and
+// GET /tuner/params serves them.
+func TestTunerStatePersists(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.deployment("llama-h100", 2)
+	f.va("llama-h100", model, nil)
+	if err := f.planner.Config.Apply(DefaultConfigNames().QueueingModel, map[string]string{"default": "sloMultiplier: 3\ntuningEnabled: true\n"}, true); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		ps := pods("llama-h100", 2, 0.3, 0)
+		for j := range ps {
+			ps[j].ArrivalRateRPS = 1 + float64(i)
+			ps[j].AvgTTFTMs = 60 + 10*float64(i)
+			ps[j].AvgITLMs = 10 + float64(i)
+		}
+		f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: ps}}})
+		f.cycle()
+		f.clock.Step(60e9)
+	}
+	va := f.reconcile("llama-h100")
+	wantCond(t, va, wvav1.ConditionTuningActive, metav1.ConditionTrue, wvav1.ReasonTuning)
+	key := tuner.Key{Namespace: f.ns, Model: model, Variant: "llama-h100"}
+	rec, ok, _ := f.planner.Store.Get(key)
+	if !ok || rec.Params.Alpha <= 0 {
+		t.Fatalf("no learned record: %+v", rec)
+	}
+	restarted := NewConfigMapStore(env.Client, f.planner.Store.ref)
+	if skipped, err := restarted.Load(ctx); err != nil || len(skipped) > 0 {
+		t.Fatalf("load: %v %v", skipped, err)
+	}
+	got, ok, _ := restarted.Get(key)
+	if !ok || got.Params != rec.Params || got.Updates != rec.Updates || len(got.Window) != len(rec.Window) || !got.LastUpdate.Equal(rec.LastUpdate) {
+		t.Fatalf("restored %+v\nwant %+v", got, rec)
+	}
+	srv := httptest.NewServer(TunerHandler(restarted))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL + "?namespace=" + f.ns + "&variant=llama-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out []TunerParams
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 || out[0].Alpha != rec.Params.Alpha || out[0].Model != model || len(out[0].Covariance) != 3 {
+		t.Fatalf("tuner API: %+v", out)
+	}
+	resp2, err := srv.Client().Get(srv.URL + "?variant=nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp2.Body.Close()
+	if resp2.StatusCode != 404 {
+		t.Errorf("unknown variant: status %d", resp2.StatusCode)
+	}
+}
+
+// TestScaleFromZero: a model with no replica and waiting requests gets
+// its cheapest variant scaled to one at once.
+func TestScaleFromZero(t *testing.T) {
+	f := newFixture(t)
+	if err := f.planner.Config.Apply(DefaultConfigNames().Main, map[string]string{"WVA_SCALE_TO_ZERO": "true"}, true); err != nil {
+		t.Fatal(err)
+	}
+	zero := func(va *wvav1.VariantAutoscaling) {
+		z := int32(0)
+		va.Spec.MinReplicas = &z
+		va.Spec.Actuator = wvav1.ActuatorDirect
+	}
+	cheap := f.deployment("llama-l40s", 0)
+	f.deployment("llama-h100", 0)
+	f.va("llama-h100", model, zero)
+	f.va("llama-l40s", model, func(va *wvav1.VariantAutoscaling) { zero(va); va.Spec.Accelerator = "L40S"; va.Spec.VariantCost = "12" })
+	sfz := &ScaleFromZero{Planner: f.planner, Clock: f.clock}
+	woke, err := sfz.Check(context.Background())
+	if err != nil || len(woke) != 0 {
+		t.Fatalf("no demand: woke %v, %v", woke, err)
+	}
+	f.writeMetrics(file.Document{Demand: []file.Demand{{Namespace: f.ns, Model: model, Value: 4}}})
+	woke, err = sfz.Check(context.Background())
+	if err != nil || len(woke) != 1 || woke[0].Name != "llama-l40s" {
+		t.Fatalf("demand: woke %v, %v; want llama-l40s", woke, err)
+	}
+	var got appsv1.Deployment
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(cheap), &got); err != nil {
+		t.Fatal(err)
+	}
+	if *got.Spec.Replicas != 1 {
+		t.Fatalf("cheapest variant has %d replicas, want 1", *got.Spec.Replicas)
+	}
+	if g := f.gauge("inferno_desired_replicas", "llama-l40s"); g != 1 {
+		t.Errorf("inferno_desired_replicas %v, want 1", g)
+	}
+	va := f.reconcile("llama-l40s")
+	if va.Status.DesiredOptimizedAlloc.NumReplicas != 1 || va.Status.DesiredOptimizedAlloc.Reason != string(engine.ReasonScaleFromZero) {
+		t.Errorf("status %+v", va.Status.DesiredOptimizedAlloc)
+	}
+	// Not at zero any more: nothing to do.
+	woke, err = sfz.Check(context.Background())
+	if err != nil || len(woke) != 0 {
+		t.Fatalf("second pass woke %v, %v", woke, err)
+	}
+}
+
+func waitEvent(t *testing.T, obj client.Object, reason, substr string) {
+	t.Helper()
+	for i := 0; i < 100; i++ {
+		var list eventsv1.EventList
+		if err := env.Client.List(context.Background(), &list, client.InNamespace(obj.GetNamespace())); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Name == obj.GetName() && e.Reason == reason && e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, substr) {
+				return
+			}
+		}
+		sleep()
+	}
+	t.Fatalf("no %s event mentioning %q on %s", reason, substr, obj.GetName())
+}

@@ -1,0 +1,121 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Inventory discovers how many accelerators of each type the cluster has,
+// for the limited optimizer (seed 004 §IV.D).
+type Inventory interface {
+	Discover(ctx context.Context, types []string) (map[string]int, error)
+}
+
+// InventoryFactory builds a capacity source. static is the inventory
+// ConfigMap's content (accelerator type → count).
+type InventoryFactory func(c client.Reader, static func() map[string]int) Inventory
+
+var (
+	inventoriesMu sync.RWMutex
+	inventories   = map[string]InventoryFactory{}
+)
+
+// RegisterInventory makes a capacity source selectable by name
+// (WVA_CAPACITY_SOURCE). It panics on a duplicate.
+func RegisterInventory(name string, f InventoryFactory) {
+	inventoriesMu.Lock()
+	defer inventoriesMu.Unlock()
+	if _, dup := inventories[name]; dup {
+		panic("controller: capacity source " + name + " registered twice")
+	}
+	inventories[name] = f
+}
+
+// NewInventory builds a registered capacity source.
+func NewInventory(name string, c client.Reader, static func() map[string]int) (Inventory, error) {
+	inventoriesMu.RLock()
+	f, ok := inventories[name]
+	inventoriesMu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("no capacity source %q (have nodes, configmap)", name)
+	}
+	return f(c, static), nil
+}
+
+func init() {
+	RegisterInventory("nodes", func(c client.Reader, _ func() map[string]int) Inventory { return nodeInventory{c: c} })
+	RegisterInventory("configmap", func(_ client.Reader, static func() map[string]int) Inventory { return staticInventory(static) })
+}
+
+// Node labels of NVIDIA's GPU feature discovery.
+const (
+	LabelGPUProduct = "nvidia.com/gpu.product"
+	LabelGPUCount   = "nvidia.com/gpu.count"
+	ResourceGPU     = corev1.ResourceName("nvidia.com/gpu")
+)
+
+// nodeInventory counts GPUs on schedulable nodes, by product label. A
+// product maps to the accelerator type whose name it contains (case
+// insensitive, the longest name wins: "NVIDIA-H100-80GB-HBM3" is H100);
+// products that match no type are counted under their own name.
+type nodeInventory struct{ c client.Reader }
+
+func (n nodeInventory) Discover(ctx context.Context, types []string) (map[string]int, error) {
+	var nodes corev1.NodeList
+	if err := n.c.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	out := map[string]int{}
+	for i := range nodes.Items {
+		node := &nodes.Items[i]
+		if node.Spec.Unschedulable {
+			continue
+		}
+		product := node.Labels[LabelGPUProduct]
+		if product == "" {
+			continue
+		}
+		count := 0
+		if q, ok := node.Status.Allocatable[ResourceGPU]; ok {
+			count = int(q.Value())
+		} else if v, err := strconv.Atoi(node.Labels[LabelGPUCount]); err == nil && v > 0 {
+			count = v
+		}
+		out[AcceleratorOf(product, types)] += count
+	}
+	return out, nil
+}
+
+// AcceleratorOf maps a GPU product name to the accelerator type it names.
+func AcceleratorOf(product string, types []string) string {
+	sorted := append([]string(nil), types...)
+	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i]) > len(sorted[j]) })
+	p := strings.ToUpper(product)
+	for _, t := range sorted {
+		if t != "" && strings.Contains(p, strings.ToUpper(t)) {
+			return t
+		}
+	}
+	return product
+}
+
+type staticInventory func() map[string]int
+
+func (s staticInventory) Discover(context.Context, []string) (map[string]int, error) {
+	m := s()
+	if len(m) == 0 {
+		return nil, fmt.Errorf("the static inventory ConfigMap is empty or missing")
+	}
+	out := make(map[string]int, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out, nil
+}

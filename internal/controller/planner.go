@@ -1,0 +1,635 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
+	"github.com/llm-d-incubation/wva/internal/collector"
+	"github.com/llm-d-incubation/wva/internal/config"
+	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/metrics"
+	"github.com/llm-d-incubation/wva/internal/tuner"
+)
+
+// LabelAccelerator is the target label the seeds' system reads the
+// accelerator type from when the VariantAutoscaling does not say it.
+const LabelAccelerator = "inference.optimization/acceleratorName"
+
+// SourceFactory builds the metrics source for the current main
+// configuration (called again when it changes).
+type SourceFactory func(m config.Main) (collector.Source, error)
+
+// Planner runs the optimisation cycle: it reads every VariantAutoscaling
+// and its Deployment, collects the pods' metrics, runs the engine, hands
+// each decision to the variant's actuator, publishes the metrics, persists
+// the tuner state, and leaves the decisions in the cache for the
+// reconciler. Only the leader runs it.
+type Planner struct {
+	Client    client.Client // reads VariantAutoscalings and Deployments; patches /scale
+	Reader    client.Reader // reads pods and nodes (uncached)
+	Clock     clock.Clock
+	Config    *ConfigState
+	Engine    *engine.Engine
+	Store     *ConfigMapStore
+	Emitter   *metrics.Emitter
+	Cache     *DecisionCache
+	Actuators map[string]Actuator
+	Sources   SourceFactory
+	// Notify is called for each VariantAutoscaling after a cycle, to
+	// reconcile its status (nil: nobody is told).
+	Notify func(types.NamespacedName)
+	Log    logr.Logger
+	// ListOptions restrict the VariantAutoscalings planned (tests; in the
+	// manager the cache's namespaces do).
+	ListOptions []client.ListOption
+
+	source    collector.Source
+	sourceFor *config.Main
+	lastTune  time.Time
+	// Wake makes the loop run a cycle now (a configuration change).
+	Wake chan struct{}
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (p *Planner) NeedLeaderElection() bool { return true }
+
+// Start runs cycles every GLOBAL_OPT_INTERVAL until ctx ends. It first
+// restores the tuner state persisted by the previous leader.
+func (p *Planner) Start(ctx context.Context) error {
+	if skipped, err := p.Store.Load(ctx); err != nil {
+		p.Log.Error(err, "restoring tuner state; starting from cold")
+	} else if len(skipped) > 0 {
+		p.Log.Info("tuner state entries skipped", "entries", skipped)
+	}
+	for {
+		if err := p.Cycle(ctx); err != nil && ctx.Err() == nil {
+			p.Log.Error(err, "optimisation cycle")
+		}
+		interval := p.Config.Settings().Main.Interval
+		if interval <= 0 {
+			interval = time.Minute
+		}
+		t := p.Clock.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C():
+		case <-p.Wake:
+			t.Stop()
+		}
+	}
+}
+
+// variant is one VariantAutoscaling during a cycle.
+type variant struct {
+	va     *wvav1.VariantAutoscaling
+	target *appsv1.Deployment
+	key    types.NamespacedName
+}
+
+// Cycle runs one optimisation cycle.
+func (p *Planner) Cycle(ctx context.Context) error {
+	start := time.Now() //nolint:forbidigo // wall time of the cycle, for the duration metric only
+	now := p.Clock.Now()
+	set := p.Config.Settings()
+	var list wvav1.VariantAutoscalingList
+	if err := p.Client.List(ctx, &list, p.ListOptions...); err != nil {
+		p.Emitter.CycleDone(time.Since(start), true)
+		return fmt.Errorf("listing VariantAutoscalings: %w", err)
+	}
+	decisions := map[types.NamespacedName]Decision{}
+	groups := map[collector.Target][]*variant{}
+	keep := map[types.NamespacedName]bool{}
+	keepTuner := map[tuner.Key]bool{}
+	for i := range list.Items {
+		va := &list.Items[i]
+		k := types.NamespacedName{Namespace: va.Namespace, Name: va.Name}
+		keep[k] = true
+		keepTuner[tuner.Key{Namespace: va.Namespace, Model: va.Spec.ModelID, Variant: va.Name}] = true
+		if va.DeletionTimestamp != nil {
+			continue
+		}
+		var d appsv1.Deployment
+		err := p.Client.Get(ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.TargetName()}, &d)
+		if err != nil {
+			reason := wvav1.ReasonTargetNotFound
+			if !apierrors.IsNotFound(err) {
+				reason = wvav1.ReasonOptimizationFailed
+			}
+			decisions[k] = Decision{Time: now, OptimizationReason: reason, OptimizationMessage: fmt.Sprintf("deployment %s: %v", va.TargetName(), err)}
+			continue
+		}
+		t := collector.Target{Namespace: va.Namespace, Model: va.Spec.ModelID}
+		groups[t] = append(groups[t], &variant{va: va, target: &d, key: k})
+	}
+	snap, reports, collectErrs := p.snapshot(ctx, now, set, groups)
+	before := p.tunerCounts()
+	if len(snap.Models) == 0 {
+		// Nothing to plan (no variant, or no model's metrics could be read).
+		p.finish(ctx, now, decisions, keep, keepTuner, nil, groups)
+		p.Emitter.CycleDone(time.Since(start), false)
+		return nil
+	}
+	plan, err := p.Engine.Plan(snap)
+	if err != nil {
+		for t, vs := range groups {
+			for _, v := range vs {
+				decisions[v.key] = Decision{Time: now, OptimizationReason: wvav1.ReasonOptimizationFailed, OptimizationMessage: err.Error(),
+					MetricsOK: collectErrs[t] == nil, MetricsReason: wvav1.ReasonPrometheusError, MetricsMessage: errString(collectErrs[t])}
+			}
+		}
+		p.finish(ctx, now, decisions, keep, keepTuner, nil, groups)
+		p.Emitter.CycleDone(time.Since(start), true)
+		return fmt.Errorf("engine: %w", err)
+	}
+	after := p.tunerCounts()
+	for i := 0; i < max(after[0]-before[0], 0); i++ {
+		p.Emitter.TunerStep(true)
+	}
+	for i := 0; i < max(after[1]-before[1], 0); i++ {
+		p.Emitter.TunerStep(false)
+	}
+	byKey := map[types.NamespacedName]*variant{}
+	targetOf := map[types.NamespacedName]collector.Target{}
+	for t, vs := range groups {
+		for _, v := range vs {
+			byKey[v.key] = v
+			targetOf[v.key] = t
+		}
+	}
+	for _, d := range plan.Variants {
+		k := types.NamespacedName{Namespace: d.Namespace, Name: d.Variant}
+		v := byKey[k]
+		if v == nil {
+			continue
+		}
+		t := targetOf[k]
+		dec := Decision{Time: now, Decided: true, Decision: d, MetricsOK: true}
+		p.metricsStatus(&dec, d, collectErrs[t], reports[t], v)
+		p.tuningStatus(&dec, d, snap.Mode, snap.Config.TuningEnabled)
+		if d.Reason == engine.ReasonHoldMetrics {
+			dec.OptimizationReason, dec.OptimizationMessage = wvav1.ReasonMetricsUnavailable, "holding the last decision: "+d.Explanation
+		}
+		p.actuate(ctx, &dec, v, now)
+		decisions[k] = dec
+	}
+	// Variants the engine did not decide (their model failed to collect):
+	// hold, and keep publishing the last desired count.
+	for t, vs := range groups {
+		for _, v := range vs {
+			if _, ok := decisions[v.key]; !ok {
+				decisions[v.key] = Decision{Time: now, OptimizationReason: wvav1.ReasonMetricsUnavailable,
+					OptimizationMessage: "no decision this cycle; holding the last one", MetricsReason: wvav1.ReasonPrometheusError,
+					MetricsMessage: errString(collectErrs[t])}
+			}
+		}
+	}
+	p.finish(ctx, now, decisions, keep, keepTuner, plan, groups)
+	p.Emitter.CycleDone(time.Since(start), false)
+	return nil
+}
+
+// finish stores the decisions, publishes the metrics (with a safety net
+// for undecided variants: their last desired count, else their current),
+// persists the tuner state and tells the reconciler.
+func (p *Planner) finish(ctx context.Context, now time.Time, decisions map[types.NamespacedName]Decision, keep map[types.NamespacedName]bool,
+	keepTuner map[tuner.Key]bool, plan *engine.Plan, groups map[collector.Target][]*variant) {
+	pub := &engine.Plan{Time: now}
+	if plan != nil {
+		pub.Variants = append(pub.Variants, plan.Variants...)
+	}
+	decided := map[types.NamespacedName]bool{}
+	for _, d := range pub.Variants {
+		decided[types.NamespacedName{Namespace: d.Namespace, Name: d.Variant}] = true
+	}
+	for _, vs := range groups {
+		for _, v := range vs {
+			if decided[v.key] {
+				continue
+			}
+			cur := int(specReplicas(v.target))
+			desired := cur
+			if prev, ok := p.Cache.Get(v.key); ok && prev.Decided {
+				desired = prev.Decision.Desired
+				d := decisions[v.key]
+				d.Decision = prev.Decision // keep showing the last good decision
+				decisions[v.key] = d
+			} else if v.va.Status.DesiredOptimizedAlloc.LastRunTime.Time.After(time.Time{}) {
+				desired = int(v.va.Status.DesiredOptimizedAlloc.NumReplicas)
+			}
+			pub.Variants = append(pub.Variants, engine.VariantDecision{Model: v.va.Spec.ModelID, Namespace: v.va.Namespace, Variant: v.va.Name,
+				Accelerator: p.accelerator(v.va, v.target), Current: cur, Desired: desired, Reason: engine.ReasonHoldMetrics})
+		}
+	}
+	sort.Slice(pub.Variants, func(i, j int) bool {
+		a, b := pub.Variants[i], pub.Variants[j]
+		return a.Namespace+"/"+a.Variant < b.Namespace+"/"+b.Variant
+	})
+	p.Emitter.Publish(pub)
+	for k, d := range decisions {
+		p.Cache.Set(k, d)
+	}
+	p.Cache.Retain(keep)
+	p.Store.Retain(keepTuner)
+	if err := p.Store.Flush(ctx); err != nil {
+		p.Log.Error(err, "persisting tuner state")
+	}
+	if p.Notify != nil {
+		keys := make([]types.NamespacedName, 0, len(decisions))
+		for k := range decisions {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+		for _, k := range keys {
+			p.Notify(k)
+		}
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// tunerCounts sums the accepted and rejected updates of every record.
+func (p *Planner) tunerCounts() [2]int {
+	var c [2]int
+	for _, e := range p.Store.List("", "", "") {
+		c[0] += e.Record.Updates
+		c[1] += e.Record.Rejections
+	}
+	return c
+}
+
+// currentSource returns the metrics source for the main configuration,
+// rebuilt when the configuration changed.
+func (p *Planner) currentSource(m config.Main) (collector.Source, error) {
+	if p.source != nil && p.sourceFor != nil && sameSource(*p.sourceFor, m) {
+		return p.source, nil
+	}
+	s, err := p.Sources(m)
+	if err != nil {
+		return nil, err
+	}
+	p.source, p.sourceFor = s, &m
+	return s, nil
+}
+
+func sameSource(a, b config.Main) bool {
+	return a.Prometheus == b.Prometheus && a.PodVariantLabel == b.PodVariantLabel
+}
+
+// snapshot builds the engine's input: one model per (namespace, modelID),
+// one variant per VariantAutoscaling, with its pods' metrics.
+func (p *Planner) snapshot(ctx context.Context, now time.Time, set Settings, groups map[collector.Target][]*variant) (
+	*engine.Snapshot, map[collector.Target]collector.Report, map[collector.Target]error) {
+	mode := set.Main.Mode
+	if mode == "" {
+		mode = engine.ModeCapacityOnly
+		if set.QueueingModel.Present {
+			mode = engine.ModeHybrid
+		}
+	}
+	cfg := set.Main.Engine
+	if cfg.SLOMultiplier == 0 {
+		cfg.SLOMultiplier = set.QueueingModel.SLOMultiplier
+	}
+	cfg.Tuner = set.Tuner.Config
+	cfg.TuningEnabled = mode != engine.ModeCapacityOnly && set.Tuner.Enabled && set.QueueingModel.TuningEnabled
+	if cfg.TuningEnabled && set.Tuner.Period > 0 && !p.lastTune.IsZero() && now.Sub(p.lastTune) < set.Tuner.Period {
+		cfg.TuningEnabled = false
+	}
+	if cfg.TuningEnabled {
+		p.lastTune = now
+	}
+	snap := &engine.Snapshot{Time: now, Mode: mode, Optimizer: set.Main.Optimizer, Config: cfg, ServiceClasses: set.ServiceClasses}
+	sat := set.Saturation.Default
+	snap.Saturation = &sat
+	reports := map[collector.Target]collector.Report{}
+	errs := map[collector.Target]error{}
+	targets := make([]collector.Target, 0, len(groups))
+	for t := range groups {
+		targets = append(targets, t)
+	}
+	sort.Slice(targets, func(i, j int) bool { return targets[i].String() < targets[j].String() })
+	src, srcErr := p.currentSource(set.Main)
+	var demand map[collector.Target]float64
+	if ds, ok := src.(collector.DemandSource); ok && srcErr == nil {
+		var err error
+		if demand, err = ds.Demand(ctx, now, set.Main.ScaleFromZeroQuery); err != nil {
+			p.Log.V(1).Info("demand signal unavailable", "error", err.Error())
+		}
+	}
+	for _, t := range targets {
+		vs := groups[t]
+		sort.Slice(vs, func(i, j int) bool { return vs[i].va.Name < vs[j].va.Name })
+		var rep collector.Report
+		err := srcErr
+		if err == nil {
+			rep, err = src.Collect(ctx, now, t)
+		}
+		if err != nil {
+			errs[t] = err
+			continue // the model is held this cycle
+		}
+		reports[t] = rep
+		m := engine.Model{ID: t.Model, Namespace: t.Namespace, GatewayWaitingRequests: demand[t]}
+		if ref := vs[0].va.Spec.SLOClassRef; ref != nil {
+			m.ServiceClass = ref.Key
+		}
+		if e := set.QueueingModel.For(t.Model, t.Namespace); e != nil {
+			m.SLOMultiplier = e.SLOMultiplier
+			if e.TargetTTFTMs > 0 && e.TargetITLMs > 0 {
+				m.SLO = &engine.SLO{TTFTMs: e.TargetTTFTMs, ITLMs: e.TargetITLMs}
+			}
+		}
+		m.Saturation = set.Saturation.For(t.Model, t.Namespace)
+		owners := p.podOwners(ctx, set.Main, vs)
+		for _, v := range vs {
+			m.Variants = append(m.Variants, p.engineVariant(v, set, rep, owners))
+		}
+		snap.Models = append(snap.Models, m)
+	}
+	if snap.Optimizer == engine.OptimizerLimited {
+		inv, err := p.inventory(ctx, set)
+		if err != nil {
+			p.Log.Error(err, "discovering accelerator inventory; planning without limits")
+			snap.Optimizer = engine.OptimizerUnlimited
+		} else {
+			snap.Inventory = inv
+		}
+	}
+	return snap, reports, errs
+}
+
+func (p *Planner) inventory(ctx context.Context, set Settings) (map[string]int, error) {
+	src := set.Main.CapacitySource
+	if src == "" {
+		src = "nodes"
+	}
+	inv, err := NewInventory(src, p.Reader, func() map[string]int { return p.Config.Settings().Inventory })
+	if err != nil {
+		return nil, err
+	}
+	types := make([]string, 0, len(set.Accelerators))
+	for k := range set.Accelerators {
+		types = append(types, k)
+	}
+	return inv.Discover(ctx, types)
+}
+
+// podOwners maps pod names to the VariantAutoscaling whose Deployment
+// selects them (when no pod label names the variant), with each pod's
+// ready time.
+type podInfo struct {
+	variant string
+	ready   time.Time
+}
+
+func (p *Planner) podOwners(ctx context.Context, m config.Main, vs []*variant) map[string]podInfo {
+	out := map[string]podInfo{}
+	if m.PodVariantLabel != "" || p.Reader == nil {
+		return out
+	}
+	for _, v := range vs {
+		sel, err := metav1.LabelSelectorAsSelector(v.target.Spec.Selector)
+		if err != nil || sel.Empty() {
+			continue
+		}
+		var pods corev1.PodList
+		if err := p.Reader.List(ctx, &pods, client.InNamespace(v.va.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			p.Log.Error(err, "listing pods", "variant", v.key)
+			continue
+		}
+		for _, pod := range pods.Items {
+			info := podInfo{variant: v.va.Name}
+			for _, c := range pod.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					info.ready = c.LastTransitionTime.Time
+				}
+			}
+			out[pod.Name] = info
+		}
+	}
+	return out
+}
+
+// engineVariant turns a VariantAutoscaling, its Deployment and its pods'
+// metrics into the engine's Variant.
+func (p *Planner) engineVariant(v *variant, set Settings, rep collector.Report, owners map[string]podInfo) engine.Variant {
+	va, d := v.va, v.target
+	acc := p.accelerator(va, d)
+	// During a scale-down terminating pods may still count as ready.
+	cur := int(specReplicas(d))
+	ev := engine.Variant{Name: va.Name, Accelerator: acc, CurrentReplicas: cur, ReadyReplicas: min(int(d.Status.ReadyReplicas), cur)}
+	if r := va.Spec.Role; r == "prefill" || r == "decode" {
+		ev.Role = r
+	}
+	if va.Spec.MinReplicas != nil {
+		minR := int(*va.Spec.MinReplicas)
+		if minR == 0 && !set.Main.ScaleToZero {
+			minR = 1
+		}
+		ev.MinReplicas = &minR
+	}
+	if va.Spec.MaxReplicas != nil {
+		ev.MaxReplicas = int(*va.Spec.MaxReplicas)
+	}
+	prof := profileFor(va, acc)
+	if prof != nil {
+		ev.AcceleratorsPerReplica = int(prof.AccCount)
+		ev.MaxBatchSize = int(prof.MaxBatchSize)
+		if pp, ok := profiledParams(prof); ok {
+			ev.ServiceModel, ev.Params = tuner.ModelLinear, &pp
+		}
+	}
+	ev.Cost = variantCost(va, acc, max(ev.AcceleratorsPerReplica, 1), set.Accelerators)
+	now := rep.Time
+	for _, pm := range rep.Pods {
+		var mine bool
+		var ready time.Time
+		if set.Main.PodVariantLabel != "" {
+			mine = pm.Labels[set.Main.PodVariantLabel] == va.Name
+		} else {
+			info, ok := owners[pm.Pod.Name]
+			mine, ready = ok && info.variant == va.Name, info.ready
+		}
+		if !mine {
+			continue
+		}
+		pod := pm.Pod
+		if !ready.IsZero() && pod.AgeSeconds == 0 {
+			pod.AgeSeconds = max(now.Sub(ready).Seconds(), 0)
+		}
+		ev.Pods = append(ev.Pods, pod)
+	}
+	return ev
+}
+
+// accelerator resolves a variant's accelerator type: the spec, the
+// target's label, the only profile entry, else "unknown".
+func (p *Planner) accelerator(va *wvav1.VariantAutoscaling, d *appsv1.Deployment) string {
+	return acceleratorOf(va, d)
+}
+
+func acceleratorOf(va *wvav1.VariantAutoscaling, d *appsv1.Deployment) string {
+	if va.Spec.Accelerator != "" {
+		return va.Spec.Accelerator
+	}
+	if d != nil {
+		if a := d.Labels[LabelAccelerator]; a != "" {
+			return a
+		}
+		if a := d.Spec.Template.Labels[LabelAccelerator]; a != "" {
+			return a
+		}
+	}
+	if va.Spec.ModelProfile != nil && len(va.Spec.ModelProfile.Accelerators) == 1 {
+		return va.Spec.ModelProfile.Accelerators[0].Acc
+	}
+	return "unknown"
+}
+
+func profileFor(va *wvav1.VariantAutoscaling, acc string) *wvav1.AcceleratorProfile {
+	if va.Spec.ModelProfile == nil {
+		return nil
+	}
+	for i := range va.Spec.ModelProfile.Accelerators {
+		if a := &va.Spec.ModelProfile.Accelerators[i]; a.Acc == acc {
+			return a
+		}
+	}
+	return nil
+}
+
+// profiledParams reads the seeds' linear-model parameters (decode α, β;
+// prefill γ, δ; ms). The API server checked their syntax.
+func profiledParams(a *wvav1.AcceleratorProfile) (tuner.Params, bool) {
+	if a.PerfParms == nil {
+		return tuner.Params{}, false
+	}
+	var v [4]float64
+	for i, s := range []string{a.PerfParms.DecodeParms.Alpha, a.PerfParms.DecodeParms.Beta, a.PerfParms.PrefillParms.Gamma, a.PerfParms.PrefillParms.Delta} {
+		x, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(x > 0) {
+			return tuner.Params{}, false
+		}
+		v[i] = x
+	}
+	return tuner.Params{Alpha: v[0], Beta: v[1], Gamma: v[2], Delta: v[3]}, true
+}
+
+// variantCost: the spec's variantCost, else the accelerator's unit cost
+// times the accelerators per replica, else the engine's default.
+func variantCost(va *wvav1.VariantAutoscaling, acc string, perReplica int, accs map[string]config.Accelerator) float64 {
+	if c, err := strconv.ParseFloat(va.Spec.VariantCost, 64); err == nil && c > 0 {
+		return c
+	}
+	if a, ok := accs[acc]; ok && a.Cost > 0 {
+		return a.Cost * float64(perReplica)
+	}
+	return engine.DefaultVariantCost
+}
+
+// metricsStatus fills MetricsAvailable from the engine's verdict and the
+// collector's problems for this variant's pods.
+func (p *Planner) metricsStatus(dec *Decision, d engine.VariantDecision, collectErr error, rep collector.Report, v *variant) {
+	if collectErr != nil {
+		dec.MetricsOK, dec.MetricsReason, dec.MetricsMessage = false, wvav1.ReasonPrometheusError, collectErr.Error()
+		return
+	}
+	if d.Reason != engine.ReasonHoldMetrics {
+		dec.MetricsReason, dec.MetricsMessage = wvav1.ReasonMetricsFound, fmt.Sprintf("%d pods report metrics", len(rep.Pods))
+		return
+	}
+	dec.MetricsOK = false
+	msg := d.Explanation
+	if len(rep.Problems) > 0 {
+		probs := rep.Problems
+		if len(probs) > 3 {
+			probs = append(probs[:3:3], fmt.Sprintf("and %d more", len(rep.Problems)-3))
+		}
+		msg = strings.Join(probs, "; ")
+	}
+	low := strings.ToLower(msg)
+	switch {
+	case strings.Contains(low, "stale"):
+		dec.MetricsReason = wvav1.ReasonMetricsStale
+	case strings.Contains(low, "nan") || strings.Contains(low, "negative") || strings.Contains(low, "inf") || strings.Contains(low, "invalid"):
+		dec.MetricsReason = wvav1.ReasonMetricsInvalid
+	default:
+		dec.MetricsReason = wvav1.ReasonMetricsMissing
+		if len(rep.Pods) == 0 {
+			msg = fmt.Sprintf("no vLLM metrics found for model %q of %s; ensure a ServiceMonitor or PodMonitor scrapes its pods", v.va.Spec.ModelID, v.va.Name)
+		}
+	}
+	dec.MetricsMessage = msg
+}
+
+func (p *Planner) tuningStatus(dec *Decision, d engine.VariantDecision, mode engine.Mode, enabled bool) {
+	switch {
+	case d.Queueing != nil && d.Queueing.ParamsSource == "profiled":
+		dec.TuningReason, dec.TuningMessage = wvav1.ReasonProfiled, "using the profiled parameters of spec.modelProfile"
+	case mode == engine.ModeCapacityOnly:
+		dec.TuningReason, dec.TuningMessage = wvav1.ReasonTuningDisabled, "the engine runs in capacity-only mode"
+	case !enabled && d.Queueing == nil:
+		dec.TuningReason, dec.TuningMessage = wvav1.ReasonTuningDisabled, "tuning is disabled or waiting for its period"
+	default:
+		dec.TuningActive, dec.TuningReason = true, wvav1.ReasonTuning
+		dec.TuningMessage = "learning the parameters online"
+		if d.Queueing != nil {
+			if d.Queueing.Params != nil {
+				q := d.Queueing.Params
+				dec.TuningMessage = fmt.Sprintf("α=%.4g β=%.4g γ=%.4g ms", q.Alpha, q.Beta, q.Gamma)
+			}
+			if d.Queueing.Tuning != "" {
+				dec.TuningMessage += "; " + d.Queueing.Tuning
+			}
+		}
+	}
+}
+
+// actuate hands a decision to the variant's actuator.
+func (p *Planner) actuate(ctx context.Context, dec *Decision, v *variant, now time.Time) {
+	name := v.va.Spec.Actuator
+	if name == "" {
+		name = wvav1.ActuatorMetricsOnly
+	}
+	dec.Actuator = name
+	a, ok := p.Actuators[name]
+	if !ok {
+		dec.ActuationErr = fmt.Sprintf("no actuator %q (have %v)", name, ActuatorNames())
+		return
+	}
+	if dec.Decision.Reason == engine.ReasonHoldMetrics {
+		dec.Actuation = observe(v.target, int32(dec.Decision.Desired))
+		return
+	}
+	res, err := a.Apply(ctx, v.va, v.target, int32(dec.Decision.Desired))
+	if err != nil {
+		dec.ActuationErr = err.Error()
+		p.Log.Error(err, "actuation", "variant", v.key)
+		return
+	}
+	dec.Actuation = res
+	if res.Patched {
+		dec.ActuatedAt = now
+	}
+}

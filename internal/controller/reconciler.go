@@ -1,0 +1,189 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups=llmd.ai,resources=variantautoscalings,verbs=get;list;watch
+// +kubebuilder:rbac:groups=llmd.ai,resources=variantautoscalings/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=deployments/scale,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Reconciler writes a VariantAutoscaling's status from its target and the
+// planner's last decision: target resolution, the current and desired
+// allocation, actuation, and the conditions. It writes at most once per
+// call, and only when the status changed. It runs on every replica (not
+// only the leader) but only the leader's planner fills the cache.
+type Reconciler struct {
+	Client client.Client
+	Clock  clock.PassiveClock
+	Cache  *DecisionCache
+	Config *ConfigState
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var va wvav1.VariantAutoscaling
+	if err := r.Client.Get(ctx, req.NamespacedName, &va); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if va.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	now := metav1.NewTime(r.Clock.Now())
+	st := *va.Status.DeepCopy()
+	st.ObservedGeneration = va.Generation
+
+	var d appsv1.Deployment
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.TargetName()}, &d)
+	var target *appsv1.Deployment
+	switch {
+	case err == nil:
+		target = &d
+		setCondition(&st.Conditions, now, wvav1.ConditionTargetResolved, true, wvav1.ReasonTargetFound,
+			fmt.Sprintf("deployment %s found", d.Name))
+		st.CurrentAlloc = wvav1.Allocation{Accelerator: acceleratorOf(&va, &d), NumReplicas: specReplicas(&d), ReadyReplicas: d.Status.ReadyReplicas}
+	case apierrors.IsNotFound(err):
+		setCondition(&st.Conditions, now, wvav1.ConditionTargetResolved, false, wvav1.ReasonTargetNotFound,
+			fmt.Sprintf("deployment %s/%s does not exist; actuation is paused", va.Namespace, va.TargetName()))
+		st.CurrentAlloc = wvav1.Allocation{Accelerator: acceleratorOf(&va, nil)}
+	default:
+		return ctrl.Result{}, fmt.Errorf("reading deployment %s: %w", va.TargetName(), err)
+	}
+
+	dec, ok := r.Cache.Get(req.NamespacedName)
+	switch {
+	case !ok:
+		if findCondition(st.Conditions, wvav1.ConditionOptimizationReady) == nil {
+			setCondition(&st.Conditions, now, wvav1.ConditionOptimizationReady, false, wvav1.ReasonAwaitingCycle,
+				"waiting for the first optimisation cycle")
+		}
+	case dec.Decided:
+		if dec.OptimizationReason == "" {
+			setCondition(&st.Conditions, now, wvav1.ConditionOptimizationReady, true, wvav1.ReasonOptimizationSucceeded, dec.Decision.Explanation)
+		} else {
+			setCondition(&st.Conditions, now, wvav1.ConditionOptimizationReady, false, dec.OptimizationReason, dec.OptimizationMessage)
+		}
+		st.DesiredOptimizedAlloc = wvav1.OptimizedAlloc{LastRunTime: metav1.NewTime(dec.Time), NumReplicas: int32(dec.Decision.Desired),
+			Accelerator: dec.Decision.Accelerator, Reason: string(dec.Decision.Reason)}
+	default:
+		setCondition(&st.Conditions, now, wvav1.ConditionOptimizationReady, false, dec.OptimizationReason, dec.OptimizationMessage)
+	}
+	if ok && target != nil {
+		if dec.MetricsOK {
+			setCondition(&st.Conditions, now, wvav1.ConditionMetricsAvailable, true, orDefault(dec.MetricsReason, wvav1.ReasonMetricsFound), dec.MetricsMessage)
+		} else if dec.MetricsReason != "" {
+			setCondition(&st.Conditions, now, wvav1.ConditionMetricsAvailable, false, dec.MetricsReason, dec.MetricsMessage)
+		}
+		if dec.TuningReason != "" {
+			setCondition(&st.Conditions, now, wvav1.ConditionTuningActive, dec.TuningActive, dec.TuningReason, dec.TuningMessage)
+		}
+	}
+	r.actuationStatus(&st, now, dec, ok, target)
+	if probs := r.Config.Problems(); len(probs) > 0 {
+		msgs := make([]string, len(probs))
+		for i, p := range probs {
+			msgs[i] = p.Error()
+		}
+		setCondition(&st.Conditions, now, wvav1.ConditionConfigValid, false, wvav1.ReasonConfigInvalid,
+			"using the last good configuration: "+strings.Join(msgs, "; "))
+	} else {
+		setCondition(&st.Conditions, now, wvav1.ConditionConfigValid, true, wvav1.ReasonConfigValid, "all configuration ConfigMaps are valid")
+	}
+
+	if equality.Semantic.DeepEqual(st, va.Status) {
+		return ctrl.Result{}, nil
+	}
+	va.Status = st
+	if err := r.Client.Status().Update(ctx, &va); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{Requeue: true}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("writing status: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) actuationStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time, dec Decision, ok bool, target *appsv1.Deployment) {
+	if !ok || target == nil || !dec.Decided && st.DesiredOptimizedAlloc.LastRunTime.IsZero() {
+		return
+	}
+	desired := st.DesiredOptimizedAlloc.NumReplicas
+	st.Actuation.Actuator = dec.Actuator
+	if !dec.ActuatedAt.IsZero() {
+		t := metav1.NewTime(dec.ActuatedAt)
+		st.Actuation.LastUpdateTime = &t
+	}
+	if dec.ActuationErr != "" {
+		st.Actuation.Applied = false
+		setCondition(&st.Conditions, now, wvav1.ConditionActuationComplete, false, wvav1.ReasonActuationFailed, dec.ActuationErr)
+		return
+	}
+	// The target as it is now, not as the planner saw it.
+	a := observe(target, desired)
+	st.Actuation.Applied = a.Complete
+	switch {
+	case a.Complete && dec.Actuator == wvav1.ActuatorDirect:
+		setCondition(&st.Conditions, now, wvav1.ConditionActuationComplete, true, wvav1.ReasonApplied,
+			fmt.Sprintf("deployment runs the desired %d replicas", desired))
+	case a.Complete:
+		setCondition(&st.Conditions, now, wvav1.ConditionActuationComplete, true, wvav1.ReasonPublished,
+			fmt.Sprintf("deployment runs the desired %d replicas (applied by HPA/KEDA from inferno_desired_replicas)", desired))
+	default:
+		setCondition(&st.Conditions, now, wvav1.ConditionActuationComplete, false, wvav1.ReasonScaling, a.Message)
+	}
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// setCondition sets a condition; its transition time changes only when
+// its status does (with the injected clock, unlike meta.SetStatusCondition).
+func setCondition(conds *[]metav1.Condition, now metav1.Time, typ string, status bool, reason, msg string) {
+	s := metav1.ConditionFalse
+	if status {
+		s = metav1.ConditionTrue
+	}
+	if len(msg) > 1024 {
+		msg = msg[:1021] + "..."
+	}
+	if c := findCondition(*conds, typ); c != nil {
+		if c.Status != s {
+			c.LastTransitionTime = now
+		}
+		c.Status, c.Reason, c.Message = s, reason, msg
+		return
+	}
+	*conds = append(*conds, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg, LastTransitionTime: now})
+}
+
+func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == typ {
+			return &conds[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,152 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
+	"github.com/llm-d-incubation/wva/internal/collector"
+	"github.com/llm-d-incubation/wva/internal/engine"
+)
+
+// ScaleFromZero is the fast loop for models with no replica: every
+// WVA_SCALE_FROM_ZERO_INTERVAL (default 2 s) it reads the demand signal
+// (WVA_SCALE_FROM_ZERO_QUERY, by default the gateway's flow-control queue)
+// and, for a model whose variants all have zero replicas and that has
+// waiting requests, scales its cheapest variant to one replica at once,
+// without waiting for the next optimisation cycle. Only the leader runs it.
+type ScaleFromZero struct {
+	Planner *Planner
+	Clock   clock.Clock
+	Log     logr.Logger
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (s *ScaleFromZero) NeedLeaderElection() bool { return true }
+
+// Start runs the loop until ctx ends.
+func (s *ScaleFromZero) Start(ctx context.Context) error {
+	for {
+		if _, err := s.Check(ctx); err != nil && ctx.Err() == nil {
+			s.Log.Error(err, "scale from zero")
+		}
+		interval := s.Planner.Config.Settings().Main.ScaleFromZeroInterval
+		if interval <= 0 {
+			interval = 2 * time.Second
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.Clock.After(interval):
+		}
+	}
+}
+
+// Check runs one pass and returns the variants it woke.
+func (s *ScaleFromZero) Check(ctx context.Context) ([]types.NamespacedName, error) {
+	p := s.Planner
+	set := p.Config.Settings()
+	var list wvav1.VariantAutoscalingList
+	if err := p.Client.List(ctx, &list, p.ListOptions...); err != nil {
+		return nil, fmt.Errorf("listing VariantAutoscalings: %w", err)
+	}
+	type cand struct {
+		va   *wvav1.VariantAutoscaling
+		d    *appsv1.Deployment
+		cost float64
+	}
+	groups := map[collector.Target][]cand{}
+	busy := map[collector.Target]bool{}
+	for i := range list.Items {
+		va := &list.Items[i]
+		if va.DeletionTimestamp != nil {
+			continue
+		}
+		var d appsv1.Deployment
+		if err := p.Client.Get(ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.TargetName()}, &d); err != nil {
+			continue
+		}
+		t := collector.Target{Namespace: va.Namespace, Model: va.Spec.ModelID}
+		if specReplicas(&d) > 0 || d.Status.Replicas > 0 {
+			busy[t] = true
+			continue
+		}
+		if va.Spec.MaxReplicas != nil && *va.Spec.MaxReplicas < 1 {
+			continue
+		}
+		acc := acceleratorOf(va, &d)
+		perReplica := int32(1)
+		if prof := profileFor(va, acc); prof != nil && prof.AccCount > 0 {
+			perReplica = prof.AccCount
+		}
+		groups[t] = append(groups[t], cand{va: va, d: &d, cost: variantCost(va, acc, int(perReplica), set.Accelerators)})
+	}
+	idle := 0
+	for t := range groups {
+		if !busy[t] {
+			idle++
+		}
+	}
+	if idle == 0 {
+		return nil, nil
+	}
+	src, err := p.currentSource(set.Main)
+	if err != nil {
+		return nil, err
+	}
+	ds, ok := src.(collector.DemandSource)
+	if !ok {
+		return nil, fmt.Errorf("the metrics source cannot read a demand signal; scale from zero waits for the optimisation cycle")
+	}
+	now := s.Clock.Now()
+	demand, err := ds.Demand(ctx, now, set.Main.ScaleFromZeroQuery)
+	if err != nil {
+		return nil, err
+	}
+	targets := make([]collector.Target, 0, len(groups))
+	for t := range groups {
+		targets = append(targets, t)
+	}
+	sort.Slice(targets, func(i, j int) bool { return targets[i].String() < targets[j].String() })
+	var woke []types.NamespacedName
+	for _, t := range targets {
+		if busy[t] || demand[t] <= 0 {
+			continue
+		}
+		cs := groups[t]
+		sort.Slice(cs, func(i, j int) bool {
+			if cs[i].cost != cs[j].cost {
+				return cs[i].cost < cs[j].cost
+			}
+			return cs[i].va.Name < cs[j].va.Name
+		})
+		c := cs[0]
+		k := types.NamespacedName{Namespace: c.va.Namespace, Name: c.va.Name}
+		d := engine.VariantDecision{Model: t.Model, Namespace: t.Namespace, Variant: c.va.Name, Accelerator: acceleratorOf(c.va, c.d),
+			Current: 0, Desired: 1, Action: engine.ActionScaleUp, Reason: engine.ReasonScaleFromZero,
+			Explanation:    fmt.Sprintf("%g requests wait for %s, which has no replica: waking the cheapest variant", demand[t], t.Model),
+			CapacityTarget: -1, ModelTarget: -1}
+		if prev, ok := p.Cache.Get(k); ok && prev.Decided && prev.Decision.Reason == engine.ReasonScaleFromZero && prev.Decision.Desired >= 1 &&
+			c.va.Spec.Actuator != wvav1.ActuatorDirect {
+			continue // already woken; HPA or KEDA is acting on it
+		}
+		dec := Decision{Time: now, Decided: true, Decision: d, MetricsOK: true, MetricsReason: wvav1.ReasonMetricsFound,
+			MetricsMessage: fmt.Sprintf("demand signal: %g waiting requests", demand[t])}
+		p.actuate(ctx, &dec, &variant{va: c.va, target: c.d, key: k}, now)
+		p.Emitter.Wake(d)
+		p.Cache.Set(k, dec)
+		if p.Notify != nil {
+			p.Notify(k)
+		}
+		s.Log.Info("scaling from zero", "variant", k, "model", t.Model, "waiting", demand[t])
+		woke = append(woke, k)
+	}
+	return woke, nil
+}

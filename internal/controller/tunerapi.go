@@ -1,0 +1,61 @@
+package controller
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/llm-d-incubation/wva/internal/tuner"
+)
+
+// TunerParams is one variant's learned parameters as GET /tuner/params
+// returns them (seed 000 §6.2, extended with the filter's confidence).
+type TunerParams struct {
+	Namespace    string      `json:"namespace"`
+	Model        string      `json:"model"`
+	Variant      string      `json:"variant"`
+	ServiceModel string      `json:"serviceModel"`
+	Alpha        float64     `json:"alpha"`
+	Beta         float64     `json:"beta"`
+	Gamma        float64     `json:"gamma"`
+	Delta        float64     `json:"delta,omitempty"`
+	Covariance   [][]float64 `json:"covariance"`
+	NIS          float64     `json:"nis"`
+	Updates      int         `json:"updates"`
+	Rejections   int         `json:"rejections"`
+	UpdatedAt    time.Time   `json:"updatedAt"`
+}
+
+// TunerHandler serves GET /tuner/params?namespace=&model=&variant= (all
+// filters optional) as a JSON list.
+func TunerHandler(s *ConfigMapStore) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", http.MethodGet)
+			http.Error(w, "only GET", http.StatusMethodNotAllowed)
+			return
+		}
+		q := r.URL.Query()
+		out := []TunerParams{}
+		for _, e := range s.List(q.Get("namespace"), q.Get("model"), q.Get("variant")) {
+			out = append(out, paramsOf(e.Key, e.Record))
+		}
+		if len(out) == 0 && (q.Get("variant") != "" || q.Get("model") != "") {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": "no learned parameters for this filter"})
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(out)
+	})
+}
+
+func paramsOf(k tuner.Key, r tuner.Record) TunerParams {
+	r = finite(r)
+	return TunerParams{Namespace: k.Namespace, Model: k.Model, Variant: k.Variant, ServiceModel: r.ServiceModel,
+		Alpha: r.Params.Alpha, Beta: r.Params.Beta, Gamma: r.Params.Gamma, Delta: r.Params.Delta,
+		Covariance: r.StateCovariance, NIS: r.LastNIS, Updates: r.Updates, Rejections: r.Rejections, UpdatedAt: r.LastUpdate}
+}
