@@ -46,7 +46,7 @@ func ParseMain(data map[string]string) (Main, error) {
 			if strings.HasPrefix(k, "WVA_") || strings.HasPrefix(k, "PROMETHEUS_") {
 				ps.unknown(k, sortedKeys(mainKeys))
 			}
-		case v != "":
+		case HasValue(data, k):
 			ps.check(k, set(&m, v))
 		}
 	}
@@ -55,6 +55,12 @@ func ParseMain(data map[string]string) (Main, error) {
 		return Main{}, err
 	}
 	return m, nil
+}
+
+// HasValue says whether the ConfigMap sets key: present with a value that
+// is not blank. A blank value means the key's default, as if absent.
+func HasValue(data map[string]string, key string) bool {
+	return strings.TrimSpace(data[key]) != ""
 }
 
 // checkClientCert requires the client certificate and key together.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -243,6 +244,15 @@ func TestParseMainValues(t *testing.T) {
 	}
 }
 
+func TestHasValue(t *testing.T) {
+	data := map[string]string{"A": "x", "B": " \n", "C": ""}
+	for key, want := range map[string]bool{"A": true, "B": false, "C": false, "D": false} {
+		if got := HasValue(data, key); got != want {
+			t.Errorf("HasValue(%q) = %v, want %v", key, got, want)
+		}
+	}
+}
+
 func TestParseMainInvalid(t *testing.T) {
 	tests := []struct {
 		name string
@@ -323,6 +333,18 @@ func TestParseMainInvalid(t *testing.T) {
 	}
 }
 
+// parsers are the Parse functions by ConfigMap name, returning only the
+// error.
+var parsers = map[string]func(map[string]string) error{
+	MainName:           func(d map[string]string) error { _, err := ParseMain(d); return err },
+	AcceleratorsName:   func(d map[string]string) error { _, err := ParseAccelerators(d); return err },
+	ServiceClassesName: func(d map[string]string) error { _, err := ParseServiceClasses(d); return err },
+	SaturationName:     func(d map[string]string) error { _, err := ParseSaturation(d); return err },
+	QueueingModelName:  func(d map[string]string) error { _, err := ParseQueueingModel(d); return err },
+	TunerName:          func(d map[string]string) error { _, err := ParseTuner(d); return err },
+	InventoryName:      func(d map[string]string) error { _, err := ParseInventory(d); return err },
+}
+
 // FuzzParsers checks that no input makes a parser panic and that every
 // failure is an *Error naming its ConfigMap.
 func FuzzParsers(f *testing.F) {
@@ -331,15 +353,6 @@ func FuzzParsers(f *testing.F) {
 	f.Add("state-constraints", `{"alpha": {"min": 1, "max": 2}}`)
 	f.Add("GLOBAL_OPT_INTERVAL", "60s")
 	f.Add("m", "model_id: m\nkvCacheThreshold: .nan")
-	parsers := map[string]func(map[string]string) error{
-		MainName:           func(d map[string]string) error { _, err := ParseMain(d); return err },
-		AcceleratorsName:   func(d map[string]string) error { _, err := ParseAccelerators(d); return err },
-		ServiceClassesName: func(d map[string]string) error { _, err := ParseServiceClasses(d); return err },
-		SaturationName:     func(d map[string]string) error { _, err := ParseSaturation(d); return err },
-		QueueingModelName:  func(d map[string]string) error { _, err := ParseQueueingModel(d); return err },
-		TunerName:          func(d map[string]string) error { _, err := ParseTuner(d); return err },
-		InventoryName:      func(d map[string]string) error { _, err := ParseInventory(d); return err },
-	}
 	f.Fuzz(func(t *testing.T, key, value string) {
 		for name, parse := range parsers {
 			err := parse(map[string]string{key: value})
@@ -349,4 +362,41 @@ func FuzzParsers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDocExamples parses every ConfigMap example of docs/configuration.md.
+func TestDocExamples(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(doc), "```yaml\n")[1:]
+	if len(blocks) != 7 {
+		t.Errorf("found %d YAML examples, want one per ConfigMap (7)", len(blocks))
+	}
+	seen := map[string]bool{}
+	for _, b := range blocks {
+		manifest, _, _ := strings.Cut(b, "```")
+		var cm struct {
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(manifest), &cm); err != nil {
+			t.Fatalf("example: %v\n%s", err, manifest)
+		}
+		name := cm.Metadata.Name
+		parse, ok := parsers[name]
+		if !ok {
+			t.Errorf("example names no configuration ConfigMap: %q", name)
+			continue
+		}
+		seen[name] = true
+		if err := parse(configMapData(t, manifest)); err != nil {
+			t.Errorf("example of %s does not parse:\n%v", name, err)
+		}
+	}
+	if len(seen) != len(parsers) {
+		t.Errorf("examples cover %d ConfigMaps, want %d", len(seen), len(parsers))
+	}
 }

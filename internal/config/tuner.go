@@ -43,6 +43,12 @@ var tunerKeys = map[string]tunerSetter{
 		t.Config.Bounds, err = parseBounds(v)
 		return err
 	},
+	// The iteration model's parameters mean other things than the seeds'
+	// linear model's (γ is per token), so they have their own bounds.
+	"iteration-state-constraints": func(t *Tuner, v string) (err error) {
+		t.Config.IterationBounds, err = parseBounds(v)
+		return err
+	},
 }
 
 // ParseTuner parses the tuner ConfigMap (TunerName, seed 000 Appendix C

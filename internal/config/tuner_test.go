@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,5 +118,25 @@ func TestTunerKeyOf(t *testing.T) {
 		if got := tunerKeyOf(msg); got != want {
 			t.Errorf("tunerKeyOf(%q) = %q, want %q", msg, got, want)
 		}
+	}
+}
+
+func TestIterationStateConstraints(t *testing.T) {
+	tu, err := ParseTuner(map[string]string{
+		"state-constraints":           `{"alpha": {"min": 0.1, "max": 100}}`,
+		"iteration-state-constraints": `{"alpha": {"min": 1, "max": 20}, "gamma": {"min": 1e-6, "max": 1e-2}}`,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tu.Config.IterationBounds["gamma"]; got != [2]float64{1e-6, 1e-2} {
+		t.Errorf("iteration gamma bounds %v", got)
+	}
+	if got := tu.Config.Bounds["alpha"]; got != [2]float64{0.1, 100} {
+		t.Errorf("linear alpha bounds %v", got)
+	}
+	if _, err := ParseTuner(map[string]string{"iteration-state-constraints": `{"alpha": {"min": 5, "max": 1}}`}); err == nil ||
+		!strings.Contains(err.Error(), "iteration-state-constraints") {
+		t.Errorf("inverted bounds: %v", err)
 	}
 }

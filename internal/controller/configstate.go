@@ -150,7 +150,7 @@ func (s *ConfigState) Apply(name string, data map[string]string, exists bool) er
 // ConfigMap wins; an absent one keeps the flag's value.
 func mergeMain(base, m config.Main, data map[string]string) config.Main {
 	out := base
-	set := func(key string) bool { _, ok := data[key]; return ok }
+	set := func(key string) bool { return config.HasValue(data, key) }
 	p, bp := &out.Prometheus, m.Prometheus
 	for key, f := range map[string]func(){
 		"PROMETHEUS_BASE_URL":                 func() { p.URL = bp.URL },

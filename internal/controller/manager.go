@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -64,6 +66,9 @@ type Options struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 
 	MetricsAddr, HealthAddr string
+	// Registry receives the inferno_* and health metrics (default:
+	// controller-runtime's, served on MetricsAddr).
+	Registry prometheus.Registerer
 }
 
 // DefaultOptions are the defaults.
@@ -138,7 +143,11 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options, clk clock.Clock,
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	emitter, err := metrics.NewEmitter(crmetrics.Registry)
+	reg := o.Registry
+	if reg == nil {
+		reg = crmetrics.Registry
+	}
+	emitter, err := metrics.NewEmitter(reg)
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
@@ -261,6 +270,8 @@ func (s *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.Error(w, "starting", http.StatusServiceUnavailable)
 }
 
+var skipNameValidation = true
+
 // NewManager builds a manager for o on the cluster of cfg; extra are
 // further handlers of the metrics server.
 func NewManager(cfg *rest.Config, o Options, extra map[string]http.Handler) (manager.Manager, error) {
@@ -292,5 +303,7 @@ func NewManager(cfg *rest.Config, o Options, extra map[string]http.Handler) (man
 		RenewDeadline:                 &o.RenewDeadline,
 		RetryPeriod:                   &o.RetryPeriod,
 		LeaderElectionReleaseOnCancel: true,
+		// One manager per process in production; tests start several in turn.
+		Controller: crconfig.Controller{SkipNameValidation: &skipNameValidation},
 	})
 }

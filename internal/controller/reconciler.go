@@ -23,9 +23,9 @@ import (
 // +kubebuilder:rbac:groups=apps,resources=deployments/scale,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=workload-variant-autoscaler-system,resources=configmaps,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=events.k8s.io,namespace=workload-variant-autoscaler-system,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=workload-variant-autoscaler-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 // Reconciler writes a VariantAutoscaling's status from its target and the
 // planner's last decision: target resolution, the current and desired

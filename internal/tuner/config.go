@@ -75,10 +75,12 @@ type Config struct {
 	// Strategy is StrategyRobust (default) or StrategySeed.
 	Strategy Strategy
 	// Bounds replace the built-in bounds of named parameters ("alpha",
-	// "beta", "gamma", "delta"), as [min, max] in ms (seed 000 Appendix C,
-	// state-constraints). Bounds of parameters the model does not learn are
-	// ignored.
-	Bounds map[string][2]float64
+	// "beta", "gamma", "delta") of the linear model (the seeds' model), as
+	// [min, max] in ms (seed 000 Appendix C, state-constraints).
+	// IterationBounds do the same for the iteration model, whose
+	// parameters mean other things (γ is per token) and so need their own.
+	// Bounds of parameters the model does not learn are ignored.
+	Bounds, IterationBounds map[string][2]float64
 
 	// The rest applies to StrategyRobust only.
 
@@ -134,13 +136,27 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+func mergedBounds(a, b map[string][2]float64) map[string][2]float64 {
+	out := map[string][2]float64{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		if w, ok := out[k]; ok && (w[0] <= 0 || w[1] <= w[0]) {
+			continue // keep the invalid one for the error
+		}
+		out[k] = v
+	}
+	return out
+}
+
 // Validate reports the first setting that cannot be used (after defaults).
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	if c.ServiceModel != ModelIteration && c.ServiceModel != ModelLinear {
 		return fmt.Errorf("tuner: service model must be %q or %q, got %q", ModelIteration, ModelLinear, c.ServiceModel)
 	}
-	for name, b := range c.Bounds {
+	for name, b := range mergedBounds(c.Bounds, c.IterationBounds) {
 		switch name {
 		case "alpha", "beta", "gamma", "delta":
 		default:

@@ -97,8 +97,12 @@ var (
 func (t *Tuner) setBounds() {
 	lo := append([]float64(nil), lowerBounds[t.cfg.ServiceModel]...)
 	hi := append([]float64(nil), upperBounds[t.cfg.ServiceModel]...)
+	bounds := t.cfg.Bounds
+	if t.cfg.ServiceModel == ModelIteration {
+		bounds = t.cfg.IterationBounds
+	}
 	for i, name := range []string{"alpha", "beta", "gamma", "delta"}[:len(lo)] {
-		if b, ok := t.cfg.Bounds[name]; ok {
+		if b, ok := bounds[name]; ok {
 			lo[i], hi[i] = b[0], b[1]
 		}
 	}

@@ -435,7 +435,7 @@ func TestRestoreEveryStep(t *testing.T) {
 }
 
 func TestConfiguredBounds(t *testing.T) {
-	cfg := Config{Bounds: map[string][2]float64{"alpha": {5, 7}}}
+	cfg := Config{IterationBounds: map[string][2]float64{"alpha": {5, 7}}, Bounds: map[string][2]float64{"alpha": {0.1, 0.2}}}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
