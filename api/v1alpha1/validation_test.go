@@ -120,7 +120,9 @@ func TestValidation(t *testing.T) {
 	}
 }
 
-func keyOf(name string) clientKey.NamespacedName { return clientKey.NamespacedName{Namespace: "default", Name: name} }
+func keyOf(name string) clientKey.NamespacedName {
+	return clientKey.NamespacedName{Namespace: "default", Name: name}
+}
 
 func indexOf(files []string, base string) int {
 	for i, f := range files {
