@@ -286,7 +286,3 @@ type VariantAutoscalingList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []VariantAutoscaling `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&VariantAutoscaling{}, &VariantAutoscalingList{})
-}

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -277,9 +278,15 @@ func TestTunerStatePersists(t *testing.T) {
 	if !ok || got.Params != rec.Params || got.Updates != rec.Updates || len(got.Window) != len(rec.Window) || !got.LastUpdate.Equal(rec.LastUpdate) {
 		t.Fatalf("restored %+v\nwant %+v", got, rec)
 	}
-	srv := httptest.NewServer(TunerHandler(restarted))
+	checkTunerAPI(t, restarted, f.ns, rec)
+}
+
+// checkTunerAPI reads GET /tuner/params for the variant and an unknown one.
+func checkTunerAPI(t *testing.T, store *ConfigMapStore, ns string, rec tuner.Record) {
+	t.Helper()
+	srv := httptest.NewServer(TunerHandler(store))
 	defer srv.Close()
-	resp, err := srv.Client().Get(srv.URL + "?namespace=" + f.ns + "&variant=llama-h100")
+	resp, err := srv.Client().Get(srv.URL + "?namespace=" + ns + "&variant=llama-h100")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +303,7 @@ func TestTunerStatePersists(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp2.Body.Close()
-	if resp2.StatusCode != 404 {
+	if resp2.StatusCode != http.StatusNotFound {
 		t.Errorf("unknown variant: status %d", resp2.StatusCode)
 	}
 }

@@ -53,40 +53,48 @@ func TestHelmChartValidates(t *testing.T) {
 		if err != nil {
 			t.Fatalf("render %v: %v", values, err)
 		}
-		names := make([]string, 0, len(out))
-		for n := range out {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		kinds := map[string]int{}
-		for _, n := range names {
-			if !strings.HasSuffix(n, ".yaml") {
-				continue
-			}
-			for _, doc := range strings.Split(out[n], "\n---") {
-				u := &unstructured.Unstructured{}
-				if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-					t.Fatalf("%s: %v\n%s", n, err, doc)
-				}
-				if len(u.Object) == 0 {
-					continue
-				}
-				kinds[u.GetKind()]++
-				if err := env.Client.Patch(ctx, u, client.Apply, client.DryRunAll, client.FieldOwner("helm-test"), client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured apply
-					t.Errorf("%s: %s %s rejected: %v", n, u.GetKind(), u.GetName(), err)
-				}
-				if u.GetKind() == "Deployment" {
-					checkHardened(t, u)
-					if w, ok := values["watchNamespaces"]; ok && !strings.Contains(doc, "--watch-namespaces=llm-d,llm-d-staging") {
-						t.Errorf("watchNamespaces %v not passed to the manager", w)
-					}
-				}
-			}
-		}
+		kinds := applyRendered(t, out, values)
 		for _, want := range []string{"ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding", "ConfigMap", "Deployment", "Service"} {
 			if kinds[want] == 0 {
 				t.Errorf("chart renders no %s (kinds %v)", want, kinds)
 			}
 		}
 	}
+}
+
+// applyRendered dry-run applies every rendered manifest and counts kinds.
+func applyRendered(t *testing.T, out map[string]string, values map[string]any) map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	names := make([]string, 0, len(out))
+	for n := range out {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	kinds := map[string]int{}
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".yaml") {
+			continue
+		}
+		for _, doc := range strings.Split(out[n], "\n---") {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+				t.Fatalf("%s: %v\n%s", n, err, doc)
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			kinds[u.GetKind()]++
+			if err := env.Client.Patch(ctx, u, client.Apply, client.DryRunAll, client.FieldOwner("helm-test"), client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured apply
+				t.Errorf("%s: %s %s rejected: %v", n, u.GetKind(), u.GetName(), err)
+			}
+			if u.GetKind() == "Deployment" {
+				checkHardened(t, u)
+				if w, ok := values["watchNamespaces"]; ok && !strings.Contains(doc, "--watch-namespaces=llm-d,llm-d-staging") {
+					t.Errorf("watchNamespaces %v not passed to the manager", w)
+				}
+			}
+		}
+	}
+	return kinds
 }

@@ -98,7 +98,7 @@ func (o Options) Validate() error {
 		if o.LeaseName == "" {
 			errs = append(errs, errors.New("--leader-election-id must not be empty"))
 		}
-		if !(o.RetryPeriod > 0 && o.RenewDeadline > o.RetryPeriod && o.LeaseDuration > o.RenewDeadline) {
+		if o.RetryPeriod <= 0 || o.RenewDeadline <= o.RetryPeriod || o.LeaseDuration <= o.RenewDeadline {
 			errs = append(errs, fmt.Errorf("leader election: want lease duration (%v) > renew deadline (%v) > retry period (%v) > 0",
 				o.LeaseDuration, o.RenewDeadline, o.RetryPeriod))
 		}

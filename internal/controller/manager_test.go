@@ -78,7 +78,12 @@ func TestManagerRestartKeepsTunerState(t *testing.T) {
 		t.Fatalf("first manager: %v", err)
 	}
 	c2, stop2, done2 := run()
-	defer func() { stop2(); <-done2 }()
+	defer func() {
+		stop2()
+		if err := <-done2; err != nil {
+			t.Errorf("second manager: %v", err)
+		}
+	}()
 	waitFor(t, 60*time.Second, "the second manager to restore the tuner state", func() bool {
 		got := c2.Store.List(f.ns, model, "llama-h100")
 		return len(got) == 1 && got[0].Record.Updates >= rec.Updates && !got[0].Record.LastUpdate.Before(rec.LastUpdate)

@@ -229,7 +229,7 @@ func (p *Planner) finish(ctx context.Context, now time.Time, decisions map[types
 				d := decisions[v.key]
 				d.Decision = prev.Decision // keep showing the last good decision
 				decisions[v.key] = d
-			} else if v.va.Status.DesiredOptimizedAlloc.LastRunTime.Time.After(time.Time{}) {
+			} else if !v.va.Status.DesiredOptimizedAlloc.LastRunTime.IsZero() {
 				desired = int(v.va.Status.DesiredOptimizedAlloc.NumReplicas)
 			}
 			pub.Variants = append(pub.Variants, engine.VariantDecision{Model: v.va.Spec.ModelID, Namespace: v.va.Namespace, Variant: v.va.Name,
@@ -300,25 +300,7 @@ func sameSource(a, b config.Main) bool {
 // one variant per VariantAutoscaling, with its pods' metrics.
 func (p *Planner) snapshot(ctx context.Context, now time.Time, set Settings, groups map[collector.Target][]*variant) (
 	*engine.Snapshot, map[collector.Target]collector.Report, map[collector.Target]error) {
-	mode := set.Main.Mode
-	if mode == "" {
-		mode = engine.ModeCapacityOnly
-		if set.QueueingModel.Present {
-			mode = engine.ModeHybrid
-		}
-	}
-	cfg := set.Main.Engine
-	if cfg.SLOMultiplier == 0 {
-		cfg.SLOMultiplier = set.QueueingModel.SLOMultiplier
-	}
-	cfg.Tuner = set.Tuner.Config
-	cfg.TuningEnabled = mode != engine.ModeCapacityOnly && set.Tuner.Enabled && set.QueueingModel.TuningEnabled
-	if cfg.TuningEnabled && set.Tuner.Period > 0 && !p.lastTune.IsZero() && now.Sub(p.lastTune) < set.Tuner.Period {
-		cfg.TuningEnabled = false
-	}
-	if cfg.TuningEnabled {
-		p.lastTune = now
-	}
+	mode, cfg := p.engineConfig(now, set)
 	snap := &engine.Snapshot{Time: now, Mode: mode, Optimizer: set.Main.Optimizer, Config: cfg, ServiceClasses: set.ServiceClasses}
 	sat := set.Saturation.Default
 	snap.Saturation = &sat
@@ -350,22 +332,7 @@ func (p *Planner) snapshot(ctx context.Context, now time.Time, set Settings, gro
 			continue // the model is held this cycle
 		}
 		reports[t] = rep
-		m := engine.Model{ID: t.Model, Namespace: t.Namespace, GatewayWaitingRequests: demand[t]}
-		if ref := vs[0].va.Spec.SLOClassRef; ref != nil {
-			m.ServiceClass = ref.Key
-		}
-		if e := set.QueueingModel.For(t.Model, t.Namespace); e != nil {
-			m.SLOMultiplier = e.SLOMultiplier
-			if e.TargetTTFTMs > 0 && e.TargetITLMs > 0 {
-				m.SLO = &engine.SLO{TTFTMs: e.TargetTTFTMs, ITLMs: e.TargetITLMs}
-			}
-		}
-		m.Saturation = set.Saturation.For(t.Model, t.Namespace)
-		owners := p.podOwners(ctx, set.Main, vs)
-		for _, v := range vs {
-			m.Variants = append(m.Variants, p.engineVariant(v, set, rep, owners))
-		}
-		snap.Models = append(snap.Models, m)
+		snap.Models = append(snap.Models, p.engineModel(ctx, t, vs, set, rep, demand[t]))
 	}
 	if snap.Optimizer == engine.OptimizerLimited {
 		inv, err := p.inventory(ctx, set)
@@ -377,6 +344,54 @@ func (p *Planner) snapshot(ctx context.Context, now time.Time, set Settings, gro
 		}
 	}
 	return snap, reports, errs
+}
+
+// engineConfig resolves the mode (hybrid when the queueing-model ConfigMap
+// has a default entry, unless WVA_MODE says otherwise) and the engine's
+// settings, with tuning on when the mode uses the model and the tuner's
+// period has passed.
+func (p *Planner) engineConfig(now time.Time, set Settings) (engine.Mode, engine.Config) {
+	mode := set.Main.Mode
+	if mode == "" {
+		mode = engine.ModeCapacityOnly
+		if set.QueueingModel.Present {
+			mode = engine.ModeHybrid
+		}
+	}
+	cfg := set.Main.Engine
+	if cfg.SLOMultiplier == 0 {
+		cfg.SLOMultiplier = set.QueueingModel.SLOMultiplier
+	}
+	cfg.Tuner = set.Tuner.Config
+	cfg.TuningEnabled = mode != engine.ModeCapacityOnly && set.Tuner.Enabled && set.QueueingModel.TuningEnabled
+	if cfg.TuningEnabled && set.Tuner.Period > 0 && !p.lastTune.IsZero() && now.Sub(p.lastTune) < set.Tuner.Period {
+		cfg.TuningEnabled = false
+	}
+	if cfg.TuningEnabled {
+		p.lastTune = now
+	}
+	return mode, cfg
+}
+
+// engineModel builds one model: its SLO class, per-model settings and
+// variants.
+func (p *Planner) engineModel(ctx context.Context, t collector.Target, vs []*variant, set Settings, rep collector.Report, waiting float64) engine.Model {
+	m := engine.Model{ID: t.Model, Namespace: t.Namespace, GatewayWaitingRequests: waiting}
+	if ref := vs[0].va.Spec.SLOClassRef; ref != nil {
+		m.ServiceClass = ref.Key
+	}
+	if e := set.QueueingModel.For(t.Model, t.Namespace); e != nil {
+		m.SLOMultiplier = e.SLOMultiplier
+		if e.TargetTTFTMs > 0 && e.TargetITLMs > 0 {
+			m.SLO = &engine.SLO{TTFTMs: e.TargetTTFTMs, ITLMs: e.TargetITLMs}
+		}
+	}
+	m.Saturation = set.Saturation.For(t.Model, t.Namespace)
+	owners := p.podOwners(ctx, set.Main, vs)
+	for _, v := range vs {
+		m.Variants = append(m.Variants, p.engineVariant(v, set, rep, owners))
+	}
+	return m
 }
 
 func (p *Planner) inventory(ctx context.Context, set Settings) (map[string]int, error) {

@@ -49,20 +49,22 @@ func (s *ScaleFromZero) Start(ctx context.Context) error {
 	}
 }
 
-// Check runs one pass and returns the variants it woke.
-func (s *ScaleFromZero) Check(ctx context.Context) ([]types.NamespacedName, error) {
+// candidate is a variant at zero replicas that could be woken.
+type candidate struct {
+	va   *wvav1.VariantAutoscaling
+	d    *appsv1.Deployment
+	cost float64
+}
+
+// idleModels groups the variants at zero replicas by model, and says which
+// models have a replica somewhere (those are not at zero).
+func (s *ScaleFromZero) idleModels(ctx context.Context, set Settings) (map[collector.Target][]candidate, map[collector.Target]bool, error) {
 	p := s.Planner
-	set := p.Config.Settings()
 	var list wvav1.VariantAutoscalingList
 	if err := p.Client.List(ctx, &list, p.ListOptions...); err != nil {
-		return nil, fmt.Errorf("listing VariantAutoscalings: %w", err)
+		return nil, nil, fmt.Errorf("listing VariantAutoscalings: %w", err)
 	}
-	type cand struct {
-		va   *wvav1.VariantAutoscaling
-		d    *appsv1.Deployment
-		cost float64
-	}
-	groups := map[collector.Target][]cand{}
+	groups := map[collector.Target][]candidate{}
 	busy := map[collector.Target]bool{}
 	for i := range list.Items {
 		va := &list.Items[i]
@@ -86,7 +88,18 @@ func (s *ScaleFromZero) Check(ctx context.Context) ([]types.NamespacedName, erro
 		if prof := profileFor(va, acc); prof != nil && prof.AccCount > 0 {
 			perReplica = prof.AccCount
 		}
-		groups[t] = append(groups[t], cand{va: va, d: &d, cost: variantCost(va, acc, int(perReplica), set.Accelerators)})
+		groups[t] = append(groups[t], candidate{va: va, d: &d, cost: variantCost(va, acc, int(perReplica), set.Accelerators)})
+	}
+	return groups, busy, nil
+}
+
+// Check runs one pass and returns the variants it woke.
+func (s *ScaleFromZero) Check(ctx context.Context) ([]types.NamespacedName, error) {
+	p := s.Planner
+	set := p.Config.Settings()
+	groups, busy, err := s.idleModels(ctx, set)
+	if err != nil {
+		return nil, err
 	}
 	idle := 0
 	for t := range groups {
