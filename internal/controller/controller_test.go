@@ -371,3 +371,28 @@ func waitEvent(t *testing.T, obj client.Object, reason, substr string) {
 	}
 	t.Fatalf("no %s event mentioning %q on %s", reason, substr, obj.GetName())
 }
+
+func TestOwnedBy(t *testing.T) {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "llama-h100"}}
+	yes := true
+	pod := func(kind, name, hash string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"pod-template-hash": hash}}}
+		if kind != "" {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: kind, Name: name, Controller: &yes}}
+		}
+		return p
+	}
+	for _, c := range []struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		{pod("ReplicaSet", "llama-h100-7d9f8", "7d9f8"), true},
+		{pod("ReplicaSet", "llama-h100-canary-5c6b7", "5c6b7"), false}, // another Deployment with an overlapping selector
+		{pod("StatefulSet", "llama-h100", ""), false},
+		{pod("", "", ""), true}, // a bare pod the selector matches
+	} {
+		if got := ownedBy(c.pod, d); got != c.want {
+			t.Errorf("%+v: got %v", c.pod.OwnerReferences, got)
+		}
+	}
+}

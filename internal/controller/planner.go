@@ -434,6 +434,9 @@ func (p *Planner) podOwners(ctx context.Context, m config.Main, vs []*variant) m
 			continue
 		}
 		for _, pod := range pods.Items {
+			if !ownedBy(&pod, v.target) {
+				continue
+			}
 			info := podInfo{variant: v.va.Name}
 			for _, c := range pod.Status.Conditions {
 				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
@@ -444,6 +447,18 @@ func (p *Planner) podOwners(ctx context.Context, m config.Main, vs []*variant) m
 		}
 	}
 	return out
+}
+
+// ownedBy says whether a pod the Deployment's selector matches is really
+// the Deployment's: its controller, when it has one, is the Deployment's
+// ReplicaSet (named after the Deployment and the pod's template hash).
+// Overlapping selectors of two Deployments then do not mix their pods.
+func ownedBy(pod *corev1.Pod, d *appsv1.Deployment) bool {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil {
+		return true
+	}
+	return ref.Kind == "ReplicaSet" && ref.Name == d.Name+"-"+pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
 }
 
 // engineVariant turns a VariantAutoscaling, its Deployment and its pods'

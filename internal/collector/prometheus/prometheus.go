@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -205,7 +206,9 @@ func (s *Source) queries(t collector.Target) map[string]string {
 		qWaiting:    fmt.Sprintf("max %s (max_over_time(vllm:num_requests_waiting%s[%s]))", by, sel, w),
 		qRunning:    fmt.Sprintf("max %s (vllm:num_requests_running%s)", by, sel),
 		qSampled:    fmt.Sprintf("max %s (timestamp(vllm:num_requests_waiting%s))", by, sel),
-		qCacheBlock: fmt.Sprintf("max %s (vllm:cache_config_info%s)", s.by("num_gpu_blocks,block_size"), sel),
+		// vLLM's cache_config_info has no model_name label: read the
+		// namespace's and keep the pods the other queries found.
+		qCacheBlock: fmt.Sprintf("max %s (vllm:cache_config_info{%s=%q})", s.by("num_gpu_blocks,block_size"), s.cfg.NamespaceLabel, t.Namespace),
 	}
 }
 
@@ -226,6 +229,8 @@ func (s *Source) Collect(ctx context.Context, now time.Time, t collector.Target)
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	// The cache geometry last: it only annotates pods found by the others.
+	names = append(slices.DeleteFunc(names, func(n string) bool { return n == qCacheBlock }), qCacheBlock)
 	res := map[string]model.Vector{}
 	for _, n := range names {
 		v, err := s.query(ctx, qs[n], now)
@@ -243,6 +248,9 @@ func (s *Source) Collect(ctx context.Context, now time.Time, t collector.Target)
 				continue
 			}
 			pm, ok := pods[k]
+			if !ok && n == qCacheBlock {
+				continue // a pod of another model
+			}
 			if !ok {
 				pm = &collector.PodMetrics{Namespace: k.ns, Pod: engine.Pod{Name: k.pod}, Labels: map[string]string{}}
 				pods[k] = pm
