@@ -53,6 +53,11 @@ func TestFileSource(t *testing.T) {
 	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "a-0: invalid kvCacheUsage -0.1") {
 		t.Errorf("problems: %q", rep.Problems)
 	}
+	checkDemandAndErrors(t, src, path, now)
+}
+
+func checkDemandAndErrors(t *testing.T, src collector.Source, path string, now time.Time) {
+	t.Helper()
 	d, err := src.(collector.DemandSource).Demand(context.Background(), now, "ignored")
 	if err != nil || d[collector.Target{Namespace: "llm-d", Model: "llama"}] != 3.5 {
 		t.Errorf("demand %v, %v", d, err)
@@ -61,10 +66,10 @@ func TestFileSource(t *testing.T) {
 	if len(other.Pods) != 0 || len(other.Problems) != 1 {
 		t.Errorf("unknown target: %+v", other)
 	}
-	if err := os.WriteFile(path, []byte("targets: [{namespace: a, modle: typo}]"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("targets: [{namespace: a, modelName: typo}]"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.Collect(context.Background(), now, collector.Target{}); err == nil || !strings.Contains(err.Error(), "modle") {
+	if _, err := src.Collect(context.Background(), now, collector.Target{}); err == nil || !strings.Contains(err.Error(), "modelName") {
 		t.Errorf("a typo in the file: %v", err)
 	}
 	if _, err := collector.New("file", nil); err == nil {

@@ -193,19 +193,19 @@ func (s *Source) queries(t collector.Target) map[string]string {
 	w := model.Duration(s.cfg.Window).String()
 	rate := func(m string) string { return fmt.Sprintf("sum %s (rate(%s%s[%s]))", by, m, sel, w) }
 	return map[string]string{
-		qArrivals:   rate("vllm:request_success_total"),
-		qPromptSum:  rate("vllm:request_prompt_tokens_sum"),
-		qPromptCnt:  rate("vllm:request_prompt_tokens_count"),
-		qGenSum:     rate("vllm:request_generation_tokens_sum"),
-		qGenCnt:     rate("vllm:request_generation_tokens_count"),
-		qTTFTSum:    rate("vllm:time_to_first_token_seconds_sum"),
-		qTTFTCnt:    rate("vllm:time_to_first_token_seconds_count"),
-		qITLSum:     rate("vllm:time_per_output_token_seconds_sum"),
-		qITLCnt:     rate("vllm:time_per_output_token_seconds_count"),
-		qKV:         fmt.Sprintf("max %s (max_over_time(vllm:kv_cache_usage_perc%s[%s]))", by, sel, w),
-		qWaiting:    fmt.Sprintf("max %s (max_over_time(vllm:num_requests_waiting%s[%s]))", by, sel, w),
-		qRunning:    fmt.Sprintf("max %s (vllm:num_requests_running%s)", by, sel),
-		qSampled:    fmt.Sprintf("max %s (timestamp(vllm:num_requests_waiting%s))", by, sel),
+		qArrivals:  rate("vllm:request_success_total"),
+		qPromptSum: rate("vllm:request_prompt_tokens_sum"),
+		qPromptCnt: rate("vllm:request_prompt_tokens_count"),
+		qGenSum:    rate("vllm:request_generation_tokens_sum"),
+		qGenCnt:    rate("vllm:request_generation_tokens_count"),
+		qTTFTSum:   rate("vllm:time_to_first_token_seconds_sum"),
+		qTTFTCnt:   rate("vllm:time_to_first_token_seconds_count"),
+		qITLSum:    rate("vllm:time_per_output_token_seconds_sum"),
+		qITLCnt:    rate("vllm:time_per_output_token_seconds_count"),
+		qKV:        fmt.Sprintf("max %s (max_over_time(vllm:kv_cache_usage_perc%s[%s]))", by, sel, w),
+		qWaiting:   fmt.Sprintf("max %s (max_over_time(vllm:num_requests_waiting%s[%s]))", by, sel, w),
+		qRunning:   fmt.Sprintf("max %s (vllm:num_requests_running%s)", by, sel),
+		qSampled:   fmt.Sprintf("max %s (timestamp(vllm:num_requests_waiting%s))", by, sel),
 		// vLLM's cache_config_info has no model_name label: read the
 		// namespace's and keep the pods the other queries found.
 		qCacheBlock: fmt.Sprintf("max %s (vllm:cache_config_info{%s=%q})", s.by("num_gpu_blocks,block_size"), s.cfg.NamespaceLabel, t.Namespace),
