@@ -145,6 +145,11 @@ func (p *Planner) Cycle(ctx context.Context) error {
 		p.Emitter.CycleDone(time.Since(start), false)
 		return nil
 	}
+	for _, m := range snap.Models {
+		for _, v := range m.Variants {
+			p.Engine.SeedScaleDownWindow(m.Namespace, m.ID, v.Name, now, v.CurrentReplicas)
+		}
+	}
 	plan, err := p.Engine.Plan(snap)
 	if err != nil {
 		for t, vs := range groups {

@@ -198,3 +198,36 @@ func TestValidationNamesFields(t *testing.T) {
 		t.Error("Plan accepted an invalid snapshot")
 	}
 }
+
+func TestSeedScaleDownWindow(t *testing.T) {
+	idle := func(now time.Time) *Snapshot {
+		min1 := 1
+		return &Snapshot{Time: now, Models: []Model{{ID: "m", Namespace: "ns", Variants: []Variant{{Name: "v", Accelerator: "H100", MinReplicas: &min1,
+			CurrentReplicas: 4, ReadyReplicas: 4, Pods: []Pod{{Name: "p0", SampledAt: now, KVCacheUsage: 0.05}, {Name: "p1", SampledAt: now, KVCacheUsage: 0.05},
+				{Name: "p2", SampledAt: now, KVCacheUsage: 0.05}, {Name: "p3", SampledAt: now, KVCacheUsage: 0.05}}}}}}}
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	fresh := New(nil)
+	p, err := fresh.Plan(idle(t0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Variants[0].Desired >= 4 {
+		t.Fatalf("an idle fleet is not scaled down without seeding: %+v", p.Variants[0])
+	}
+	seeded := New(nil)
+	seeded.SeedScaleDownWindow("ns", "m", "v", t0, 4)
+	seeded.SeedScaleDownWindow("ns", "m", "v", t0, 9) // a second seed does nothing
+	for _, c := range []struct {
+		at   time.Duration
+		want bool // still 4
+	}{{0, true}, {299 * time.Second, true}, {301 * time.Second, false}} {
+		p, err := seeded.Plan(idle(t0.Add(c.at)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Variants[0].Desired == 4; got != c.want {
+			t.Errorf("at %v: desired %d (%s)", c.at, p.Variants[0].Desired, p.Variants[0].Reason)
+		}
+	}
+}

@@ -274,3 +274,14 @@ func (c *cycle) saturation(ms *modelState) {
 		ms.sum.Saturation = append(ms.sum.Saturation, g.d)
 	}
 }
+
+// SeedScaleDownWindow records replicas as a variant's recommendation at
+// time at, when the engine has none for it: an engine that starts on a
+// running fleet (a new leader, a restart) then waits a full stabilisation
+// window before scaling it down, as the previous engine would have.
+func (e *Engine) SeedScaleDownWindow(namespace, model, variant string, at time.Time, replicas int) {
+	key := namespace + "/" + model + "/" + variant
+	if len(e.state.Recommendations[key]) == 0 {
+		e.state.Recommendations[key] = []Recommendation{{Time: at, Replica: replicas}}
+	}
+}
