@@ -112,31 +112,7 @@ func (p *Planner) Cycle(ctx context.Context) error {
 		p.Emitter.CycleDone(time.Since(start), true)
 		return fmt.Errorf("listing VariantAutoscalings: %w", err)
 	}
-	decisions := map[types.NamespacedName]Decision{}
-	groups := map[collector.Target][]*variant{}
-	keep := map[types.NamespacedName]bool{}
-	keepTuner := map[tuner.Key]bool{}
-	for i := range list.Items {
-		va := &list.Items[i]
-		k := types.NamespacedName{Namespace: va.Namespace, Name: va.Name}
-		keep[k] = true
-		keepTuner[tuner.Key{Namespace: va.Namespace, Model: va.Spec.ModelID, Variant: va.Name}] = true
-		if va.DeletionTimestamp != nil {
-			continue
-		}
-		var d appsv1.Deployment
-		err := p.Client.Get(ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.TargetName()}, &d)
-		if err != nil {
-			reason := wvav1.ReasonTargetNotFound
-			if !apierrors.IsNotFound(err) {
-				reason = wvav1.ReasonOptimizationFailed
-			}
-			decisions[k] = Decision{Time: now, OptimizationReason: reason, OptimizationMessage: fmt.Sprintf("deployment %s: %v", va.TargetName(), err)}
-			continue
-		}
-		t := collector.Target{Namespace: va.Namespace, Model: va.Spec.ModelID}
-		groups[t] = append(groups[t], &variant{va: va, target: &d, key: k})
-	}
+	decisions, groups, keep, keepTuner := p.resolve(ctx, now, list.Items)
 	snap, reports, collectErrs := p.snapshot(ctx, now, set, groups)
 	before := p.tunerCounts()
 	if len(snap.Models) == 0 {
@@ -667,4 +643,36 @@ func (p *Planner) actuate(ctx context.Context, dec *Decision, v *variant, now ti
 	if res.Patched {
 		dec.ActuatedAt = now
 	}
+}
+
+// resolve reads each VariantAutoscaling's Deployment and groups the
+// variants by model; variants without a target get an undecided decision.
+func (p *Planner) resolve(ctx context.Context, now time.Time, items []wvav1.VariantAutoscaling) (map[types.NamespacedName]Decision,
+	map[collector.Target][]*variant, map[types.NamespacedName]bool, map[tuner.Key]bool) {
+	decisions := map[types.NamespacedName]Decision{}
+	groups := map[collector.Target][]*variant{}
+	keep := map[types.NamespacedName]bool{}
+	keepTuner := map[tuner.Key]bool{}
+	for i := range items {
+		va := &items[i]
+		k := types.NamespacedName{Namespace: va.Namespace, Name: va.Name}
+		keep[k] = true
+		keepTuner[tuner.Key{Namespace: va.Namespace, Model: va.Spec.ModelID, Variant: va.Name}] = true
+		if va.DeletionTimestamp != nil {
+			continue
+		}
+		var d appsv1.Deployment
+		err := p.Client.Get(ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.TargetName()}, &d)
+		if err != nil {
+			reason := wvav1.ReasonTargetNotFound
+			if !apierrors.IsNotFound(err) {
+				reason = wvav1.ReasonOptimizationFailed
+			}
+			decisions[k] = Decision{Time: now, OptimizationReason: reason, OptimizationMessage: fmt.Sprintf("deployment %s: %v", va.TargetName(), err)}
+			continue
+		}
+		t := collector.Target{Namespace: va.Namespace, Model: va.Spec.ModelID}
+		groups[t] = append(groups[t], &variant{va: va, target: &d, key: k})
+	}
+	return decisions, groups, keep, keepTuner
 }
