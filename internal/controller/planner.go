@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -57,9 +58,10 @@ type Planner struct {
 	// manager the cache's namespaces do).
 	ListOptions []client.ListOption
 
-	source    collector.Source
-	sourceFor *config.Main
-	lastTune  time.Time
+	source        collector.Source
+	sourceFor     *config.Main
+	lastInventory map[string]int
+	lastTune      time.Time
 	// Wake makes the loop run a cycle now (a configuration change).
 	Wake chan struct{}
 }
@@ -300,31 +302,64 @@ func (p *Planner) snapshot(ctx context.Context, now time.Time, set Settings, gro
 			p.Log.V(1).Info("demand signal unavailable", "error", err.Error())
 		}
 	}
-	for _, t := range targets {
+	collected := collectAll(ctx, src, srcErr, now, targets)
+	for i, t := range targets {
 		vs := groups[t]
 		sort.Slice(vs, func(i, j int) bool { return vs[i].va.Name < vs[j].va.Name })
-		var rep collector.Report
-		err := srcErr
-		if err == nil {
-			rep, err = src.Collect(ctx, now, t)
-		}
-		if err != nil {
+		if err := collected[i].err; err != nil {
 			errs[t] = err
 			continue // the model is held this cycle
 		}
-		reports[t] = rep
-		snap.Models = append(snap.Models, p.engineModel(ctx, t, vs, set, rep, demand[t]))
+		reports[t] = collected[i].rep
+		snap.Models = append(snap.Models, p.engineModel(ctx, t, vs, set, collected[i].rep, demand[t]))
 	}
 	if snap.Optimizer == engine.OptimizerLimited {
 		inv, err := p.inventory(ctx, set)
-		if err != nil {
-			p.Log.Error(err, "discovering accelerator inventory; planning without limits")
+		switch {
+		case err == nil:
+			snap.Inventory, p.lastInventory = inv, inv
+		case p.lastInventory != nil:
+			p.Log.Error(err, "discovering accelerator inventory; using the last one discovered")
+			snap.Inventory = p.lastInventory
+		default:
+			p.Log.Error(err, "discovering accelerator inventory; none known yet, planning without limits")
 			snap.Optimizer = engine.OptimizerUnlimited
-		} else {
-			snap.Inventory = inv
 		}
 	}
 	return snap, reports, errs
+}
+
+// collectWorkers bounds the concurrent collections of a cycle.
+const collectWorkers = 8
+
+type collected struct {
+	rep collector.Report
+	err error
+}
+
+// collectAll reads every target's metrics, up to collectWorkers at a time
+// (a fleet of a hundred models is a hundred times fourteen queries).
+func collectAll(ctx context.Context, src collector.Source, srcErr error, now time.Time, targets []collector.Target) []collected {
+	out := make([]collected, len(targets))
+	if srcErr != nil {
+		for i := range out {
+			out[i].err = srcErr
+		}
+		return out
+	}
+	sem := make(chan struct{}, collectWorkers)
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i].rep, out[i].err = src.Collect(ctx, now, t)
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // engineConfig resolves the mode (hybrid when the queueing-model ConfigMap

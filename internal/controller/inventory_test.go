@@ -1,0 +1,87 @@
+package controller
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
+	"github.com/llm-d-incubation/wva/internal/collector/file"
+	"github.com/llm-d-incubation/wva/internal/engine"
+)
+
+// TestNodeInventory counts GPUs from GPU feature discovery's labels on the
+// real API server's nodes: allocatable first, the count label otherwise;
+// cordoned nodes and nodes without a product label do not count.
+func TestNodeInventory(t *testing.T) {
+	ctx := context.Background()
+	node := func(name, product, count string, gpus int64, cordoned bool) {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}, Spec: corev1.NodeSpec{Unschedulable: cordoned}}
+		if product != "" {
+			n.Labels[LabelGPUProduct] = product
+		}
+		if count != "" {
+			n.Labels[LabelGPUCount] = count
+		}
+		if err := env.Client.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(ctx, n) })
+		if gpus > 0 {
+			n.Status.Allocatable = corev1.ResourceList{ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI)}
+			n.Status.Capacity = n.Status.Allocatable
+			if err := env.Client.Status().Update(ctx, n); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	node("gpu-a", "NVIDIA-H100-80GB-HBM3", "8", 8, false)
+	node("gpu-b", "NVIDIA-H100-80GB-HBM3", "8", 6, false) // two GPUs unhealthy: allocatable wins
+	node("gpu-c", "NVIDIA-L40S", "4", 0, false)           // no device plugin status yet: the label
+	node("gpu-d", "NVIDIA-H100-80GB-HBM3", "8", 8, true)  // cordoned
+	node("cpu-e", "", "", 0, false)
+	inv, err := NewInventory("nodes", env.Client, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := inv.Discover(ctx, []string{"H100", "L40S", "A100"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int{"H100": 14, "L40S": 4}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("inventory %v, want %v", got, want)
+	}
+	if AcceleratorOf("NVIDIA-A100-SXM4-80GB", []string{"A100", "A10"}) != "A100" || AcceleratorOf("AMD-MI300X", []string{"H100"}) != "AMD-MI300X" {
+		t.Error("product mapping")
+	}
+	if _, err := NewInventory("gpu-oracle", env.Client, nil); err == nil {
+		t.Error("unknown capacity source accepted")
+	}
+}
+
+// TestLimitedMode: with WVA_OPTIMIZER limited and a static inventory of 3
+// H100s, two saturated variants of one model cannot grow past it.
+func TestLimitedMode(t *testing.T) {
+	f := newFixture(t)
+	names := DefaultConfigNames()
+	for name, data := range map[string]map[string]string{
+		names.Main:      {"WVA_OPTIMIZER": "limited", "WVA_CAPACITY_SOURCE": "configmap"},
+		names.Inventory: {"H100": "3"},
+	} {
+		if err := f.planner.Config.Apply(name, data, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.deployment("llama-h100", 2)
+	f.va("llama-h100", model, func(va *wvav1.VariantAutoscaling) { va.Spec.Actuator = wvav1.ActuatorDirect })
+	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", 2, 0.99, 30)}}})
+	f.cycle()
+	va := f.reconcile("llama-h100")
+	if got := va.Status.DesiredOptimizedAlloc; got.NumReplicas != 3 || got.Reason != string(engine.ReasonInventoryLimited) {
+		t.Fatalf("desired %+v, want 3 (inventory-limited)", got)
+	}
+}
