@@ -41,7 +41,7 @@ desired replicas as inferno_desired_replicas (for HPA or KEDA) or, for
 variants with spec.actuator: direct, scales the Deployment itself. A fast
 loop scales a model at zero replicas to one as soon as requests wait for it.
 
-Configuration comes from these flags (each falls back to the environment
+Configuration comes from these flags (each falls back to the non-empty environment
 variable in brackets) and from ConfigMaps in --namespace, re-read when they
 change; keys of the main ConfigMap override the flags. An invalid ConfigMap
 keeps the last good configuration and raises a Warning event. See
@@ -115,7 +115,7 @@ func envNote(env string) string { return " [$" + env + "]" }
 func (o *controllerOptions) applyEnv(fs *pflag.FlagSet) error {
 	for name, env := range o.env {
 		v, ok := os.LookupEnv(env)
-		if !ok || fs.Changed(name) || (name == "kubeconfig" && v == "") {
+		if !ok || v == "" || fs.Changed(name) { // an empty variable counts as unset
 			continue
 		}
 		if err := fs.Set(name, v); err != nil {
