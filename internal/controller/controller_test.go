@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
+	"github.com/llm-d-incubation/wva/internal/collector"
 	"github.com/llm-d-incubation/wva/internal/collector/file"
 	"github.com/llm-d-incubation/wva/internal/engine"
 	"github.com/llm-d-incubation/wva/internal/tuner"
@@ -394,5 +396,57 @@ func TestOwnedBy(t *testing.T) {
 		if got := ownedBy(c.pod, d); got != c.want {
 			t.Errorf("%+v: got %v", c.pod.OwnerReferences, got)
 		}
+	}
+}
+
+// TestUnknownServiceClass: a VA naming a class that does not exist is
+// planned without it (the cycle does not fail) and its status says why.
+func TestUnknownServiceClass(t *testing.T) {
+	f := newFixture(t)
+	if err := f.planner.Config.Apply(DefaultConfigNames().ServiceClasses, map[string]string{"premium": `{"priority": 1, "ttft_ms": 500, "itl_ms": 50}`}, true); err != nil {
+		t.Fatal(err)
+	}
+	f.deployment("llama-h100", 1)
+	f.deployment("mistral-h100", 1)
+	f.va("llama-h100", model, func(va *wvav1.VariantAutoscaling) {
+		va.Spec.SLOClassRef = &wvav1.ConfigMapKeyRef{Name: "service-classes-config", Key: "platinum"}
+	})
+	f.va("mistral-h100", "mistral", func(va *wvav1.VariantAutoscaling) {
+		va.Spec.SLOClassRef = &wvav1.ConfigMapKeyRef{Name: "service-classes-config", Key: "premium"}
+	})
+	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", 1, 0.3, 0)},
+		{Namespace: f.ns, Model: "mistral", Pods: pods("mistral-h100", 1, 0.3, 0)}}})
+	f.cycle()
+	c := wantCond(t, f.reconcile("llama-h100"), wvav1.ConditionOptimizationReady, metav1.ConditionTrue, wvav1.ReasonOptimizationSucceeded)
+	if !strings.Contains(c.Message, `service class "platinum" is not in ConfigMap service-classes-config`) {
+		t.Errorf("message: %q", c.Message)
+	}
+	c = wantCond(t, f.reconcile("mistral-h100"), wvav1.ConditionOptimizationReady, metav1.ConditionTrue, wvav1.ReasonOptimizationSucceeded)
+	if strings.Contains(c.Message, "class") {
+		t.Errorf("the known class was reported: %q", c.Message)
+	}
+}
+
+func TestIsolateInvalid(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	good := engine.Model{ID: "a", Namespace: "ns", Variants: []engine.Variant{{Name: "a-h100", Accelerator: "H100", CurrentReplicas: 1, ReadyReplicas: 1,
+		Pods: []engine.Pod{{Name: "p", SampledAt: now}}}}}
+	bad := engine.Model{ID: "b", Namespace: "ns", Variants: []engine.Variant{{Name: "b-h100", Accelerator: "H100", CurrentReplicas: 2, ReadyReplicas: 2,
+		Pods: []engine.Pod{{Name: "q", SampledAt: now}, {Name: "q", SampledAt: now}}}}}
+	s := &engine.Snapshot{Time: now, Models: []engine.Model{good, bad}}
+	got := isolateInvalid(s)
+	if len(s.Models) != 1 || s.Models[0].ID != "a" || got[collector.Target{Namespace: "ns", Model: "b"}] == nil || len(got) != 1 {
+		t.Fatalf("kept %v, bad %v", s.Models, got)
+	}
+	if !strings.Contains(got[collector.Target{Namespace: "ns", Model: "b"}].Error(), `duplicates pod "q"`) {
+		t.Errorf("error: %v", got)
+	}
+	if _, err := engine.New(nil).Plan(s); err != nil {
+		t.Errorf("the remaining snapshot does not plan: %v", err)
+	}
+	// A configuration problem is everybody's: nothing is isolated.
+	cfgBad := &engine.Snapshot{Time: now, Config: engine.Config{SLOMultiplier: 0.5}, Models: []engine.Model{good}}
+	if got := isolateInvalid(cfgBad); got != nil || len(cfgBad.Models) != 1 {
+		t.Errorf("configuration problem isolated: %v", got)
 	}
 }

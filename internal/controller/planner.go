@@ -61,6 +61,7 @@ type Planner struct {
 	source        collector.Source
 	sourceFor     *config.Main
 	lastInventory map[string]int
+	warnings      map[collector.Target][]string // this cycle's, by model
 	lastTune      time.Time
 	// Wake makes the loop run a cycle now (a configuration change).
 	Wake chan struct{}
@@ -114,12 +115,16 @@ func (p *Planner) Cycle(ctx context.Context) error {
 		p.Emitter.CycleDone(time.Since(start), true)
 		return fmt.Errorf("listing VariantAutoscalings: %w", err)
 	}
-	decisions, groups, keep, keepTuner := p.resolve(ctx, now, list.Items)
-	snap, reports, collectErrs := p.snapshot(ctx, now, set, groups)
+	p.warnings = nil
+	c := &cycleState{now: now}
+	c.decisions, c.groups, c.keep, c.keepTuner = p.resolve(ctx, now, list.Items)
+	snap, reports, collectErrs := p.snapshot(ctx, now, set, c.groups)
+	c.reports, c.collectErrs = reports, collectErrs
+	c.hold(isolateInvalid(snap), "this model's snapshot is invalid, its decisions are held: ")
 	before := p.tunerCounts()
 	if len(snap.Models) == 0 {
 		// Nothing to plan (no variant, or no model's metrics could be read).
-		p.finish(ctx, now, decisions, keep, keepTuner, nil, groups)
+		p.finish(ctx, c, nil)
 		p.Emitter.CycleDone(time.Since(start), false)
 		return nil
 	}
@@ -130,16 +135,50 @@ func (p *Planner) Cycle(ctx context.Context) error {
 	}
 	plan, err := p.Engine.Plan(snap)
 	if err != nil {
-		for t, vs := range groups {
-			for _, v := range vs {
-				decisions[v.key] = Decision{Time: now, OptimizationReason: wvav1.ReasonOptimizationFailed, OptimizationMessage: err.Error(),
-					MetricsOK: collectErrs[t] == nil, MetricsReason: wvav1.ReasonPrometheusError, MetricsMessage: errString(collectErrs[t])}
-			}
+		all := map[collector.Target]error{}
+		for t := range c.groups {
+			all[t] = err
 		}
-		p.finish(ctx, now, decisions, keep, keepTuner, nil, groups)
+		c.hold(all, "the engine failed, decisions are held: ")
+		p.finish(ctx, c, nil)
 		p.Emitter.CycleDone(time.Since(start), true)
 		return fmt.Errorf("engine: %w", err)
 	}
+	p.countTunerSteps(before)
+	p.decide(ctx, c, plan, snap)
+	p.finish(ctx, c, plan)
+	p.Emitter.CycleDone(time.Since(start), false)
+	return nil
+}
+
+// cycleState is what one cycle collects on its way.
+type cycleState struct {
+	now         time.Time
+	decisions   map[types.NamespacedName]Decision
+	groups      map[collector.Target][]*variant
+	keep        map[types.NamespacedName]bool
+	keepTuner   map[tuner.Key]bool
+	reports     map[collector.Target]collector.Report
+	collectErrs map[collector.Target]error
+}
+
+// hold marks the variants of the given models as undecided, with why.
+func (c *cycleState) hold(models map[collector.Target]error, prefix string) {
+	for t, err := range models {
+		for _, v := range c.groups[t] {
+			dec := Decision{Time: c.now, OptimizationReason: wvav1.ReasonOptimizationFailed, OptimizationMessage: prefix + err.Error(),
+				MetricsOK: true, MetricsReason: wvav1.ReasonMetricsFound, MetricsMessage: "metrics read"}
+			if cerr := c.collectErrs[t]; cerr != nil {
+				dec.MetricsOK, dec.MetricsReason, dec.MetricsMessage = false, wvav1.ReasonPrometheusError, cerr.Error()
+			}
+			c.decisions[v.key] = dec
+		}
+	}
+}
+
+// countTunerSteps publishes the tuner's accepted and rejected steps since
+// the counts before.
+func (p *Planner) countTunerSteps(before [2]int) {
 	after := p.tunerCounts()
 	for i := 0; i < max(after[0]-before[0], 0); i++ {
 		p.Emitter.TunerStep(true)
@@ -147,9 +186,14 @@ func (p *Planner) Cycle(ctx context.Context) error {
 	for i := 0; i < max(after[1]-before[1], 0); i++ {
 		p.Emitter.TunerStep(false)
 	}
+}
+
+// decide turns the plan into decisions, actuating each; variants the plan
+// does not cover (their model could not be collected) are held.
+func (p *Planner) decide(ctx context.Context, c *cycleState, plan *engine.Plan, snap *engine.Snapshot) {
 	byKey := map[types.NamespacedName]*variant{}
 	targetOf := map[types.NamespacedName]collector.Target{}
-	for t, vs := range groups {
+	for t, vs := range c.groups {
 		for _, v := range vs {
 			byKey[v.key] = v
 			targetOf[v.key] = t
@@ -162,36 +206,34 @@ func (p *Planner) Cycle(ctx context.Context) error {
 			continue
 		}
 		t := targetOf[k]
-		dec := Decision{Time: now, Decided: true, Decision: d, MetricsOK: true}
-		p.metricsStatus(&dec, d, collectErrs[t], reports[t], v)
+		if w := p.warnings[t]; len(w) > 0 {
+			d.Explanation += " (" + strings.Join(w, "; ") + ")"
+		}
+		dec := Decision{Time: c.now, Decided: true, Decision: d, MetricsOK: true}
+		p.metricsStatus(&dec, d, c.collectErrs[t], c.reports[t], v)
 		p.tuningStatus(&dec, d, snap.Mode, snap.Config.TuningEnabled)
 		if d.Reason == engine.ReasonHoldMetrics {
 			dec.OptimizationReason, dec.OptimizationMessage = wvav1.ReasonMetricsUnavailable, "holding the last decision: "+d.Explanation
 		}
-		p.actuate(ctx, &dec, v, now)
-		decisions[k] = dec
+		p.actuate(ctx, &dec, v, c.now)
+		c.decisions[k] = dec
 	}
-	// Variants the engine did not decide (their model failed to collect):
-	// hold, and keep publishing the last desired count.
-	for t, vs := range groups {
+	for t, vs := range c.groups {
 		for _, v := range vs {
-			if _, ok := decisions[v.key]; !ok {
-				decisions[v.key] = Decision{Time: now, OptimizationReason: wvav1.ReasonMetricsUnavailable,
+			if _, ok := c.decisions[v.key]; !ok {
+				c.decisions[v.key] = Decision{Time: c.now, OptimizationReason: wvav1.ReasonMetricsUnavailable,
 					OptimizationMessage: "no decision this cycle; holding the last one", MetricsReason: wvav1.ReasonPrometheusError,
-					MetricsMessage: errString(collectErrs[t])}
+					MetricsMessage: errString(c.collectErrs[t])}
 			}
 		}
 	}
-	p.finish(ctx, now, decisions, keep, keepTuner, plan, groups)
-	p.Emitter.CycleDone(time.Since(start), false)
-	return nil
 }
 
 // finish stores the decisions, publishes the metrics (with a safety net
 // for undecided variants: their last desired count, else their current),
 // persists the tuner state and tells the reconciler.
-func (p *Planner) finish(ctx context.Context, now time.Time, decisions map[types.NamespacedName]Decision, keep map[types.NamespacedName]bool,
-	keepTuner map[tuner.Key]bool, plan *engine.Plan, groups map[collector.Target][]*variant) {
+func (p *Planner) finish(ctx context.Context, c *cycleState, plan *engine.Plan) {
+	now, decisions, keep, keepTuner, groups := c.now, c.decisions, c.keep, c.keepTuner, c.groups
 	pub := &engine.Plan{Time: now}
 	if plan != nil {
 		pub.Variants = append(pub.Variants, plan.Variants...)
@@ -329,6 +371,33 @@ func (p *Planner) snapshot(ctx context.Context, now time.Time, set Settings, gro
 	return snap, reports, errs
 }
 
+// isolateInvalid removes from the snapshot the models that fail the
+// engine's validation on their own, so that one bad model does not stop the
+// cycle for all (seed 002 §4.5: continue with the variants that are fine).
+// Problems that are not a single model's (the configuration) remain for
+// Plan to report.
+func isolateInvalid(s *engine.Snapshot) map[collector.Target]error {
+	if s.Validate() == nil {
+		return nil
+	}
+	bad := map[collector.Target]error{}
+	kept := make([]engine.Model, 0, len(s.Models))
+	for _, m := range s.Models {
+		one := *s
+		one.Models = []engine.Model{m}
+		if err := one.Validate(); err != nil {
+			bad[collector.Target{Namespace: m.Namespace, Model: m.ID}] = err
+			continue
+		}
+		kept = append(kept, m)
+	}
+	if len(kept) == 0 {
+		return nil // not a model's problem: Plan reports it
+	}
+	s.Models = kept
+	return bad
+}
+
 // collectWorkers bounds the concurrent collections of a cycle.
 const collectWorkers = 8
 
@@ -393,8 +462,18 @@ func (p *Planner) engineConfig(now time.Time, set Settings) (engine.Mode, engine
 // variants.
 func (p *Planner) engineModel(ctx context.Context, t collector.Target, vs []*variant, set Settings, rep collector.Report, waiting float64) engine.Model {
 	m := engine.Model{ID: t.Model, Namespace: t.Namespace, GatewayWaitingRequests: waiting}
-	if ref := vs[0].va.Spec.SLOClassRef; ref != nil {
-		m.ServiceClass = ref.Key
+	if ref := classRef(vs); ref != nil {
+		// An unknown class must not fail the whole cycle (the engine
+		// rejects a snapshot naming one): the model plans without it and
+		// its decisions say why.
+		switch _, ok := set.ServiceClasses[ref.Key]; {
+		case ref.Name != p.Config.names.ServiceClasses:
+			p.warn(t, fmt.Sprintf("sloClassRef names ConfigMap %q, but service classes are read from %q; class ignored", ref.Name, p.Config.names.ServiceClasses))
+		case !ok:
+			p.warn(t, fmt.Sprintf("service class %q is not in ConfigMap %s; class ignored", ref.Key, ref.Name))
+		default:
+			m.ServiceClass = ref.Key
+		}
 	}
 	if e := set.QueueingModel.For(t.Model, t.Namespace); e != nil {
 		m.SLOMultiplier = e.SLOMultiplier
@@ -408,6 +487,25 @@ func (p *Planner) engineModel(ctx context.Context, t collector.Target, vs []*var
 		m.Variants = append(m.Variants, p.engineVariant(v, set, rep, owners))
 	}
 	return m
+}
+
+// classRef is the model's SLO class reference: the first variant's that
+// has one (variants of a model should agree).
+func classRef(vs []*variant) *wvav1.ConfigMapKeyRef {
+	for _, v := range vs {
+		if v.va.Spec.SLOClassRef != nil {
+			return v.va.Spec.SLOClassRef
+		}
+	}
+	return nil
+}
+
+// warn records a problem with a model's settings for this cycle's decisions.
+func (p *Planner) warn(t collector.Target, msg string) {
+	if p.warnings == nil {
+		p.warnings = map[collector.Target][]string{}
+	}
+	p.warnings[t] = append(p.warnings[t], msg)
 }
 
 func (p *Planner) inventory(ctx context.Context, set Settings) (map[string]int, error) {
