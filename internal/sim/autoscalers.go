@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llm-d-incubation/wva/internal/alloc"
+	"github.com/llm-d-incubation/wva/internal/collector"
 	"github.com/llm-d-incubation/wva/internal/engine"
 	"github.com/llm-d-incubation/wva/internal/queueing"
 )
@@ -303,6 +305,13 @@ func (w *WVA) snapshot(v *View) *engine.Snapshot {
 	s := &engine.Snapshot{Time: wvaEpoch.Add(time.Duration(v.Now * float64(time.Second))),
 		Mode: engine.Mode(w.cfg.Mode), Optimizer: engine.OptimizerKind(w.cfg.Optimizer), Inventory: v.Scenario.Inventory,
 		Config: engine.Config{TuningEnabled: tuning, SaturationPolicy: w.cfg.SaturationPolicy}}
+	// Pod metrics come through the controller's metrics-source seam, as
+	// the controller's planner reads them from Prometheus.
+	src := ViewSource{View: v}
+	reports := make([]collector.Report, len(v.Scenario.Models))
+	for m, mod := range v.Scenario.Models {
+		reports[m], _ = src.Collect(context.Background(), s.Time, collector.Target{Model: mod.Name}) // a view cannot fail
+	}
 	for m, mod := range v.Scenario.Models {
 		em := engine.Model{ID: mod.Name, Priority: mod.Priority, SLO: &engine.SLO{TTFTMs: mod.SLO.TTFTMs, ITLMs: mod.SLO.ITLMs},
 			GatewayWaitingRequests: float64(v.GatewayWaiting[m])}
@@ -318,11 +327,10 @@ func (w *WVA) snapshot(v *View) *engine.Snapshot {
 				p := vv.Config.Params
 				ev.Params = &p
 			}
-			for _, p := range vv.Pods {
-				ev.Pods = append(ev.Pods, engine.Pod{Name: p.Name, AgeSeconds: p.AgeSeconds, ArrivalRateRPS: p.ArrivalRateRPS,
-					AvgInputTokens: p.AvgInputTokens, AvgOutputTokens: p.AvgOutputTokens, AvgTTFTMs: p.AvgTTFTMs, AvgITLMs: p.AvgITLMs,
-					KVCacheUsage: p.KVCacheUsage, WaitingRequests: p.WaitingRequests, RunningRequests: p.RunningRequests,
-					KVBlocks: p.KVBlocks, BlockSize: p.BlockSize, MaxBatchSize: p.MaxBatchSize})
+			for _, pm := range reports[m].Pods {
+				if pm.Labels[variantLabel] == vv.Name {
+					ev.Pods = append(ev.Pods, pm.Pod)
+				}
 			}
 			// Pods without a scrape yet are ready replicas the engine would
 			// count as missing metrics; report only what Prometheus has.
@@ -332,4 +340,33 @@ func (w *WVA) snapshot(v *View) *engine.Snapshot {
 		s.Models = append(s.Models, em)
 	}
 	return s
+}
+
+// variantLabel is the label ViewSource puts on each pod: its variant.
+const variantLabel = "variant"
+
+// ViewSource is a collector.Source over a simulator View: the pods of a
+// model (Target.Model; the simulator has one namespace) with their
+// variant as a label, as the Prometheus source returns them to the
+// controller.
+type ViewSource struct{ View *View }
+
+var _ collector.Source = ViewSource{}
+
+// Collect implements collector.Source.
+func (s ViewSource) Collect(_ context.Context, now time.Time, t collector.Target) (collector.Report, error) {
+	rep := collector.Report{Target: t, Time: now}
+	for _, vv := range s.View.Variants {
+		if s.View.Scenario.Models[vv.Model].Name != t.Model {
+			continue
+		}
+		for _, p := range vv.Pods {
+			rep.Pods = append(rep.Pods, collector.PodMetrics{Namespace: t.Namespace, Labels: map[string]string{variantLabel: vv.Name},
+				Pod: engine.Pod{Name: p.Name, AgeSeconds: p.AgeSeconds, ArrivalRateRPS: p.ArrivalRateRPS,
+					AvgInputTokens: p.AvgInputTokens, AvgOutputTokens: p.AvgOutputTokens, AvgTTFTMs: p.AvgTTFTMs, AvgITLMs: p.AvgITLMs,
+					KVCacheUsage: p.KVCacheUsage, WaitingRequests: p.WaitingRequests, RunningRequests: p.RunningRequests,
+					KVBlocks: p.KVBlocks, BlockSize: p.BlockSize, MaxBatchSize: p.MaxBatchSize}})
+		}
+	}
+	return rep, nil
 }
