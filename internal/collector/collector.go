@@ -9,11 +9,10 @@ package collector
 import (
 	"context"
 	"fmt"
-	"sort"
-	"sync"
 	"time"
 
 	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/registry"
 )
 
 // Target is one model's pods in one namespace: the series whose
@@ -56,27 +55,15 @@ type Source interface {
 // gives them).
 type Factory func(settings map[string]string) (Source, error)
 
-var (
-	mu        sync.RWMutex
-	factories = map[string]Factory{}
-)
+var sources = registry.New[Factory]("metrics source")
 
 // Register makes a source kind available by name. It panics on a
 // duplicate name, as registration happens at start-up.
-func Register(name string, f Factory) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := factories[name]; dup {
-		panic("collector: source " + name + " registered twice")
-	}
-	factories[name] = f
-}
+func Register(name string, f Factory) { sources.Register(name, f) }
 
 // New builds a registered source.
 func New(name string, settings map[string]string) (Source, error) {
-	mu.RLock()
-	f, ok := factories[name]
-	mu.RUnlock()
+	f, ok := sources.Get(name)
 	if !ok {
 		return nil, fmt.Errorf("collector: no metrics source %q (have: %v)", name, Kinds())
 	}
@@ -84,16 +71,7 @@ func New(name string, settings map[string]string) (Source, error) {
 }
 
 // Kinds lists the registered sources.
-func Kinds() []string {
-	mu.RLock()
-	defer mu.RUnlock()
-	out := make([]string, 0, len(factories))
-	for k := range factories {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func Kinds() []string { return sources.Names() }
 
 // DemandSource reads a demand signal per target: requests waiting for a
 // model that has no replica to serve them (the scale-from-zero trigger).

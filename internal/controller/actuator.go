@@ -3,14 +3,13 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sort"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
+	"github.com/llm-d-incubation/wva/internal/registry"
 )
 
 // Actuator brings a decision to the workload (seed 004 §IV.E). Apply is
@@ -33,44 +32,23 @@ type Actuation struct {
 // ActuatorFactory builds an actuator with the controller's client.
 type ActuatorFactory func(c client.Client) Actuator
 
-var (
-	actuatorsMu sync.RWMutex
-	actuators   = map[string]ActuatorFactory{}
-)
+var actuators = registry.New[ActuatorFactory]("actuator")
 
 // RegisterActuator makes an actuation strategy selectable by name (the
 // VariantAutoscaling's spec.actuator). It panics on a duplicate.
-func RegisterActuator(name string, f ActuatorFactory) {
-	actuatorsMu.Lock()
-	defer actuatorsMu.Unlock()
-	if _, dup := actuators[name]; dup {
-		panic("controller: actuator " + name + " registered twice")
-	}
-	actuators[name] = f
-}
+func RegisterActuator(name string, f ActuatorFactory) { actuators.Register(name, f) }
 
 // NewActuators builds every registered actuator.
 func NewActuators(c client.Client) map[string]Actuator {
-	actuatorsMu.RLock()
-	defer actuatorsMu.RUnlock()
-	out := make(map[string]Actuator, len(actuators))
-	for name, f := range actuators {
+	out := map[string]Actuator{}
+	for name, f := range actuators.All() {
 		out[name] = f(c)
 	}
 	return out
 }
 
 // ActuatorNames lists the registered actuators.
-func ActuatorNames() []string {
-	actuatorsMu.RLock()
-	defer actuatorsMu.RUnlock()
-	out := make([]string, 0, len(actuators))
-	for k := range actuators {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func ActuatorNames() []string { return actuators.Names() }
 
 func init() {
 	RegisterActuator(wvav1.ActuatorMetricsOnly, func(client.Client) Actuator { return metricsOnly{} })

@@ -6,10 +6,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/llm-d-incubation/wva/internal/registry"
 )
 
 // Inventory discovers how many accelerators of each type the cluster has,
@@ -22,29 +23,17 @@ type Inventory interface {
 // ConfigMap's content (accelerator type → count).
 type InventoryFactory func(c client.Reader, static func() map[string]int) Inventory
 
-var (
-	inventoriesMu sync.RWMutex
-	inventories   = map[string]InventoryFactory{}
-)
+var inventories = registry.New[InventoryFactory]("capacity source")
 
 // RegisterInventory makes a capacity source selectable by name
 // (WVA_CAPACITY_SOURCE). It panics on a duplicate.
-func RegisterInventory(name string, f InventoryFactory) {
-	inventoriesMu.Lock()
-	defer inventoriesMu.Unlock()
-	if _, dup := inventories[name]; dup {
-		panic("controller: capacity source " + name + " registered twice")
-	}
-	inventories[name] = f
-}
+func RegisterInventory(name string, f InventoryFactory) { inventories.Register(name, f) }
 
 // NewInventory builds a registered capacity source.
 func NewInventory(name string, c client.Reader, static func() map[string]int) (Inventory, error) {
-	inventoriesMu.RLock()
-	f, ok := inventories[name]
-	inventoriesMu.RUnlock()
+	f, ok := inventories.Get(name)
 	if !ok {
-		return nil, fmt.Errorf("no capacity source %q (have nodes, configmap)", name)
+		return nil, fmt.Errorf("no capacity source %q (have %v)", name, inventories.Names())
 	}
 	return f(c, static), nil
 }

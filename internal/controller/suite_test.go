@@ -36,17 +36,7 @@ var env *testenv.Env
 
 const ctrlNS = "wva-system"
 
-func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 // fixture is a controller assembled around the real API server, with a
 // fake clock and a metrics file, driven synchronously.

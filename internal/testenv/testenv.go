@@ -82,3 +82,19 @@ func (e *Env) Stop() error {
 
 // VariantAutoscalingGVR is the resource of the CRD.
 var VariantAutoscalingGVR = schema.GroupVersionResource{Group: "llmd.ai", Version: "v1alpha1", Resource: "variantautoscalings"}
+
+// Main starts the control plane, runs the package's tests with it in *env,
+// stops it and exits: the whole of a TestMain.
+func Main(m interface{ Run() int }, env **Env) {
+	e, err := Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*env = e
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "testenv: stopping:", err)
+	}
+	os.Exit(code)
+}
