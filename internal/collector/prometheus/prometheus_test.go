@@ -4,113 +4,24 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/llm-d-incubation/wva/internal/collector"
+	"github.com/llm-d-incubation/wva/internal/testenv"
 )
 
-// vllmPod serves a vLLM-like /metrics page: requests complete at rps, each
-// with 1000 prompt and 200 generated tokens, a 50 ms TTFT and 10 ms per
-// output token. kv and waiting are the gauges; a negative value leaves the
-// series out, NaN is served as NaN.
 func vllmPod(t *testing.T, rps, kv, waiting float64) *httptest.Server {
-	start := time.Now()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		n := math.Floor(time.Since(start).Seconds() * rps)
-		l := `{model_name="llama"}`
-		fmt.Fprintf(w, "vllm:request_success_total%s %g\n", l, n)
-		fmt.Fprintf(w, "vllm:request_prompt_tokens_sum%s %g\nvllm:request_prompt_tokens_count%s %g\n", l, 1000*n, l, n)
-		fmt.Fprintf(w, "vllm:request_generation_tokens_sum%s %g\nvllm:request_generation_tokens_count%s %g\n", l, 200*n, l, n)
-		fmt.Fprintf(w, "vllm:time_to_first_token_seconds_sum%s %g\nvllm:time_to_first_token_seconds_count%s %g\n", l, 0.05*n, l, n)
-		fmt.Fprintf(w, "vllm:time_per_output_token_seconds_sum%s %g\nvllm:time_per_output_token_seconds_count%s %g\n", l, 0.01*199*n, l, 199*n)
-		if kv >= 0 || math.IsNaN(kv) {
-			fmt.Fprintf(w, "vllm:kv_cache_usage_perc%s %g\n", l, kv)
-		}
-		if waiting >= 0 {
-			fmt.Fprintf(w, "vllm:num_requests_waiting%s %g\n", l, waiting)
-		}
-		fmt.Fprintf(w, "vllm:num_requests_running%s 7\n", l)
-		fmt.Fprintf(w, "vllm:cache_config_info{model_name=\"llama\",block_size=\"16\",num_gpu_blocks=\"1024\"} 1\n")
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	return testenv.VLLMPod(t, "llama", rps, kv, waiting)
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// startPrometheus runs the real Prometheus server (Debian's package,
-// installed by `make test-deps`) on loopback, scraping the targets every
-// second with the given labels, and returns its URL.
 func startPrometheus(t *testing.T, targets map[string]map[string]string) string {
-	t.Helper()
-	bin := os.Getenv("WVA_PROMETHEUS")
-	if bin == "" {
-		var err error
-		if bin, err = exec.LookPath("prometheus"); err != nil {
-			t.Fatal("the prometheus server is not installed: run `make test-deps` (Debian package prometheus), or set WVA_PROMETHEUS")
-		}
-	}
-	dir := t.TempDir()
-	var cfg strings.Builder
-	cfg.WriteString("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: vllm\n    static_configs:\n")
-	for addr, labels := range targets {
-		fmt.Fprintf(&cfg, "      - targets: [%q]\n        labels:\n", addr)
-		for k, v := range labels {
-			fmt.Fprintf(&cfg, "          %s: %q\n", k, v)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--log.level=warn")
-	logf, err := os.Create(filepath.Join(dir, "log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		logf.Close()
-	})
-	url := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(url + "/-/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return url
-			}
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "log"))
-			t.Fatalf("prometheus did not become ready: %v\n%s", err, log)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return testenv.Prometheus(t, targets)
 }
 
 // TestCollectFromPrometheus: a real Prometheus scrapes three vLLM-like
@@ -203,7 +114,7 @@ func checkBusy(t *testing.T, b collector.PodMetrics) {
 }
 
 func TestUnreachable(t *testing.T) {
-	src, err := New(Config{URL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), Retries: 1, Backoff: 10 * time.Millisecond, Timeout: time.Second})
+	src, err := New(Config{URL: fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t)), Retries: 1, Backoff: 10 * time.Millisecond, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

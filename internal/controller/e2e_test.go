@@ -1,0 +1,159 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/yaml"
+
+	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
+	"github.com/llm-d-incubation/wva/internal/testenv"
+)
+
+// TestEndToEndWithPrometheus runs the whole loop on real components: a
+// real Prometheus scrapes two saturated vLLM-format pods and the
+// controller's own /metrics (labelled with the controller's namespace, as a
+// ServiceMonitor does); the manager on the real API server reads the pods
+// through Prometheus, decides a scale-up, and publishes it; the query of
+// config/samples/keda-scaledobject.yaml and the selector of
+// config/samples/hpa.yaml, pointed at this variant, find the decision in
+// Prometheus (through the exported_namespace rename).
+func TestEndToEndWithPrometheus(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	const sys = "wva-e2e"
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sys}}); err != nil {
+		t.Fatal(err)
+	}
+	f.deployment("llama-h100", 2)
+	f.va("llama-h100", model, nil)
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	targets := map[string]map[string]string{strings.TrimPrefix(metricsAddr, "http://"): {"namespace": sys, "pod": "wva-controller-0"}}
+	for i := 0; i < 2; i++ {
+		pod := testenv.VLLMPod(t, model, 3, 0.95, 12)
+		targets[strings.TrimPrefix(pod.URL, "http://")] = map[string]string{"namespace": f.ns, "pod": fmt.Sprintf("llama-h100-%d", i)}
+	}
+	prom := testenv.Prometheus(t, targets)
+
+	o := DefaultOptions()
+	o.Namespace, o.WatchNamespaces, o.LeaderElect = sys, []string{f.ns}, false
+	o.MetricsAddr, o.HealthAddr = metricsAddr, "0"
+	o.Main.Prometheus.URL, o.Main.Prometheus.Window = prom, 10*time.Second
+	o.Main.Interval = 2 * time.Second
+	// The manager serves controller-runtime's registry; publish there.
+	reg := prometheus.NewRegistry()
+	o.Registry = reg
+	crmetrics.Registry.MustRegister(reg)
+	defer crmetrics.Registry.Unregister(reg)
+	mgr, err := NewManager(env.Config, o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Setup(ctx, mgr, o, clock.RealClock{}, logr.Discard()); err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+
+	var va wvav1.VariantAutoscaling
+	waitFor(t, 60*time.Second, "a scale-up decision in the status", func() bool {
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: f.ns, Name: "llama-h100"}, &va); err != nil {
+			return false
+		}
+		m := findCondition(va.Status.Conditions, wvav1.ConditionMetricsAvailable)
+		return m != nil && m.Status == metav1.ConditionTrue && va.Status.DesiredOptimizedAlloc.NumReplicas > 2
+	})
+	desired := float64(va.Status.DesiredOptimizedAlloc.NumReplicas)
+
+	keda := samplePromQL(t, f.ns, "llama-h100")
+	waitFor(t, 30*time.Second, "the KEDA sample's query to return the decision", func() bool {
+		v, ok := promValue(t, prom, keda)
+		return ok && v == desired
+	})
+	hpa := fmt.Sprintf(`inferno_desired_replicas{variant_name=%q,exported_namespace=%q,accelerator_type="H100"}`, "llama-h100", f.ns)
+	if v, ok := promValue(t, prom, hpa); !ok || v != desired {
+		t.Errorf("the HPA sample's selector finds %v (%v), want %v", v, ok, desired)
+	}
+	// Without the rename the series would not be found under its own
+	// namespace label: it is the controller's.
+	if v, ok := promValue(t, prom, fmt.Sprintf(`inferno_desired_replicas{namespace=%q}`, sys)); !ok || v != desired {
+		t.Errorf("the scraped series carry namespace=%s: %v %v", sys, v, ok)
+	}
+}
+
+// samplePromQL returns the query of config/samples/keda-scaledobject.yaml,
+// pointed at the given variant.
+func samplePromQL(t *testing.T, ns, variant string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(env.Root, "config", "samples", "keda-scaledobject.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var so struct {
+		Metadata struct{ Namespace string } `json:"metadata"`
+		Spec     struct {
+			ScaleTargetRef struct{ Name string } `json:"scaleTargetRef"`
+			Triggers       []struct {
+				Metadata map[string]string `json:"metadata"`
+			} `json:"triggers"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(b, &so); err != nil || len(so.Spec.Triggers) != 1 {
+		t.Fatalf("keda sample: %v", err)
+	}
+	q := so.Spec.Triggers[0].Metadata["query"]
+	q = strings.ReplaceAll(q, `"`+so.Spec.ScaleTargetRef.Name+`"`, strconv.Quote(variant))
+	q = strings.ReplaceAll(q, `"`+so.Metadata.Namespace+`"`, strconv.Quote(ns))
+	if !strings.Contains(q, "exported_namespace") {
+		t.Fatalf("the KEDA sample does not select exported_namespace: %s", q)
+	}
+	return q
+}
+
+// promValue runs an instant query and returns its single value.
+func promValue(t *testing.T, prom, q string) (float64, bool) {
+	t.Helper()
+	resp, err := http.Get(prom + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var r struct {
+		Data struct {
+			Result []struct {
+				Value [2]any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil || len(r.Data.Result) != 1 {
+		return 0, false
+	}
+	s, _ := r.Data.Result[0].Value[1].(string)
+	v, err := strconv.ParseFloat(s, 64)
+	return v, err == nil
+}
