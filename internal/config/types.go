@@ -28,9 +28,13 @@ const (
 
 // DefaultScaleFromZeroQuery is the demand signal for models at zero
 // replicas: requests held in the inference gateway's flow-control queue,
-// by model. It must return series with the labels model_name and
-// namespace (or the collector's namespace label).
-const DefaultScaleFromZeroQuery = `sum by (namespace, model_name) (inference_extension_flow_control_queue_size)`
+// by model. llm-d's endpoint picker exports the gauge as
+// llm_d_epp_flow_control_queue_size and, deprecated, under the inference
+// extension's name; `or` takes the first where both exist, so nothing is
+// counted twice and either alone works. A custom query must return series
+// with the labels model_name and namespace (or the collector's namespace
+// label).
+const DefaultScaleFromZeroQuery = `sum by (namespace, model_name) (llm_d_epp_flow_control_queue_size or inference_extension_flow_control_queue_size)`
 
 // Problem is one invalid key.
 type Problem struct {

@@ -8,11 +8,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/llm-d-incubation/wva/internal/collector"
+	"github.com/llm-d-incubation/wva/internal/config"
 	"github.com/llm-d-incubation/wva/internal/testenv"
 )
 
@@ -171,5 +173,47 @@ func TestBearerToken(t *testing.T) {
 	}
 	if len(got) == 0 || got[0] != "Bearer s3cret" {
 		t.Errorf("Authorization headers %q", got)
+	}
+}
+
+// TestDemand: the default scale-from-zero query on a real Prometheus
+// scraping two gateway pages — one exporting the flow-control queue under
+// both its names, one under the deprecated name only — counts each queue
+// once, per namespace and model.
+func TestDemand(t *testing.T) {
+	page := func(body string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, body) }))
+		t.Cleanup(srv.Close)
+		return strings.TrimPrefix(srv.URL, "http://")
+	}
+	both := page(`llm_d_epp_flow_control_queue_size{fairness_id="a",priority="0",model_name="llama"} 3
+inference_extension_flow_control_queue_size{fairness_id="a",priority="0",model_name="llama"} 3
+llm_d_epp_flow_control_queue_size{fairness_id="b",priority="0",model_name="llama"} 2
+inference_extension_flow_control_queue_size{fairness_id="b",priority="0",model_name="llama"} 2
+`)
+	old := page(`inference_extension_flow_control_queue_size{fairness_id="a",priority="0",model_name="mistral"} 4
+inference_extension_flow_control_queue_size{fairness_id="a",priority="0",model_name="idle"} 0
+`)
+	url := startPrometheus(t, map[string]map[string]string{both: {"namespace": "llm", "pod": "epp-0"}, old: {"namespace": "dev", "pod": "epp-1"}})
+	src, err := New(Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[collector.Target]float64{{Namespace: "llm", Model: "llama"}: 5, {Namespace: "dev", Model: "mistral"}: 4, {Namespace: "dev", Model: "idle"}: 0}
+	var got map[collector.Target]float64
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		got, err = src.Demand(context.Background(), time.Now(), config.DefaultScaleFromZeroQuery)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 3 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("demand %v, want %v", got, want)
+	}
+	if _, err := src.Demand(context.Background(), time.Now(), "sum by (model_name) ("); err == nil {
+		t.Error("a malformed query gave no error")
 	}
 }
