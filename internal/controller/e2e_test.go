@@ -14,12 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
@@ -39,9 +36,7 @@ func TestEndToEndWithPrometheus(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	const sys = "wva-e2e"
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sys}}); err != nil {
-		t.Fatal(err)
-	}
+	controllerNamespace(t, sys)
 	f.deployment("llama-h100", 2)
 	f.va("llama-h100", model, nil)
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
@@ -62,16 +57,7 @@ func TestEndToEndWithPrometheus(t *testing.T) {
 	o.Registry = reg
 	crmetrics.Registry.MustRegister(reg)
 	defer crmetrics.Registry.Unregister(reg)
-	mgr, err := NewManager(env.Config, o, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Setup(ctx, mgr, o, clock.RealClock{}, logr.Discard()); err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
+	_, cancel, done := startManager(t, o)
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

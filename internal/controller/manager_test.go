@@ -25,9 +25,7 @@ func TestManagerRestartKeepsTunerState(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	const sys = "wva-restart"
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sys}}); err != nil {
-		t.Fatal(err)
-	}
+	controllerNamespace(t, sys)
 	if err := env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "wva-queueing-model-config", Namespace: sys},
 		Data: map[string]string{"default": "sloMultiplier: 3\ntuningEnabled: true\n"}}); err != nil {
 		t.Fatal(err)
@@ -43,18 +41,7 @@ func TestManagerRestartKeepsTunerState(t *testing.T) {
 
 	run := func() (*Controller, context.CancelFunc, chan error) {
 		o.Registry = prometheus.NewRegistry()
-		mgr, err := NewManager(env.Config, o, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := Setup(ctx, mgr, o, clock.RealClock{}, logr.Discard())
-		if err != nil {
-			t.Fatal(err)
-		}
-		mctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- mgr.Start(mctx) }()
-		return c, cancel, done
+		return startManager(t, o)
 	}
 	c1, stop1, done1 := run()
 	var rec tuner.Record
@@ -100,4 +87,30 @@ func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Fatalf("timed out waiting for %s", what)
+}
+
+// startManager builds and starts a manager for o; cancel stops it and done
+// reports how it ended.
+func startManager(t *testing.T, o Options) (c *Controller, cancel context.CancelFunc, done chan error) {
+	t.Helper()
+	mgr, err := NewManager(env.Config, o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err = Setup(context.Background(), mgr, o, clock.RealClock{}, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	done = make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	return c, cancel, done
+}
+
+// controllerNamespace creates the controller's namespace for a test.
+func controllerNamespace(t *testing.T, name string) {
+	t.Helper()
+	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
 }
