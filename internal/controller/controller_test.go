@@ -450,3 +450,35 @@ func TestIsolateInvalid(t *testing.T) {
 		t.Errorf("configuration problem isolated: %v", got)
 	}
 }
+
+// TestCycleAndWakeConcurrently: the planner loop and the scale-from-zero
+// loop run in separate goroutines in the manager; under -race this test
+// fails if they share state unguarded.
+func TestCycleAndWakeConcurrently(t *testing.T) {
+	f := newFixture(t)
+	f.deployment("llama-h100", 1)
+	f.va("llama-h100", model, nil)
+	f.deployment("idle-l40s", 0)
+	f.va("idle-l40s", "idle", func(va *wvav1.VariantAutoscaling) { va.Spec.Accelerator = "L40S" })
+	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", 1, 0.3, 0)}},
+		Demand: []file.Demand{{Namespace: f.ns, Model: "idle", Value: 2}}})
+	f.planner.Notify = nil
+	sfz := &ScaleFromZero{Planner: f.planner, Clock: f.clock}
+	errs := make(chan error, 10)
+	go func() { // the planner loop: one cycle after the other
+		for i := 0; i < 5; i++ {
+			errs <- f.planner.Cycle(context.Background())
+		}
+	}()
+	go func() { // the wake-up loop, beside it
+		for i := 0; i < 5; i++ {
+			_, err := sfz.Check(context.Background())
+			errs <- err
+		}
+	}()
+	for i := 0; i < 10; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -58,6 +58,7 @@ type Planner struct {
 	// manager the cache's namespaces do).
 	ListOptions []client.ListOption
 
+	srcMu         sync.Mutex
 	source        collector.Source
 	sourceFor     *config.Main
 	lastInventory map[string]int
@@ -306,6 +307,8 @@ func (p *Planner) tunerCounts() [2]int {
 // currentSource returns the metrics source for the main configuration,
 // rebuilt when the configuration changed.
 func (p *Planner) currentSource(m config.Main) (collector.Source, error) {
+	p.srcMu.Lock() // the scale-from-zero loop asks too
+	defer p.srcMu.Unlock()
 	if p.source != nil && p.sourceFor != nil && sameSource(*p.sourceFor, m) {
 		return p.source, nil
 	}

@@ -7,6 +7,7 @@ package metrics
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,8 +25,10 @@ const (
 	LabelReason      = "reason"
 )
 
-// Emitter holds the metrics. Publish one plan per cycle.
+// Emitter holds the metrics. Publish one plan per cycle. It is safe for
+// concurrent use (the planner and the scale-from-zero loop both publish).
 type Emitter struct {
+	mu                      sync.Mutex
 	desired, current, ratio *prometheus.GaugeVec
 	scaling                 *prometheus.CounterVec
 	cycle                   prometheus.Histogram
@@ -72,6 +75,8 @@ func NewEmitter(reg prometheus.Registerer) (*Emitter, error) {
 // decisions. Variants of the previous plan that are not in this one are
 // removed.
 func (e *Emitter) Publish(p *engine.Plan) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	now := map[[3]string]bool{}
 	for _, d := range p.Variants {
 		k := [3]string{d.Variant, d.Namespace, d.Accelerator}
@@ -126,6 +131,8 @@ func (e *Emitter) TunerStep(accepted bool) {
 // series are set to the decision and the scale-up is counted. Other
 // variants are left as the last plan published them.
 func (e *Emitter) Wake(d engine.VariantDecision) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	k := [3]string{d.Variant, d.Namespace, d.Accelerator}
 	e.desired.WithLabelValues(k[:]...).Set(float64(d.Desired))
 	e.current.WithLabelValues(k[:]...).Set(float64(d.Current))
