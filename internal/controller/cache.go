@@ -60,6 +60,19 @@ func (c *DecisionCache) Set(k types.NamespacedName, d Decision) {
 	c.m[k] = d
 }
 
+// WokenAfter returns the scale-from-zero decisions made after t.
+func (c *DecisionCache) WokenAfter(t time.Time) map[types.NamespacedName]Decision {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := map[types.NamespacedName]Decision{}
+	for k, d := range c.m {
+		if d.Decided && d.Decision.Reason == engine.ReasonScaleFromZero && d.Time.After(t) {
+			out[k] = d
+		}
+	}
+	return out
+}
+
 // Retain forgets the decisions of VariantAutoscalings not in keep.
 func (c *DecisionCache) Retain(keep map[types.NamespacedName]bool) {
 	c.mu.Lock()

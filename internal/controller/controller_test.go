@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,13 +14,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
 	"github.com/llm-d-incubation/wva/internal/collector"
 	"github.com/llm-d-incubation/wva/internal/collector/file"
 	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/testenv"
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
@@ -50,7 +54,7 @@ func TestTargetResolution(t *testing.T) {
 	if got := va.Status.CurrentAlloc; got.NumReplicas != 2 || got.ReadyReplicas != 2 || got.Accelerator != "H100" {
 		t.Errorf("currentAlloc %+v", got)
 	}
-	if got := va.Status.DesiredOptimizedAlloc; got.NumReplicas != 2 || !got.LastRunTime.Time.Equal(f.clock.Now()) {
+	if got := va.Status.DesiredOptimizedAlloc; got.NumReplicas != 2 || !got.LastRunTime.Time.Equal(f.clock.Now().Truncate(time.Second)) {
 		t.Errorf("desiredOptimizedAlloc %+v (now %v)", got, f.clock.Now())
 	}
 	if va.Status.ObservedGeneration != va.Generation {
@@ -174,21 +178,36 @@ func TestBadMetricsHold(t *testing.T) {
 // TestOneStatusWrite: a reconcile with nothing new does not write.
 func TestOneStatusWrite(t *testing.T) {
 	f := newFixture(t)
+	writes := 0
+	ww, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.rec.Client = interceptor.NewClient(ww, interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			writes++
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		}})
 	f.deployment("llama-h100", 1)
 	f.va("llama-h100", model, nil)
 	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", 1, 0.3, 0)}}})
 	f.cycle()
-	rv := f.reconcile("llama-h100").ResourceVersion
+	f.reconcile("llama-h100")
+	if writes != 1 {
+		t.Fatalf("first reconcile: %d status writes, want 1", writes)
+	}
 	for i := 0; i < 3; i++ {
-		f.clock.Step(1e9)
-		if got := f.reconcile("llama-h100").ResourceVersion; got != rv {
-			t.Fatalf("reconcile %d wrote the status again (resourceVersion %s → %s)", i, rv, got)
+		f.clock.Step(1e9) // the fake clock has nanoseconds; the API stores seconds
+		f.reconcile("llama-h100")
+		if writes != 1 {
+			t.Fatalf("reconcile %d with nothing new wrote the status (%d writes)", i, writes)
 		}
 	}
 	f.clock.Step(60e9)
 	f.cycle()
-	if got := f.reconcile("llama-h100").ResourceVersion; got == rv {
-		t.Fatal("a new cycle (new lastRunTime) was not written")
+	f.reconcile("llama-h100")
+	if writes != 2 {
+		t.Fatalf("a new cycle (new lastRunTime): %d writes, want 2", writes)
 	}
 }
 
@@ -480,5 +499,113 @@ func TestCycleAndWakeConcurrently(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestPrometheusDown: when no model's metrics can be read, every variant
+// is held and its status says why (and the status write is accepted).
+func TestPrometheusDown(t *testing.T) {
+	f := newFixture(t)
+	f.planner.Sources = DefaultOptions().sources
+	main := map[string]string{"PROMETHEUS_BASE_URL": fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t)), "PROMETHEUS_TIMEOUT": "200ms"}
+	if err := f.planner.Config.Apply(DefaultConfigNames().Main, main, true); err != nil {
+		t.Fatal(err)
+	}
+	f.deployment("llama-h100", 2)
+	f.va("llama-h100", model, func(va *wvav1.VariantAutoscaling) { va.Spec.Actuator = wvav1.ActuatorDirect })
+	f.cycle()
+	va := f.reconcile("llama-h100")
+	c := wantCond(t, va, wvav1.ConditionMetricsAvailable, metav1.ConditionFalse, wvav1.ReasonPrometheusError)
+	if !strings.Contains(c.Message, "connection refused") {
+		t.Errorf("message: %q", c.Message)
+	}
+	wantCond(t, va, wvav1.ConditionOptimizationReady, metav1.ConditionFalse, wvav1.ReasonMetricsUnavailable)
+	if va.Status.Actuation.Actuator != "" && va.Status.Actuation.Actuator != wvav1.ActuatorDirect {
+		t.Errorf("actuator %q", va.Status.Actuation.Actuator)
+	}
+	if g := f.gauge("inferno_desired_replicas", "llama-h100"); g != 2 {
+		t.Errorf("safety-net desired %v, want the current 2", g)
+	}
+}
+
+func TestHoldReason(t *testing.T) {
+	for expl, want := range map[string]string{
+		"holding 3: no metrics for its 3 ready replica(s)":                                                     wvav1.ReasonMetricsMissing,
+		"holding 3: metrics unusable (inference-pod-0: missing)":                                               wvav1.ReasonMetricsMissing,
+		"holding 3: metrics unusable (nan-pod-1: stale (sampled 400 s ago))":                                   wvav1.ReasonMetricsStale,
+		"holding 3: metrics unusable (p0: stale (sampled 400 s ago); p1: kvCacheUsage is NaN)":                 wvav1.ReasonMetricsInvalid,
+		"holding 2: metrics unusable (llm-inference-0: missing; llm-inference-1: kvCacheUsage is 2 (above 1))": wvav1.ReasonMetricsInvalid,
+	} {
+		if got := holdReason(expl, nil); got != want {
+			t.Errorf("%q: %s, want %s", expl, got, want)
+		}
+	}
+	for probs, want := range map[string]string{
+		"llm-inference-0: KV usage is NaN":                                       wvav1.ReasonMetricsInvalid,
+		"pod nan-infra-0: invalid kvCacheUsage -1":                               wvav1.ReasonMetricsInvalid,
+		"llm-inference-0: missing vllm:kv_cache_usage_perc or vllm:num_requests": wvav1.ReasonMetricsMissing,
+	} {
+		if got := holdReason("holding 1: metrics unusable (x: missing)", []string{probs}); got != want {
+			t.Errorf("%q: %s, want %s", probs, got, want)
+		}
+	}
+}
+
+// TestStoreNeverOverwritesUnread: a leader whose first read of the tuner
+// state fails must not replace it with what it learned since; once the
+// read succeeds both are kept.
+func TestStoreNeverOverwritesUnread(t *testing.T) {
+	ctx := context.Background()
+	ref := types.NamespacedName{Namespace: ctrlNS, Name: "state-unread"}
+	_ = env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ctrlNS}})
+	old := NewConfigMapStore(env.Client, ref)
+	if _, err := old.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := tuner.Key{Namespace: "ns", Model: "m", Variant: "a"}
+	b := tuner.Key{Namespace: "ns", Model: "m", Variant: "b"}
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	if err := old.Put(a, tuner.Record{Params: tuner.Params{Alpha: 6}, LastUpdate: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	failing := true
+	ww, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flaky := interceptor.NewClient(ww, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, k client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+		if failing {
+			return fmt.Errorf("etcdserver: request timed out")
+		}
+		return c.Get(ctx, k, o, opts...)
+	}})
+	s := NewConfigMapStore(flaky, ref)
+	if _, err := s.Load(ctx); err == nil {
+		t.Fatal("the failing read succeeded")
+	}
+	if err := s.Put(b, tuner.Record{Params: tuner.Params{Alpha: 2}, LastUpdate: t0.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err == nil || !strings.Contains(err.Error(), "not overwriting") {
+		t.Fatalf("flush before a successful read: %v", err)
+	}
+	failing = false
+	if _, err := s.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check := NewConfigMapStore(env.Client, ref)
+	if _, err := check.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ra, okA, _ := check.Get(a)
+	rb, okB, _ := check.Get(b)
+	if !okA || !okB || ra.Params.Alpha != 6 || rb.Params.Alpha != 2 {
+		t.Fatalf("stored: a %v %+v, b %v %+v", okA, ra.Params, okB, rb.Params)
 	}
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -104,6 +105,7 @@ type variant struct {
 	va     *wvav1.VariantAutoscaling
 	target *appsv1.Deployment
 	key    types.NamespacedName
+	pods   []string // names of its pods that report metrics (this cycle)
 }
 
 // Cycle runs one optimisation cycle.
@@ -117,14 +119,23 @@ func (p *Planner) Cycle(ctx context.Context) error {
 		return fmt.Errorf("listing VariantAutoscalings: %w", err)
 	}
 	p.warnings = nil
+	if !p.Store.Loaded() { // a failed read at start: try again, never overwrite
+		if _, err := p.Store.Load(ctx); err != nil {
+			p.Log.Error(err, "restoring tuner state; learning continues in memory and is saved once the state is read")
+		}
+	}
 	c := &cycleState{now: now}
 	c.decisions, c.groups, c.keep, c.keepTuner = p.resolve(ctx, now, list.Items)
 	snap, reports, collectErrs := p.snapshot(ctx, now, set, c.groups)
 	c.reports, c.collectErrs = reports, collectErrs
+	for t, err := range collectErrs {
+		p.Log.Error(err, "collecting metrics; the model's decisions are held", "namespace", t.Namespace, "model", t.Model)
+	}
 	c.hold(isolateInvalid(snap), "this model's snapshot is invalid, its decisions are held: ")
 	before := p.tunerCounts()
 	if len(snap.Models) == 0 {
 		// Nothing to plan (no variant, or no model's metrics could be read).
+		c.fillHeld()
 		p.finish(ctx, c, nil)
 		p.Emitter.CycleDone(time.Since(start), false)
 		return nil
@@ -147,6 +158,7 @@ func (p *Planner) Cycle(ctx context.Context) error {
 	}
 	p.countTunerSteps(before)
 	p.decide(ctx, c, plan, snap)
+	c.fillHeld()
 	p.finish(ctx, c, plan)
 	p.Emitter.CycleDone(time.Since(start), false)
 	return nil
@@ -168,7 +180,7 @@ func (c *cycleState) hold(models map[collector.Target]error, prefix string) {
 	for t, err := range models {
 		for _, v := range c.groups[t] {
 			dec := Decision{Time: c.now, OptimizationReason: wvav1.ReasonOptimizationFailed, OptimizationMessage: prefix + err.Error(),
-				MetricsOK: true, MetricsReason: wvav1.ReasonMetricsFound, MetricsMessage: "metrics read"}
+				MetricsOK: true, MetricsReason: wvav1.ReasonMetricsFound, MetricsMessage: "metrics read", Actuator: actuatorName(v.va)}
 			if cerr := c.collectErrs[t]; cerr != nil {
 				dec.MetricsOK, dec.MetricsReason, dec.MetricsMessage = false, wvav1.ReasonPrometheusError, cerr.Error()
 			}
@@ -219,15 +231,34 @@ func (p *Planner) decide(ctx context.Context, c *cycleState, plan *engine.Plan, 
 		p.actuate(ctx, &dec, v, c.now)
 		c.decisions[k] = dec
 	}
+}
+
+// fillHeld gives every variant the cycle did not decide (its model's
+// metrics could not be collected) a held decision that says why.
+func (c *cycleState) fillHeld() {
 	for t, vs := range c.groups {
 		for _, v := range vs {
-			if _, ok := c.decisions[v.key]; !ok {
-				c.decisions[v.key] = Decision{Time: c.now, OptimizationReason: wvav1.ReasonMetricsUnavailable,
-					OptimizationMessage: "no decision this cycle; holding the last one", MetricsReason: wvav1.ReasonPrometheusError,
-					MetricsMessage: errString(c.collectErrs[t])}
+			if _, ok := c.decisions[v.key]; ok {
+				continue
 			}
+			dec := Decision{Time: c.now, OptimizationReason: wvav1.ReasonMetricsUnavailable, Actuator: actuatorName(v.va),
+				OptimizationMessage: "no decision this cycle; holding the last one", MetricsReason: wvav1.ReasonMetricsMissing,
+				MetricsMessage: "the model was not planned this cycle"}
+			if err := c.collectErrs[t]; err != nil {
+				dec.MetricsReason, dec.MetricsMessage = wvav1.ReasonPrometheusError, err.Error()
+				dec.OptimizationMessage = "metrics could not be read; holding the last decision"
+			}
+			c.decisions[v.key] = dec
 		}
 	}
+}
+
+// actuatorName is the VA's actuator (metrics-only by default).
+func actuatorName(va *wvav1.VariantAutoscaling) string {
+	if va.Spec.Actuator == "" {
+		return wvav1.ActuatorMetricsOnly
+	}
+	return va.Spec.Actuator
 }
 
 // finish stores the decisions, publishes the metrics (with a safety net
@@ -239,6 +270,22 @@ func (p *Planner) finish(ctx context.Context, c *cycleState, plan *engine.Plan) 
 	if plan != nil {
 		pub.Variants = append(pub.Variants, plan.Variants...)
 	}
+	// A variant the scale-from-zero loop woke while this cycle ran keeps
+	// that newer decision (the cycle saw it at zero replicas).
+	woken := p.Cache.WokenAfter(now)
+	for k, d := range woken {
+		decisions[k], keep[k] = d, true
+	}
+	kept := pub.Variants[:0]
+	for _, d := range pub.Variants {
+		if _, ok := woken[types.NamespacedName{Namespace: d.Namespace, Name: d.Variant}]; !ok {
+			kept = append(kept, d)
+		}
+	}
+	pub.Variants = kept
+	for _, d := range woken {
+		pub.Variants = append(pub.Variants, d.Decision)
+	}
 	decided := map[types.NamespacedName]bool{}
 	for _, d := range pub.Variants {
 		decided[types.NamespacedName{Namespace: d.Namespace, Name: d.Variant}] = true
@@ -246,6 +293,9 @@ func (p *Planner) finish(ctx context.Context, c *cycleState, plan *engine.Plan) 
 	for _, vs := range groups {
 		for _, v := range vs {
 			if decided[v.key] {
+				continue
+			}
+			if _, ok := woken[v.key]; ok {
 				continue
 			}
 			cur := int(specReplicas(v.target))
@@ -285,13 +335,6 @@ func (p *Planner) finish(ctx context.Context, c *cycleState, plan *engine.Plan) 
 			p.Notify(k)
 		}
 	}
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 // tunerCounts sums the accepted and rejected updates of every record.
@@ -622,6 +665,7 @@ func (p *Planner) engineVariant(v *variant, set Settings, rep collector.Report, 
 			continue
 		}
 		pod := pm.Pod
+		v.pods = append(v.pods, pod.Name)
 		if !ready.IsZero() && pod.AgeSeconds == 0 {
 			pod.AgeSeconds = max(now.Sub(ready).Seconds(), 0)
 		}
@@ -703,31 +747,68 @@ func (p *Planner) metricsStatus(dec *Decision, d engine.VariantDecision, collect
 		return
 	}
 	if d.Reason != engine.ReasonHoldMetrics {
-		dec.MetricsReason, dec.MetricsMessage = wvav1.ReasonMetricsFound, fmt.Sprintf("%d pods report metrics", len(rep.Pods))
+		dec.MetricsReason, dec.MetricsMessage = wvav1.ReasonMetricsFound, fmt.Sprintf("%d pods report metrics", len(v.pods))
 		return
 	}
 	dec.MetricsOK = false
+	// The engine's explanation names each pod and what is wrong with it;
+	// the collector's problems for this variant's pods add which series.
 	msg := d.Explanation
-	if len(rep.Problems) > 0 {
-		probs := rep.Problems
-		if len(probs) > 3 {
-			probs = append(probs[:3:3], fmt.Sprintf("and %d more", len(rep.Problems)-3))
+	var probs []string
+	for _, pr := range rep.Problems {
+		for _, name := range v.pods {
+			if strings.Contains(pr, name+":") {
+				probs = append(probs, pr)
+				break
+			}
 		}
-		msg = strings.Join(probs, "; ")
 	}
-	low := strings.ToLower(msg)
-	switch {
-	case strings.Contains(low, "stale"):
-		dec.MetricsReason = wvav1.ReasonMetricsStale
-	case strings.Contains(low, "nan") || strings.Contains(low, "negative") || strings.Contains(low, "inf") || strings.Contains(low, "invalid"):
-		dec.MetricsReason = wvav1.ReasonMetricsInvalid
-	default:
-		dec.MetricsReason = wvav1.ReasonMetricsMissing
-		if len(rep.Pods) == 0 {
-			msg = fmt.Sprintf("no vLLM metrics found for model %q of %s; ensure a ServiceMonitor or PodMonitor scrapes its pods", v.va.Spec.ModelID, v.va.Name)
-		}
+	dec.MetricsReason = holdReason(d.Explanation, probs)
+	if len(probs) > 3 {
+		probs = append(probs[:3:3], fmt.Sprintf("and %d more", len(probs)-3))
+	}
+	if len(probs) > 0 {
+		msg += "; " + strings.Join(probs, "; ")
+	}
+	if len(v.pods) == 0 {
+		msg = fmt.Sprintf("no vLLM metrics found for model %q of %s; ensure a ServiceMonitor or PodMonitor scrapes its pods", v.va.Spec.ModelID, v.va.Name)
 	}
 	dec.MetricsMessage = msg
+}
+
+// invalidWord finds an invalid value in a collector's problem text.
+var invalidWord = regexp.MustCompile(`\b(NaN|[+-]?Inf|negative|invalid)\b`)
+
+// holdReason classifies the engine's hold explanation ("holding N:
+// metrics unusable (pod: why; …)" or "no metrics for its N ready
+// replica(s)") and the collector's problems for the variant's pods
+// ("pod: what"): invalid values first, then stale samples, else missing.
+// Only the text after a pod's name is read, so names never classify.
+func holdReason(expl string, probs []string) string {
+	for _, pr := range probs {
+		if j := strings.Index(pr, ": "); j >= 0 && invalidWord.MatchString(pr[j+2:]) {
+			return wvav1.ReasonMetricsInvalid
+		}
+	}
+	stale := false
+	if i := strings.Index(expl, "metrics unusable ("); i >= 0 {
+		for _, item := range strings.Split(strings.TrimSuffix(expl[i+len("metrics unusable ("):], ")"), "; ") {
+			why := item
+			if j := strings.Index(item, ": "); j >= 0 {
+				why = item[j+2:]
+			}
+			switch {
+			case strings.HasPrefix(why, "stale"):
+				stale = true
+			case strings.Contains(why, " is "):
+				return wvav1.ReasonMetricsInvalid
+			}
+		}
+	}
+	if stale {
+		return wvav1.ReasonMetricsStale
+	}
+	return wvav1.ReasonMetricsMissing
 }
 
 func (p *Planner) tuningStatus(dec *Decision, d engine.VariantDecision, mode engine.Mode, enabled bool) {
@@ -755,10 +836,7 @@ func (p *Planner) tuningStatus(dec *Decision, d engine.VariantDecision, mode eng
 
 // actuate hands a decision to the variant's actuator.
 func (p *Planner) actuate(ctx context.Context, dec *Decision, v *variant, now time.Time) {
-	name := v.va.Spec.Actuator
-	if name == "" {
-		name = wvav1.ActuatorMetricsOnly
-	}
+	name := actuatorName(v.va)
 	dec.Actuator = name
 	a, ok := p.Actuators[name]
 	if !ok {

@@ -26,6 +26,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list
 // +kubebuilder:rbac:groups="",namespace=workload-variant-autoscaler-system,resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=events.k8s.io,namespace=workload-variant-autoscaler-system,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",namespace=workload-variant-autoscaler-system,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=workload-variant-autoscaler-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 // Reconciler writes a VariantAutoscaling's status from its target and the
@@ -49,7 +50,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if va.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	now := metav1.NewTime(r.Clock.Now())
+	now := apiTime(r.Clock.Now())
 	st := *va.Status.DeepCopy()
 	st.ObservedGeneration = va.Generation
 
@@ -83,7 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		} else {
 			setCondition(&st.Conditions, now, wvav1.ConditionOptimizationReady, false, dec.OptimizationReason, dec.OptimizationMessage)
 		}
-		st.DesiredOptimizedAlloc = wvav1.OptimizedAlloc{LastRunTime: metav1.NewTime(dec.Time), NumReplicas: int32(dec.Decision.Desired),
+		st.DesiredOptimizedAlloc = wvav1.OptimizedAlloc{LastRunTime: apiTime(dec.Time), NumReplicas: int32(dec.Decision.Desired),
 			Accelerator: dec.Decision.Accelerator, Reason: string(dec.Decision.Reason)}
 	default:
 		setCondition(&st.Conditions, now, wvav1.ConditionOptimizationReady, false, dec.OptimizationReason, dec.OptimizationMessage)
@@ -130,7 +131,7 @@ func (r *Reconciler) actuationStatus(st *wvav1.VariantAutoscalingStatus, now met
 	desired := st.DesiredOptimizedAlloc.NumReplicas
 	st.Actuation.Actuator = dec.Actuator
 	if !dec.ActuatedAt.IsZero() {
-		t := metav1.NewTime(dec.ActuatedAt)
+		t := apiTime(dec.ActuatedAt)
 		st.Actuation.LastUpdateTime = &t
 	}
 	if dec.ActuationErr != "" {
@@ -153,6 +154,11 @@ func (r *Reconciler) actuationStatus(st *wvav1.VariantAutoscalingStatus, now met
 	}
 }
 
+// apiTime is t as the API server stores it (whole seconds): a status
+// built from it compares equal to the stored one when nothing changed, so
+// no write is sent.
+func apiTime(t time.Time) metav1.Time { return metav1.NewTime(t.Truncate(time.Second)) }
+
 func orDefault(s, d string) string {
 	if s == "" {
 		return d
@@ -163,6 +169,7 @@ func orDefault(s, d string) string {
 // setCondition sets a condition; its transition time changes only when
 // its status does (with the injected clock, unlike meta.SetStatusCondition).
 func setCondition(conds *[]metav1.Condition, now metav1.Time, typ string, status bool, reason, msg string) {
+	reason = orDefault(reason, "Unknown") // the API rejects an empty reason
 	s := metav1.ConditionFalse
 	if status {
 		s = metav1.ConditionTrue

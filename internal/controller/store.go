@@ -34,6 +34,9 @@ type ConfigMapStore struct {
 	mu    sync.Mutex
 	m     map[tuner.Key]tuner.Record
 	dirty bool
+	// loaded is set once the ConfigMap was read (or found absent): until
+	// then Flush must not overwrite what an earlier leader learned.
+	loaded bool
 }
 
 var _ tuner.Store = (*ConfigMapStore)(nil)
@@ -114,12 +117,16 @@ func (s *ConfigMapStore) Retain(keep map[tuner.Key]bool) {
 	}
 }
 
-// Load replaces the records with the ConfigMap's. A missing ConfigMap is an
-// empty store; an entry that does not parse is skipped and reported.
+// Load reads the ConfigMap's records. A record learned in memory since
+// (newer than the stored one) is kept. A missing ConfigMap is an empty
+// store; an entry that does not parse is skipped and reported.
 func (s *ConfigMapStore) Load(ctx context.Context) (skipped []string, err error) {
 	var cm corev1.ConfigMap
 	if err := s.c.Get(ctx, s.ref, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
+			s.mu.Lock()
+			s.loaded = true
+			s.mu.Unlock()
 			return nil, nil
 		}
 		return nil, fmt.Errorf("tuner state: reading ConfigMap %s: %w", s.ref, err)
@@ -135,9 +142,22 @@ func (s *ConfigMapStore) Load(ctx context.Context) (skipped []string, err error)
 	}
 	sort.Strings(skipped)
 	s.mu.Lock()
-	s.m, s.dirty = m, false
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	for k, r := range s.m {
+		if old, ok := m[k]; !ok || r.LastUpdate.After(old.LastUpdate) {
+			m[k] = r
+			s.dirty = true
+		}
+	}
+	s.m, s.loaded = m, true
 	return skipped, nil
+}
+
+// Loaded says whether Load has succeeded.
+func (s *ConfigMapStore) Loaded() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loaded
 }
 
 // Flush writes the records when they changed since the last Flush or Load.
@@ -146,6 +166,10 @@ func (s *ConfigMapStore) Flush(ctx context.Context) error {
 	if !s.dirty {
 		s.mu.Unlock()
 		return nil
+	}
+	if !s.loaded {
+		s.mu.Unlock()
+		return fmt.Errorf("tuner state: ConfigMap %s not read yet; not overwriting it", s.ref)
 	}
 	data := make(map[string]string, len(s.m))
 	var bad []string

@@ -69,7 +69,7 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f := &fixture{t: t, ns: ns, clock: clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)),
+	f := &fixture{t: t, ns: ns, clock: clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.UTC)),
 		reg: prometheus.NewRegistry(), metrics: filepath.Join(t.TempDir(), "metrics.yaml")}
 	f.writeMetrics(file.Document{})
 	em, err := metrics.NewEmitter(f.reg)
