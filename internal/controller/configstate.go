@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 
@@ -141,8 +142,10 @@ func (s *ConfigState) Apply(name string, data map[string]string, exists bool) er
 		return err
 	}
 	delete(s.problems, name)
-	s.cur = next
-	s.version++
+	if !reflect.DeepEqual(next, s.cur) { // a resync or a no-op edit changes nothing
+		s.cur = next
+		s.version++
+	}
 	return nil
 }
 

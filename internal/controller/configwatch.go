@@ -40,7 +40,7 @@ func (r *ConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	log := ctrl.LoggerFrom(ctx)
-	before := len(r.State.Problems())
+	before, version := len(r.State.Problems()), r.State.Version()
 	if err := r.State.Apply(req.Name, cm.Data, exists); err != nil {
 		log.Info("invalid configuration; keeping the last good one", "configmap", req.Name, "problems", err.Error())
 		if r.Recorder != nil && exists {
@@ -52,7 +52,8 @@ func (r *ConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			r.Recorder.Eventf(&cm, nil, corev1.EventTypeNormal, "ConfigurationLoaded", "Validate", "configuration accepted")
 		}
 	}
-	if r.Changed != nil {
+	// Only a real change wakes the planner (not the informer's resyncs).
+	if r.Changed != nil && (r.State.Version() != version || len(r.State.Problems()) != before) {
 		r.Changed()
 	}
 	return ctrl.Result{}, nil

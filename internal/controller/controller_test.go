@@ -22,6 +22,7 @@ import (
 	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
 	"github.com/llm-d-incubation/wva/internal/collector"
 	"github.com/llm-d-incubation/wva/internal/collector/file"
+	"github.com/llm-d-incubation/wva/internal/config"
 	"github.com/llm-d-incubation/wva/internal/engine"
 	"github.com/llm-d-incubation/wva/internal/testenv"
 	"github.com/llm-d-incubation/wva/internal/tuner"
@@ -607,5 +608,20 @@ func TestStoreNeverOverwritesUnread(t *testing.T) {
 	rb, okB, _ := check.Get(b)
 	if !okA || !okB || ra.Params.Alpha != 6 || rb.Params.Alpha != 2 {
 		t.Fatalf("stored: a %v %+v, b %v %+v", okA, ra.Params, okB, rb.Params)
+	}
+}
+
+func TestConfigStateVersion(t *testing.T) {
+	s := NewConfigState(DefaultConfigNames(), config.DefaultMain())
+	data := map[string]string{"GLOBAL_OPT_INTERVAL": "30s"}
+	if err := s.Apply(config.MainName, data, true); err != nil {
+		t.Fatal(err)
+	}
+	v := s.Version()
+	if err := s.Apply(config.MainName, data, true); err != nil || s.Version() != v {
+		t.Errorf("a resync with the same data changed the version: %d → %d (%v)", v, s.Version(), err)
+	}
+	if err := s.Apply(config.MainName, map[string]string{"GLOBAL_OPT_INTERVAL": "45s"}, true); err != nil || s.Version() != v+1 {
+		t.Errorf("a real change: version %d → %d (%v)", v, s.Version(), err)
 	}
 }

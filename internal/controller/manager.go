@@ -206,6 +206,10 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options, clk clock.Clock,
 	start := c.Planner.Start
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		c.ConfigWatch.LoadAll(ctx)
+		select { // the first cycle runs now: the load's wake-up is moot
+		case <-c.Planner.Wake:
+		default:
+		}
 		return start(ctx)
 	})); err != nil {
 		return nil, err

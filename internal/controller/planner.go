@@ -145,6 +145,15 @@ func (p *Planner) Cycle(ctx context.Context) error {
 			p.Engine.SeedScaleDownWindow(m.Namespace, m.ID, v.Name, now, v.CurrentReplicas)
 		}
 	}
+	// The previous leader's decisions, from the status, are this engine's
+	// last good ones until it makes its own.
+	for _, vs := range c.groups {
+		for _, v := range vs {
+			if a := v.va.Status.DesiredOptimizedAlloc; !a.LastRunTime.IsZero() {
+				p.Engine.SeedLastGood(v.va.Namespace, v.va.Spec.ModelID, v.va.Name, int(a.NumReplicas))
+			}
+		}
+	}
 	plan, err := p.Engine.Plan(snap)
 	if err != nil {
 		all := map[collector.Target]error{}

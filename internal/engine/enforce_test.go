@@ -231,3 +231,20 @@ func TestSeedScaleDownWindow(t *testing.T) {
 		}
 	}
 }
+
+func TestSeedLastGood(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	min1 := 1
+	s := &Snapshot{Time: t0, Models: []Model{{ID: "m", Namespace: "ns", Variants: []Variant{{Name: "v", Accelerator: "H100", MinReplicas: &min1,
+		CurrentReplicas: 2, ReadyReplicas: 2, Pods: []Pod{{Name: "p0", SampledAt: t0, Missing: true}, {Name: "p1", SampledAt: t0, Missing: true}}}}}}}
+	e := New(nil)
+	e.SeedLastGood("ns", "m", "v", 5)
+	e.SeedLastGood("ns", "m", "v", 9) // a second seed does nothing
+	p, err := e.Plan(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Variants[0]; d.Reason != ReasonHoldMetrics || d.Desired != 5 {
+		t.Fatalf("held at %d (%s), want the seeded 5", d.Desired, d.Reason)
+	}
+}

@@ -285,3 +285,14 @@ func (e *Engine) SeedScaleDownWindow(namespace, model, variant string, at time.T
 		e.state.Recommendations[key] = []Recommendation{{Time: at, Replica: replicas}}
 	}
 }
+
+// SeedLastGood records replicas as a variant's last good decision when the
+// engine has none: an engine that takes over a fleet (a new leader) holds
+// a variant with bad metrics at the decision its predecessor made, not at
+// the replicas the variant happens to have.
+func (e *Engine) SeedLastGood(namespace, model, variant string, replicas int) {
+	key := namespace + "/" + model + "/" + variant
+	if _, ok := e.state.LastGood[key]; !ok {
+		e.state.LastGood[key] = replicas
+	}
+}

@@ -37,6 +37,10 @@ type Emitter struct {
 	// published are the label sets of the last plan, so that a variant
 	// that disappears stops being reported instead of going stale.
 	published map[[3]string]bool
+	// counted is the desired count each variant's last counted scaling
+	// decision asked for: a decision repeated cycle after cycle (while HPA
+	// applies it) is one scaling decision, not one per cycle.
+	counted map[[3]string]int
 }
 
 // NewEmitter registers the metrics with reg.
@@ -54,7 +58,7 @@ func NewEmitter(reg prometheus.Registerer) (*Emitter, error) {
 		ratio: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "inferno_desired_ratio",
 			Help: "Desired over current replicas; the desired count when the variant has none."}, labels),
 		scaling: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "inferno_replica_scaling_total",
-			Help: "Scaling decisions, by direction (up or down) and reason."}, scalingLabels),
+			Help: "Scaling decisions, by direction (up or down) and reason; a decision repeated while it is applied counts once."}, scalingLabels),
 		cycle: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wva_cycle_duration_seconds",
 			Help: "Duration of an optimisation cycle (collect, plan, publish).", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "wva_engine_errors_total",
@@ -62,6 +66,7 @@ func NewEmitter(reg prometheus.Registerer) (*Emitter, error) {
 		tuner: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wva_tuner_steps_total",
 			Help: "Tuner steps by result (accepted or rejected)."}, []string{"result"}),
 		published: map[[3]string]bool{},
+		counted:   map[[3]string]int{},
 	}
 	for _, c := range []prometheus.Collector{e.desired, e.current, e.ratio, e.scaling, e.cycle, e.errors, e.tuner} {
 		if err := reg.Register(c); err != nil {
@@ -84,21 +89,36 @@ func (e *Emitter) Publish(p *engine.Plan) {
 		e.desired.WithLabelValues(k[:]...).Set(float64(d.Desired))
 		e.current.WithLabelValues(k[:]...).Set(float64(d.Current))
 		e.ratio.WithLabelValues(k[:]...).Set(Ratio(d.Desired, d.Current))
-		switch {
-		case d.Desired > d.Current:
-			e.scaling.WithLabelValues(d.Variant, d.Namespace, d.Accelerator, "up", string(d.Reason)).Inc()
-		case d.Desired < d.Current:
-			e.scaling.WithLabelValues(d.Variant, d.Namespace, d.Accelerator, "down", string(d.Reason)).Inc()
-		}
+		e.count(k, d)
 	}
 	for k := range e.published {
 		if !now[k] {
 			e.desired.DeleteLabelValues(k[:]...)
 			e.current.DeleteLabelValues(k[:]...)
 			e.ratio.DeleteLabelValues(k[:]...)
+			delete(e.counted, k)
 		}
 	}
 	e.published = now
+}
+
+// count counts a scaling decision once: when the variant's desired count
+// differs from its current one and from the last decision counted. A hold
+// is not a decision.
+func (e *Emitter) count(k [3]string, d engine.VariantDecision) {
+	if d.Desired == d.Current {
+		delete(e.counted, k)
+		return
+	}
+	if last, ok := e.counted[k]; (ok && last == d.Desired) || d.Reason == engine.ReasonHoldMetrics {
+		return
+	}
+	e.counted[k] = d.Desired
+	dir := "up"
+	if d.Desired < d.Current {
+		dir = "down"
+	}
+	e.scaling.WithLabelValues(d.Variant, d.Namespace, d.Accelerator, dir, string(d.Reason)).Inc()
 }
 
 // Ratio is desired/current, or desired when current is 0 (a variant
@@ -137,8 +157,6 @@ func (e *Emitter) Wake(d engine.VariantDecision) {
 	e.desired.WithLabelValues(k[:]...).Set(float64(d.Desired))
 	e.current.WithLabelValues(k[:]...).Set(float64(d.Current))
 	e.ratio.WithLabelValues(k[:]...).Set(Ratio(d.Desired, d.Current))
-	if d.Desired > d.Current {
-		e.scaling.WithLabelValues(d.Variant, d.Namespace, d.Accelerator, "up", string(d.Reason)).Inc()
-	}
+	e.count(k, d)
 	e.published[k] = true
 }

@@ -79,6 +79,19 @@ func TestPublish(t *testing.T) {
 	if !strings.Contains(out, `direction="up",namespace="llm",reason="saturation",variant_name="llama-h100"} 1`) {
 		t.Error("the scaling counter changed on a hold")
 	}
+	// A decision repeated while HPA applies it is counted once; a new one
+	// is counted again.
+	for i := 0; i < 3; i++ {
+		e.Publish(&engine.Plan{Variants: []engine.VariantDecision{
+			{Variant: "llama-h100", Namespace: "llm", Accelerator: "H100", Current: 5, Desired: 7, Reason: "saturation"}}})
+	}
+	e.Publish(&engine.Plan{Variants: []engine.VariantDecision{
+		{Variant: "llama-h100", Namespace: "llm", Accelerator: "H100", Current: 6, Desired: 8, Reason: "saturation"}}})
+	e.Publish(&engine.Plan{Variants: []engine.VariantDecision{
+		{Variant: "llama-h100", Namespace: "llm", Accelerator: "H100", Current: 6, Desired: 8, Reason: engine.ReasonHoldMetrics}}})
+	if out = scrape(t, reg); !strings.Contains(out, `direction="up",namespace="llm",reason="saturation",variant_name="llama-h100"} 3`) {
+		t.Errorf("repeated decisions: %s", out)
+	}
 	if _, err := NewEmitter(reg); err == nil {
 		t.Error("registered the metrics twice")
 	}
