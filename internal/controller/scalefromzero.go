@@ -143,7 +143,7 @@ func (s *ScaleFromZero) Check(ctx context.Context) ([]types.NamespacedName, erro
 		c := cs[0]
 		k := types.NamespacedName{Namespace: c.va.Namespace, Name: c.va.Name}
 		d := engine.VariantDecision{Model: t.Model, Namespace: t.Namespace, Variant: c.va.Name, Accelerator: acceleratorOf(c.va, c.d),
-			Current: 0, Desired: 1, Action: engine.ActionScaleUp, Reason: engine.ReasonScaleFromZero,
+			Current: 0, Desired: int(bounded(c.va, 1)), Action: engine.ActionScaleUp, Reason: engine.ReasonScaleFromZero,
 			Explanation:    fmt.Sprintf("%g requests wait for %s, which has no replica: waking the cheapest variant", demand[t], t.Model),
 			CapacityTarget: -1, ModelTarget: -1}
 		if prev, ok := p.Cache.Get(k); ok && prev.Decided && prev.Decision.Reason == engine.ReasonScaleFromZero && prev.Decision.Desired >= 1 &&
