@@ -7,6 +7,7 @@
 package prometheus
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -20,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
@@ -119,25 +121,34 @@ func New(cfg Config) (*Source, error) {
 func transport(cfg Config) (http.RoundTripper, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // an explicit opt-in
 	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("prometheus: CA file: %w", err)
+		ca := &caFile{path: cfg.CAFile}
+		if _, err := ca.pool(); err != nil {
+			return nil, err
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("prometheus: CA file %s holds no PEM certificate", cfg.CAFile)
+		if !cfg.InsecureSkipVerify {
+			// The CA bundle is re-read when it changes (cert-manager rotates
+			// it), so Go's built-in verification, which takes a fixed pool,
+			// is replaced by the same check against the current pool.
+			tc.InsecureSkipVerify = true //nolint:gosec // verified in VerifyConnection
+			tc.VerifyConnection = ca.verify
 		}
-		tc.RootCAs = pool
 	}
 	if (cfg.CertFile == "") != (cfg.KeyFile == "") {
 		return nil, errors.New("prometheus: a client certificate needs both the certificate and the key file")
 	}
 	if cfg.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
-		if err != nil {
+		if _, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile); err != nil {
 			return nil, fmt.Errorf("prometheus: client certificate: %w", err)
 		}
-		tc.Certificates = []tls.Certificate{cert}
+		// Read at every handshake, so a rotated certificate is used
+		// without a restart.
+		tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("prometheus: client certificate: %w", err)
+			}
+			return &cert, nil
+		}
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.TLSClientConfig = tc
@@ -148,6 +159,50 @@ func transport(cfg Config) (http.RoundTripper, error) {
 		return nil, fmt.Errorf("prometheus: bearer token file: %w", err)
 	}
 	return &bearer{file: cfg.BearerTokenFile, next: base}, nil
+}
+
+// caFile is a CA bundle re-read when its content changes.
+type caFile struct {
+	path string
+	mu   sync.Mutex
+	pem  []byte
+	p    *x509.CertPool
+}
+
+func (c *caFile) pool() (*x509.CertPool, error) {
+	pem, err := os.ReadFile(c.path)
+	if err != nil {
+		return nil, fmt.Errorf("prometheus: CA file: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.p != nil && bytes.Equal(pem, c.pem) {
+		return c.p, nil
+	}
+	p := x509.NewCertPool()
+	if !p.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("prometheus: CA file %s holds no PEM certificate", c.path)
+	}
+	c.pem, c.p = pem, p
+	return p, nil
+}
+
+// verify checks the server's chain and name against the current bundle,
+// as crypto/tls does when it verifies.
+func (c *caFile) verify(cs tls.ConnectionState) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("prometheus: the server sent no certificate")
+	}
+	roots, err := c.pool()
+	if err != nil {
+		return err
+	}
+	opts := x509.VerifyOptions{DNSName: cs.ServerName, Roots: roots, Intermediates: x509.NewCertPool()}
+	for _, ic := range cs.PeerCertificates[1:] {
+		opts.Intermediates.AddCert(ic)
+	}
+	_, err = cs.PeerCertificates[0].Verify(opts)
+	return err
 }
 
 // bearer adds the token from its file to every request.
