@@ -530,15 +530,13 @@ func TestPrometheusDown(t *testing.T) {
 }
 
 func TestHoldReason(t *testing.T) {
-	for expl, want := range map[string]string{
-		"holding 3: no metrics for its 3 ready replica(s)":                                                     wvav1.ReasonMetricsMissing,
-		"holding 3: metrics unusable (inference-pod-0: missing)":                                               wvav1.ReasonMetricsMissing,
-		"holding 3: metrics unusable (nan-pod-1: stale (sampled 400 s ago))":                                   wvav1.ReasonMetricsStale,
-		"holding 3: metrics unusable (p0: stale (sampled 400 s ago); p1: kvCacheUsage is NaN)":                 wvav1.ReasonMetricsInvalid,
-		"holding 2: metrics unusable (llm-inference-0: missing; llm-inference-1: kvCacheUsage is 2 (above 1))": wvav1.ReasonMetricsInvalid,
+	for cause, want := range map[engine.HoldCause]string{
+		engine.HoldMissing: wvav1.ReasonMetricsMissing,
+		engine.HoldStale:   wvav1.ReasonMetricsStale,
+		engine.HoldInvalid: wvav1.ReasonMetricsInvalid,
 	} {
-		if got := holdReason(expl, nil); got != want {
-			t.Errorf("%q: %s, want %s", expl, got, want)
+		if got := holdReason(cause, nil); got != want {
+			t.Errorf("%q: %s, want %s", cause, got, want)
 		}
 	}
 	for probs, want := range map[string]string{
@@ -546,7 +544,7 @@ func TestHoldReason(t *testing.T) {
 		"pod nan-infra-0: invalid kvCacheUsage -1":                               wvav1.ReasonMetricsInvalid,
 		"llm-inference-0: missing vllm:kv_cache_usage_perc or vllm:num_requests": wvav1.ReasonMetricsMissing,
 	} {
-		if got := holdReason("holding 1: metrics unusable (x: missing)", []string{probs}); got != want {
+		if got := holdReason(engine.HoldMissing, []string{probs}); got != want {
 			t.Errorf("%q: %s, want %s", probs, got, want)
 		}
 	}

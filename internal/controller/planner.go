@@ -772,7 +772,7 @@ func (p *Planner) metricsStatus(dec *Decision, d engine.VariantDecision, collect
 			}
 		}
 	}
-	dec.MetricsReason = holdReason(d.Explanation, probs)
+	dec.MetricsReason = holdReason(d.Hold, probs)
 	if len(probs) > 3 {
 		probs = append(probs[:3:3], fmt.Sprintf("and %d more", len(probs)-3))
 	}
@@ -788,36 +788,25 @@ func (p *Planner) metricsStatus(dec *Decision, d engine.VariantDecision, collect
 // invalidWord finds an invalid value in a collector's problem text.
 var invalidWord = regexp.MustCompile(`\b(NaN|[+-]?Inf|negative|invalid)\b`)
 
-// holdReason classifies the engine's hold explanation ("holding N:
-// metrics unusable (pod: why; …)" or "no metrics for its N ready
-// replica(s)") and the collector's problems for the variant's pods
-// ("pod: what"): invalid values first, then stale samples, else missing.
-// Only the text after a pod's name is read, so names never classify.
-func holdReason(expl string, probs []string) string {
+// holdReason maps the engine's hold cause to a MetricsAvailable reason.
+// The collector marks a pod with an invalid value as missing, so its
+// problems for the variant's own pods ("pod: what") can raise the cause to
+// invalid; only the text after the pod's name is read, so names never
+// classify.
+func holdReason(cause engine.HoldCause, probs []string) string {
 	for _, pr := range probs {
 		if j := strings.Index(pr, ": "); j >= 0 && invalidWord.MatchString(pr[j+2:]) {
 			return wvav1.ReasonMetricsInvalid
 		}
 	}
-	stale := false
-	if i := strings.Index(expl, "metrics unusable ("); i >= 0 {
-		for _, item := range strings.Split(strings.TrimSuffix(expl[i+len("metrics unusable ("):], ")"), "; ") {
-			why := item
-			if j := strings.Index(item, ": "); j >= 0 {
-				why = item[j+2:]
-			}
-			switch {
-			case strings.HasPrefix(why, "stale"):
-				stale = true
-			case strings.Contains(why, " is "):
-				return wvav1.ReasonMetricsInvalid
-			}
-		}
-	}
-	if stale {
+	switch cause {
+	case engine.HoldInvalid:
+		return wvav1.ReasonMetricsInvalid
+	case engine.HoldStale:
 		return wvav1.ReasonMetricsStale
+	default:
+		return wvav1.ReasonMetricsMissing
 	}
-	return wvav1.ReasonMetricsMissing
 }
 
 func (p *Planner) tuningStatus(dec *Decision, d engine.VariantDecision, mode engine.Mode, enabled bool) {

@@ -210,6 +210,9 @@ func (c *cycle) plan() *Plan {
 			d := VariantDecision{Model: ms.m.ID, Namespace: ms.m.Namespace, Variant: v.Name, Accelerator: v.Accelerator,
 				Current: v.CurrentReplicas, Ready: v.ReadyReplicas, Pending: v.pending(), Desired: vs.target,
 				Reason: vs.reason, CapacityTarget: vs.capTarget, ModelTarget: vs.modelTarget, Queueing: vs.detail}
+			if vs.held {
+				d.Hold = vs.holdCause
+			}
 			d.Action = [...]Action{ActionScaleDown, ActionNoChange, ActionScaleUp}[direction(vs.target, v.CurrentReplicas)+1]
 			d.Explanation = strings.Join(vs.notes, "; ")
 			p.Variants = append(p.Variants, d)

@@ -248,3 +248,32 @@ func TestSeedLastGood(t *testing.T) {
 		t.Fatalf("held at %d (%s), want the seeded 5", d.Desired, d.Reason)
 	}
 }
+
+// TestHoldCause: a held variant's decision says why, the most severe of
+// its pods' causes (invalid, then stale, then missing).
+func TestHoldCause(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	old := t0.Add(-400 * time.Second)
+	for name, c := range map[string]struct {
+		ready int
+		pods  []Pod
+		want  HoldCause
+	}{
+		"no pods":          {3, nil, HoldMissing},
+		"a missing pod":    {1, []Pod{{Name: "p0", SampledAt: t0, Missing: true}}, HoldMissing},
+		"a stale pod":      {1, []Pod{{Name: "p0", SampledAt: old}}, HoldStale},
+		"stale and NaN":    {2, []Pod{{Name: "p0", SampledAt: old}, {Name: "p1", SampledAt: t0, KVCacheUsage: math.NaN()}}, HoldInvalid},
+		"missing and 2":    {2, []Pod{{Name: "p0", SampledAt: t0, Missing: true}, {Name: "p1", SampledAt: t0, KVCacheUsage: 2}}, HoldInvalid},
+		"good is not held": {1, []Pod{{Name: "p0", SampledAt: t0, KVCacheUsage: 0.4}}, ""},
+	} {
+		s := &Snapshot{Time: t0, Models: []Model{{ID: "m", Variants: []Variant{{Name: "v", Accelerator: "H100",
+			CurrentReplicas: c.ready, ReadyReplicas: c.ready, Pods: c.pods}}}}}
+		p, err := New(nil).Plan(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Variants[0].Hold; got != c.want {
+			t.Errorf("%s: hold %q (%s), want %q", name, got, p.Variants[0].Explanation, c.want)
+		}
+	}
+}

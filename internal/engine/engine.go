@@ -76,13 +76,14 @@ type modelState struct {
 
 // variantState is a variant during one cycle.
 type variantState struct {
-	model   *modelState
-	v       *Variant
-	key     string
-	pods    []*Pod // healthy pods (in the snapshot)
-	held    bool
-	holdWhy string
-	sat     *satGroup
+	model     *modelState
+	v         *Variant
+	key       string
+	pods      []*Pod // healthy pods (in the snapshot)
+	held      bool
+	holdCause HoldCause
+	holdWhy   string
+	sat       *satGroup
 	// capTarget and modelTarget are the analyzers' proposals, -1 if none.
 	capTarget, modelTarget int
 	detail                 *ModelDetail
@@ -208,15 +209,18 @@ func (c *cycle) prepare() {
 func (c *cycle) checkPods(vs *variantState) {
 	v := vs.v
 	if v.ReadyReplicas > 0 && len(v.Pods) == 0 {
-		vs.held, vs.holdWhy = true, fmt.Sprintf("no metrics for its %d ready replica(s)", v.ReadyReplicas)
+		vs.held, vs.holdCause, vs.holdWhy = true, HoldMissing, fmt.Sprintf("no metrics for its %d ready replica(s)", v.ReadyReplicas)
 		return
 	}
 	var bad []string
 	vs.pods = make([]*Pod, 0, len(v.Pods))
 	for i := range v.Pods {
 		p := &v.Pods[i]
-		if why := c.podProblem(p); why != "" {
+		if cause, why := c.podProblem(p); cause != "" {
 			bad = append(bad, p.Name+": "+why)
+			if cause.severity() > vs.holdCause.severity() {
+				vs.holdCause = cause
+			}
 			continue
 		}
 		vs.pods = append(vs.pods, p)
@@ -226,27 +230,28 @@ func (c *cycle) checkPods(vs *variantState) {
 	}
 }
 
-// podProblem says what is wrong with a pod's metrics, or "".
-func (c *cycle) podProblem(p *Pod) string {
+// podProblem says what is wrong with a pod's metrics, if anything: the
+// kind and, for a person, the detail.
+func (c *cycle) podProblem(p *Pod) (HoldCause, string) {
 	if p.Missing {
-		return "missing"
+		return HoldMissing, "missing"
 	}
 	if !p.SampledAt.IsZero() {
 		if age := c.now.Sub(p.SampledAt).Seconds(); age > c.cfg.MetricsMaxAgeSeconds {
-			return fmt.Sprintf("stale (sampled %.0f s ago)", age)
+			return HoldStale, fmt.Sprintf("stale (sampled %.0f s ago)", age)
 		}
 	}
 	vals := [...]float64{p.ArrivalRateRPS, p.KVCacheUsage, p.WaitingRequests, p.AvgInputTokens, p.AvgOutputTokens,
 		p.AvgTTFTMs, p.AvgITLMs, p.RunningRequests}
 	for i, v := range vals {
 		if !(v >= 0 && v <= math.MaxFloat64) { // NaN, ±Inf or negative
-			return fmt.Sprintf("%s is %v", podMetricNames[i], v)
+			return HoldInvalid, fmt.Sprintf("%s is %v", podMetricNames[i], v)
 		}
 	}
 	if p.KVCacheUsage > 1.001 {
-		return fmt.Sprintf("kvCacheUsage is %v (above 1)", p.KVCacheUsage)
+		return HoldInvalid, fmt.Sprintf("kvCacheUsage is %v (above 1)", p.KVCacheUsage)
 	}
-	return ""
+	return "", ""
 }
 
 var podMetricNames = [...]string{"arrivalRate", "kvCacheUsage", "waitingRequests", "avgInputTokens", "avgOutputTokens",

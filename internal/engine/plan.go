@@ -41,6 +41,30 @@ const (
 	ReasonInventoryLimited    Reason = "inventory-limited"
 )
 
+// HoldCause says why a variant's metrics could not be used.
+type HoldCause string
+
+// Hold causes.
+const (
+	HoldInvalid HoldCause = "invalid" // NaN, infinite, negative or out of range
+	HoldMissing HoldCause = "missing" // no series, or a pod without metrics
+	HoldStale   HoldCause = "stale"   // older than MetricsMaxAgeSeconds
+)
+
+// severity orders the causes when a variant's pods have several: invalid
+// values, then stale samples, then missing ones.
+func (h HoldCause) severity() int {
+	switch h {
+	case HoldInvalid:
+		return 3
+	case HoldStale:
+		return 2
+	case HoldMissing:
+		return 1
+	}
+	return 0
+}
+
 // Plan is the engine's answer for one cycle.
 type Plan struct {
 	Time     time.Time          `json:"time"`
@@ -87,6 +111,9 @@ type VariantDecision struct {
 	Desired     int    `json:"desired"`
 	Action      Action `json:"action"`
 	Reason      Reason `json:"reason"`
+	// Hold is why the metrics were unusable, when the variant is held
+	// (Reason hold-metrics-unavailable): the most severe pod's cause.
+	Hold HoldCause `json:"hold,omitempty"`
 	// Explanation is one line for a person.
 	Explanation string `json:"explanation"`
 	// CapacityTarget and ModelTarget are the two analyzers' proposals
