@@ -30,7 +30,7 @@ type controllerOptions struct {
 }
 
 func newControllerCommand() *cobra.Command {
-	o := &controllerOptions{Options: controller.DefaultOptions(), env: map[string]string{}}
+	o := &controllerOptions{Options: controller.DefaultOptions(), logLevel: "info", logFormat: "json", env: map[string]string{}}
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the Kubernetes controller (VariantAutoscaling, llmd.ai/v1alpha1)",
@@ -99,12 +99,6 @@ Served: /metrics (the inferno_* series and the controller's health) and
 	str(&o.HealthAddr, "health-probe-bind-address", "HEALTH_PROBE_BIND_ADDRESS", "address of /healthz and /readyz")
 	str(&o.logLevel, "log-level", "WVA_LOG_LEVEL", `log level: "info" or "debug"`)
 	str(&o.logFormat, "log-format", "WVA_LOG_FORMAT", `log format: "json" or "text"`)
-	if o.logLevel == "" {
-		_ = fs.Set("log-level", "info")
-	}
-	if o.logFormat == "" {
-		_ = fs.Set("log-format", "json")
-	}
 	return cmd
 }
 

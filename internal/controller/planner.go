@@ -318,7 +318,7 @@ func (p *Planner) finish(ctx context.Context, c *cycleState, plan *engine.Plan) 
 				desired = int(v.va.Status.DesiredOptimizedAlloc.NumReplicas)
 			}
 			pub.Variants = append(pub.Variants, engine.VariantDecision{Model: v.va.Spec.ModelID, Namespace: v.va.Namespace, Variant: v.va.Name,
-				Accelerator: p.accelerator(v.va, v.target), Current: cur, Desired: desired, Reason: engine.ReasonHoldMetrics})
+				Accelerator: acceleratorOf(v.va, v.target), Current: cur, Desired: desired, Reason: engine.ReasonHoldMetrics})
 		}
 	}
 	sort.Slice(pub.Variants, func(i, j int) bool {
@@ -392,8 +392,10 @@ func (p *Planner) snapshot(ctx context.Context, now time.Time, set Settings, gro
 	}
 	sort.Slice(targets, func(i, j int) bool { return targets[i].String() < targets[j].String() })
 	src, srcErr := p.currentSource(set.Main)
+	// The demand signal matters only to a model with no replica (scale
+	// from zero): no query when every model has one.
 	var demand map[collector.Target]float64
-	if ds, ok := src.(collector.DemandSource); ok && srcErr == nil {
+	if ds, ok := src.(collector.DemandSource); ok && srcErr == nil && anyAtZero(groups) {
 		var err error
 		if demand, err = ds.Demand(ctx, now, set.Main.ScaleFromZeroQuery); err != nil {
 			p.Log.V(1).Info("demand signal unavailable", "error", err.Error())
@@ -451,6 +453,23 @@ func isolateInvalid(s *engine.Snapshot) map[collector.Target]error {
 	}
 	s.Models = kept
 	return bad
+}
+
+// anyAtZero says whether some model has no replica in any variant.
+func anyAtZero(groups map[collector.Target][]*variant) bool {
+	for _, vs := range groups {
+		zero := true
+		for _, v := range vs {
+			if specReplicas(v.target) > 0 {
+				zero = false
+				break
+			}
+		}
+		if zero {
+			return true
+		}
+	}
+	return false
 }
 
 // collectWorkers bounds the concurrent collections of a cycle.
@@ -634,7 +653,7 @@ func ownedBy(pod *corev1.Pod, d *appsv1.Deployment) bool {
 // metrics into the engine's Variant.
 func (p *Planner) engineVariant(v *variant, set Settings, rep collector.Report, owners map[string]podInfo) engine.Variant {
 	va, d := v.va, v.target
-	acc := p.accelerator(va, d)
+	acc := acceleratorOf(va, d)
 	// During a scale-down terminating pods may still count as ready.
 	cur := int(specReplicas(d))
 	ev := engine.Variant{Name: va.Name, Accelerator: acc, CurrentReplicas: cur, ReadyReplicas: min(int(d.Status.ReadyReplicas), cur)}
@@ -683,12 +702,8 @@ func (p *Planner) engineVariant(v *variant, set Settings, rep collector.Report, 
 	return ev
 }
 
-// accelerator resolves a variant's accelerator type: the spec, the
+// acceleratorOf resolves a variant's accelerator type: the spec, the
 // target's label, the only profile entry, else "unknown".
-func (p *Planner) accelerator(va *wvav1.VariantAutoscaling, d *appsv1.Deployment) string {
-	return acceleratorOf(va, d)
-}
-
 func acceleratorOf(va *wvav1.VariantAutoscaling, d *appsv1.Deployment) string {
 	if va.Spec.Accelerator != "" {
 		return va.Spec.Accelerator

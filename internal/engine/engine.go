@@ -175,7 +175,7 @@ func (c *cycle) prepare() {
 		var wIn, wOut, wTTFT, wITL float64
 		for j := range m.Variants {
 			v := &m.Variants[j]
-			vs := &variantState{model: ms, v: v, key: ms.key + "/" + v.Name, capTarget: -1, modelTarget: -1}
+			vs := &variantState{model: ms, v: v, key: variantKey(m.Namespace, m.ID, v.Name), capTarget: -1, modelTarget: -1}
 			vs.hints = c.e.state.Sizing[vs.key]
 			c.checkPods(vs)
 			ms.reporting += len(vs.pods)
@@ -285,7 +285,7 @@ func (c *cycle) saturation(ms *modelState) {
 // running fleet (a new leader, a restart) then waits a full stabilisation
 // window before scaling it down, as the previous engine would have.
 func (e *Engine) SeedScaleDownWindow(namespace, model, variant string, at time.Time, replicas int) {
-	key := namespace + "/" + model + "/" + variant
+	key := variantKey(namespace, model, variant)
 	if len(e.state.Recommendations[key]) == 0 {
 		e.state.Recommendations[key] = []Recommendation{{Time: at, Replica: replicas}}
 	}
@@ -296,8 +296,13 @@ func (e *Engine) SeedScaleDownWindow(namespace, model, variant string, at time.T
 // a variant with bad metrics at the decision its predecessor made, not at
 // the replicas the variant happens to have.
 func (e *Engine) SeedLastGood(namespace, model, variant string, replicas int) {
-	key := namespace + "/" + model + "/" + variant
+	key := variantKey(namespace, model, variant)
 	if _, ok := e.state.LastGood[key]; !ok {
 		e.state.LastGood[key] = replicas
 	}
+}
+
+// variantKey keys a variant in the engine's State.
+func variantKey(namespace, model, variant string) string {
+	return namespace + "/" + model + "/" + variant
 }

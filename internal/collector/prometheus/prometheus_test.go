@@ -18,25 +18,17 @@ import (
 	"github.com/llm-d-incubation/wva/internal/testenv"
 )
 
-func vllmPod(t *testing.T, rps, kv, waiting float64) *httptest.Server {
-	return testenv.VLLMPod(t, "llama", rps, kv, waiting)
-}
-
-func startPrometheus(t *testing.T, targets map[string]map[string]string) string {
-	return testenv.Prometheus(t, targets)
-}
-
 // TestCollectFromPrometheus: a real Prometheus scrapes three vLLM-like
 // pods; the source returns each pod's rates, averages and gauges, the
 // variant label, and flags the pod without a queue gauge (missing: the
 // engine holds its variant) and the one whose KV usage is NaN.
 func TestCollectFromPrometheus(t *testing.T) {
-	busy := vllmPod(t, 4, 0.42, 3)
-	idle := vllmPod(t, 0, 0.05, 0)
-	broken := vllmPod(t, 1, math.NaN(), -1)
-	nanKV := vllmPod(t, 1, math.NaN(), 2)
+	busy := testenv.VLLMPod(t, "llama", 4, 0.42, 3)
+	idle := testenv.VLLMPod(t, "llama", 0, 0.05, 0)
+	broken := testenv.VLLMPod(t, "llama", 1, math.NaN(), -1)
+	nanKV := testenv.VLLMPod(t, "llama", 1, math.NaN(), 2)
 	host := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
-	url := startPrometheus(t, map[string]map[string]string{
+	url := testenv.Prometheus(t, map[string]map[string]string{
 		host(busy):   {"namespace": "llm", "pod": "llama-h100-0", "variant": "h100"},
 		host(idle):   {"namespace": "llm", "pod": "llama-a100-0", "variant": "a100"},
 		host(broken): {"namespace": "llm", "pod": "llama-a100-1", "variant": "a100"},
@@ -194,7 +186,7 @@ inference_extension_flow_control_queue_size{fairness_id="b",priority="0",model_n
 	old := page(`inference_extension_flow_control_queue_size{fairness_id="a",priority="0",model_name="mistral"} 4
 inference_extension_flow_control_queue_size{fairness_id="a",priority="0",model_name="idle"} 0
 `)
-	url := startPrometheus(t, map[string]map[string]string{both: {"namespace": "llm", "pod": "epp-0"}, old: {"namespace": "dev", "pod": "epp-1"}})
+	url := testenv.Prometheus(t, map[string]map[string]string{both: {"namespace": "llm", "pod": "epp-0"}, old: {"namespace": "dev", "pod": "epp-1"}})
 	src, err := New(Config{URL: url})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llm-d-incubation/wva/internal/collector"
+	"github.com/llm-d-incubation/wva/internal/testenv"
 )
 
 // servePage serves testdata/vllm-metrics.txt, a /metrics page in vLLM's
@@ -65,7 +66,7 @@ func servePage(t *testing.T, period time.Duration) *httptest.Server {
 func TestVLLMPageEndToEnd(t *testing.T) {
 	const period = 100 * time.Second // 500 requests per 100 s: 5 req/s
 	pod := servePage(t, period)
-	url := startPrometheus(t, map[string]map[string]string{
+	url := testenv.Prometheus(t, map[string]map[string]string{
 		strings.TrimPrefix(pod.URL, "http://"): {"namespace": "llm-d", "pod": "llama-8b-h100-7d9f8-x2x4q"},
 	})
 	src, err := New(Config{URL: url, Window: 6 * time.Second})
