@@ -678,7 +678,7 @@ func (p *Planner) engineVariant(v *variant, set Settings, rep collector.Report, 
 			ev.ServiceModel, ev.Params = tuner.ModelLinear, &pp
 		}
 	}
-	ev.Cost = variantCost(va, acc, max(ev.AcceleratorsPerReplica, 1), set.Accelerators)
+	ev.Cost = variantCost(va, acc, set.Accelerators)
 	now := rep.Time
 	for _, pm := range rep.Pods {
 		var mine bool
@@ -753,11 +753,15 @@ func profiledParams(a *wvav1.AcceleratorProfile) (tuner.Params, bool) {
 
 // variantCost: the spec's variantCost, else the accelerator's unit cost
 // times the accelerators per replica, else the engine's default.
-func variantCost(va *wvav1.VariantAutoscaling, acc string, perReplica int, accs map[string]config.Accelerator) float64 {
+func variantCost(va *wvav1.VariantAutoscaling, acc string, accs map[string]config.Accelerator) float64 {
 	if c, err := strconv.ParseFloat(va.Spec.VariantCost, 64); err == nil && c > 0 {
 		return c
 	}
 	if a, ok := accs[acc]; ok && a.Cost > 0 {
+		perReplica := 1
+		if prof := profileFor(va, acc); prof != nil && prof.AccCount > 0 {
+			perReplica = int(prof.AccCount)
+		}
 		return a.Cost * float64(perReplica)
 	}
 	return engine.DefaultVariantCost

@@ -83,12 +83,7 @@ func (s *ScaleFromZero) idleModels(ctx context.Context, set Settings) (map[colle
 		if va.Spec.MaxReplicas != nil && *va.Spec.MaxReplicas < 1 {
 			continue
 		}
-		acc := acceleratorOf(va, &d)
-		perReplica := int32(1)
-		if prof := profileFor(va, acc); prof != nil && prof.AccCount > 0 {
-			perReplica = prof.AccCount
-		}
-		groups[t] = append(groups[t], candidate{va: va, d: &d, cost: variantCost(va, acc, int(perReplica), set.Accelerators)})
+		groups[t] = append(groups[t], candidate{va: va, d: &d, cost: variantCost(va, acceleratorOf(va, &d), set.Accelerators)})
 	}
 	return groups, busy, nil
 }
