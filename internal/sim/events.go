@@ -8,16 +8,16 @@
 // same bytes. See docs/evaluation.md.
 package sim
 
-import "container/heap"
-
 // eventKind orders simultaneous events: lower first.
 type eventKind int
 
 const (
 	evReplicaReady eventKind = iota
 	evIterationEnd
-	evWake
+	evQueued
+	evKill
 	evArrival
+	evStep // an idle server starts an iteration once the arrivals of the instant are in
 	evGatewayTimeout
 	evScrape
 	evAutoscale
@@ -33,13 +33,11 @@ type event struct {
 	model   int
 }
 
-// eventQueue is a min-heap ordered by (time, kind, sequence): ties are
-// broken deterministically.
+// eventQueue is a binary min-heap ordered by (time, kind, sequence): ties
+// are broken deterministically.
 type eventQueue []*event
 
-func (q eventQueue) Len() int { return len(q) }
-func (q eventQueue) Less(i, j int) bool {
-	a, b := q[i], q[j]
+func (a *event) before(b *event) bool {
 	if a.t != b.t {
 		return a.t < b.t
 	}
@@ -48,19 +46,51 @@ func (q eventQueue) Less(i, j int) bool {
 	}
 	return a.seq < b.seq
 }
-func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *eventQueue) Push(x any)   { *q = append(*q, x.(*event)) }
-func (q *eventQueue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
-	return e
+
+func (q *eventQueue) push(e *event) {
+	h := append(*q, e)
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h[i].before(h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	*q = h
+}
+
+func (q *eventQueue) pop() *event {
+	h := *q
+	top := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	h[n] = nil
+	h = h[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && h[r].before(h[l]) {
+			m = r
+		}
+		if !h[m].before(h[i]) {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return top
 }
 
 // schedule adds an event.
 func (s *Sim) schedule(e *event) {
 	s.seq++
 	e.seq = s.seq
-	heap.Push(&s.events, e)
+	s.events.push(e)
 }

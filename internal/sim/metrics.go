@@ -1,9 +1,6 @@
 package sim
 
-import (
-	"math"
-	"strconv"
-)
+import "math"
 
 // sample is one scrape of a pod, like Prometheus storing vLLM's metrics.
 type sample struct {
@@ -20,11 +17,11 @@ func (s *Sim) scrape() {
 	keep := s.sc.Scrape.WindowSeconds + s.sc.Scrape.DelaySeconds + 3*s.sc.Scrape.IntervalSeconds
 	for _, v := range s.variants {
 		for _, r := range v.replicas {
-			if r.state != ready && r.state != draining {
+			if r.state != ready && r.state != terminating {
 				continue
 			}
 			r.samples = append(r.samples, sample{t: s.now, c: r.c, kv: r.kvUsage(),
-				waiting: float64(r.queueLen()), running: float64(r.nRun), kvBlocks: v.cfg.KVBlocks})
+				waiting: float64(r.queueLen()), running: float64(len(r.running)), kvBlocks: v.cfg.KVBlocks})
 			drop := 0
 			for drop < len(r.samples)-2 && r.samples[drop].t < s.now-keep {
 				drop++
@@ -156,5 +153,3 @@ func diff(a, b counters) counters {
 		ttftCount: a.ttftCount - b.ttftCount, itlSum: a.itlSum - b.itlSum, itlCount: a.itlCount - b.itlCount,
 		promptTokens: a.promptTokens - b.promptTokens, generationTokens: a.generationTokens - b.generationTokens}
 }
-
-func podName(r *replica) string { return r.v.cfg.Name + "-" + strconv.Itoa(r.id) }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 	"sort"
 )
@@ -22,31 +23,54 @@ type Result struct {
 	ITLMet       int64   `json:"itlMet"`
 	DurationSecs float64 `json:"durationSeconds"`
 	// EffectiveThroughput is requests served within the SLO per second.
-	EffectiveThroughput float64     `json:"effectiveThroughputRps"`
-	TTFTAttainment      float64     `json:"ttftAttainment"` // share of arrived requests completed within the TTFT target
-	ITLAttainment       float64     `json:"itlAttainment"`
-	SLOAttainment       float64     `json:"sloAttainment"`
-	TTFTms              Percentiles `json:"ttftMs"` // end to end: from the gateway to the first token
-	ITLms               Percentiles `json:"itlMs"`
-	GPUHours            float64     `json:"gpuHours"`
-	Cost                float64     `json:"cost"`
-	CostPer1kWithinSLO  float64     `json:"costPer1kWithinSlo"`
-	ScalingActions      int         `json:"scalingActions"`
-	Unschedulable       int         `json:"unschedulableReplicas"`
-	Preemptions         float64     `json:"preemptions"`
-	Series              []Point     `json:"series"`
-	Variants            []string    `json:"variants"`
+	EffectiveThroughput float64 `json:"effectiveThroughputRps"`
+	TTFTAttainment      float64 `json:"ttftAttainment"` // share of arrived requests completed within the TTFT target
+	ITLAttainment       float64 `json:"itlAttainment"`
+	SLOAttainment       float64 `json:"sloAttainment"`
+	// TTFT is from the gateway to the first token; ITL pools every
+	// inter-token interval of every completed request (as vLLM's histogram
+	// and BLIS do); ITLPerRequest is each request's decode time over its
+	// output tokens after the first (what the SLO judges); E2E is from the
+	// gateway to the last token. All of completed requests, in ms.
+	TTFTms          Percentiles `json:"ttftMs"`
+	ITLms           Percentiles `json:"itlMs"`
+	ITLPerRequestMs Percentiles `json:"itlPerRequestMs"`
+	E2Ems           Percentiles `json:"e2eMs"`
+	// Throughput: completed requests and their output tokens per second of
+	// the run.
+	ThroughputRPS         float64 `json:"throughputRps"`
+	OutputTokensPerSecond float64 `json:"outputTokensPerSecond"`
+	GPUHours              float64 `json:"gpuHours"`
+	Cost                  float64 `json:"cost"`
+	CostPer1kWithinSLO    float64 `json:"costPer1kWithinSlo"`
+	ScalingActions        int     `json:"scalingActions"`
+	Unschedulable         int     `json:"unschedulableReplicas"`
+	Preemptions           int64   `json:"preemptions"`
+	// PrefixCacheHitRate is the share of prompt tokens looked up at
+	// admission that were found in the KV cache (vLLM's prefix-cache hit
+	// rate), PrefixCacheQueries the tokens looked up.
+	PrefixCacheHitRate float64  `json:"prefixCacheHitRate"`
+	PrefixCacheQueries int64    `json:"prefixCacheQueries"`
+	FailedBy           Failures `json:"failedBy"`
+	// Warnings say what in a run looks wrong (nothing completed, …).
+	Warnings []string `json:"warnings,omitempty"`
+	Series   []Point  `json:"series"`
+	Variants []string `json:"variants"`
 
 	// Classes are the per-SLO-class figures ("model/class"), when the
 	// scenario has classes.
 	Classes map[string]*ClassStats `json:"classes,omitempty"`
-	// PrefixHits counts prefills that found their shared prefix cached.
-	PrefixHits float64 `json:"prefixHits,omitempty"`
+	// PrefixHits counts admissions that found cached blocks.
+	PrefixHits int64 `json:"prefixHits,omitempty"`
 
-	ttfts, itls []float64
-	classKeys   []*ClassStats // all models' classes in order
-	classBase   []int         // per model: its first class in classKeys, -1 for none
-	noClass     ClassStats
+	ttfts, itls, e2es []float64
+	itlTokens         histogram
+	outputTokens      int64
+	prefixHitTokens   float64
+	prefixQueries     float64
+	classKeys         []*ClassStats // all models' classes in order
+	classBase         []int         // per model: its first class in classKeys, -1 for none
+	noClass           ClassStats
 }
 
 // ClassStats are one SLO class's figures.
@@ -67,11 +91,38 @@ func (r *Result) class(m, i int) *ClassStats {
 	return r.classKeys[r.classBase[m]+i]
 }
 
-// Percentiles of a latency, in ms.
+// Percentiles of a latency, in ms: the mean and linearly interpolated
+// percentiles (rank p·(n − 1) of the sorted values, as numpy and BLIS).
 type Percentiles struct {
-	P50 float64 `json:"p50"`
-	P95 float64 `json:"p95"`
-	P99 float64 `json:"p99"`
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+}
+
+// Failures counts failed requests by cause.
+type Failures struct {
+	Timeout    int64 `json:"timeout"`    // waited at the gateway past gateway.timeoutSeconds
+	Rejected   int64 `json:"rejected"`   // sheddable, rejected by saturation-based admission
+	Shed       int64 `json:"shed"`       // sheddable, shed at gateway.queueThreshold
+	Terminated int64 `json:"terminated"` // in flight on a pod that was killed
+	Unservable int64 `json:"unservable"` // needs more KV cache than the pod has
+}
+
+func (f *Failures) add(cause string) {
+	switch cause {
+	case causeTimeout:
+		f.Timeout++
+	case causeRejected:
+		f.Rejected++
+	case causeShed:
+		f.Shed++
+	case causeTerminated:
+		f.Terminated++
+	case causeUnservable:
+		f.Unservable++
+	}
 }
 
 // Point is one record interval of the time series.
@@ -118,11 +169,19 @@ func newResult(name string, sc *Scenario) *Result {
 	return r
 }
 
-func (r *Result) record(q *request, itl float64, slo *SLO) {
+// record adds a request completed at now; a2 is its replica's per-token
+// overhead, added to every reported latency.
+func (r *Result) record(q *request, now, a2 float64, slo *SLO) {
 	r.Completed++
-	ttft := q.firstToken - q.arrive
+	r.outputTokens += int64(q.output)
+	ttft := q.firstToken - q.arrive + a2
+	itl := 0.0
+	if q.output > 1 {
+		itl = (now-q.firstToken)/float64(q.output-1) + a2
+	}
 	r.ttfts = append(r.ttfts, ttft)
 	r.itls = append(r.itls, itl)
+	r.e2es = append(r.e2es, now-q.arrive+float64(q.output)*a2)
 	okT, okI := ttft*1000 <= slo.TTFTMs, itl*1000 <= slo.ITLMs
 	if okT {
 		r.TTFTMet++
@@ -179,10 +238,14 @@ func (s *Sim) finish() {
 		r.GPUHours += v.gpuSeconds / 3600
 		r.Cost += v.costSeconds / 3600 * v.cfg.Cost
 		for _, rep := range v.replicas {
-			r.Preemptions += rep.c.preempted
-			r.PrefixHits += rep.c.prefixHits
+			r.Preemptions += int64(rep.c.preempted)
+			r.addCache(&rep.c)
 		}
 	}
+	if r.prefixQueries > 0 {
+		r.PrefixCacheHitRate = r.prefixHitTokens / r.prefixQueries
+	}
+	r.PrefixCacheQueries = int64(r.prefixQueries)
 	for _, c := range r.Classes {
 		if c.Arrived > 0 {
 			c.SLOAttainment = float64(c.WithinSLO) / float64(c.Arrived)
@@ -190,6 +253,8 @@ func (s *Sim) finish() {
 	}
 	if r.DurationSecs > 0 {
 		r.EffectiveThroughput = float64(r.WithinSLO) / r.DurationSecs
+		r.ThroughputRPS = float64(r.Completed) / r.DurationSecs
+		r.OutputTokensPerSecond = float64(r.outputTokens) / r.DurationSecs
 	}
 	if r.Arrived > 0 {
 		r.TTFTAttainment = float64(r.TTFTMet) / float64(r.Arrived)
@@ -200,17 +265,51 @@ func (s *Sim) finish() {
 		r.CostPer1kWithinSLO = r.Cost / float64(r.WithinSLO) * 1000
 	}
 	r.TTFTms = percentiles(r.ttfts)
-	r.ITLms = percentiles(r.itls)
-	r.ttfts, r.itls = nil, nil
+	r.ITLPerRequestMs = percentiles(r.itls)
+	r.E2Ems = percentiles(r.e2es)
+	r.ITLms = r.itlTokens.percentiles()
+	r.ttfts, r.itls, r.e2es = nil, nil, nil
+	r.itlTokens = histogram{}
+	r.warn()
 }
 
+// addCache adds a replica's prefix-cache counters.
+func (r *Result) addCache(c *counters) {
+	r.PrefixHits += int64(c.prefixHits)
+	r.prefixHitTokens += c.prefixHitTokens
+	r.prefixQueries += c.prefixQueries
+}
+
+// warn notes what makes a run's figures suspect.
+func (r *Result) warn() {
+	if r.Arrived > 0 && r.Completed == 0 && !r.Interrupted {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: no request of %d completed in %.0f s (are the latency coefficients in ms? the linear model's are, BLIS's are in µs)",
+			r.Autoscaler, r.Arrived, r.DurationSecs))
+	}
+	if f := r.FailedBy.Unservable; f > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: %d requests need more KV cache than their replica has (kvBlocks × blockSize)", r.Autoscaler, f))
+	}
+}
+
+// percentiles of latencies in seconds, in ms (v is sorted in place).
 func percentiles(v []float64) Percentiles {
 	if len(v) == 0 {
 		return Percentiles{}
 	}
 	sort.Float64s(v)
-	q := func(p float64) float64 { return 1000 * v[min(len(v)-1, int(math.Ceil(p*float64(len(v))))-1)] }
-	return Percentiles{P50: q(0.50), P95: q(0.95), P99: q(0.99)}
+	sum := 0.0
+	for _, x := range v {
+		sum += x
+	}
+	q := func(p float64) float64 {
+		x := p * float64(len(v)-1)
+		i := int(x)
+		if i+1 >= len(v) {
+			return 1000 * v[len(v)-1]
+		}
+		return 1000 * (v[i] + (x-float64(i))*(v[i+1]-v[i]))
+	}
+	return Percentiles{Mean: 1000 * sum / float64(len(v)), P50: q(0.50), P90: q(0.90), P95: q(0.95), P99: q(0.99)}
 }
 
 // quantile of an unsorted slice (it is sorted in place).

@@ -25,6 +25,10 @@ type Scenario struct {
 	Autoscalers Autoscalers    `json:"autoscalers,omitempty"`
 	// RecordSeconds is the time-series resolution (default 15).
 	RecordSeconds float64 `json:"recordSeconds,omitempty"`
+	// DrainSeconds > 0 keeps the run going after the arrivals end
+	// (durationSeconds, or every model's numRequests) until no request is
+	// left or DrainSeconds have passed; 0 ends the run at durationSeconds.
+	DrainSeconds float64 `json:"drainSeconds,omitempty"`
 }
 
 // Model is one served model: its SLO, workload and variants.
@@ -48,14 +52,17 @@ type Variant struct {
 	Accelerator            string  `json:"accelerator"`
 	AcceleratorsPerReplica int     `json:"acceleratorsPerReplica,omitempty"`
 	Cost                   float64 `json:"cost"` // per replica-hour
-	// LatencyModel is "iteration" (default; α + Σ per-request work, seed
-	// 001 §9) or "linear" (the BLIS step model: β0 + β1·prefill tokens +
-	// β2·decode tokens, plus α0 + α1·input tokens of queueing overhead).
+	// LatencyModel is "iteration" (default; α + Σ per-request work) or
+	// "linear" (the BLIS step model: β0 + β1·prefill tokens + β2·decode
+	// tokens, plus α0 + α1·input tokens of front-end overhead and α2 per
+	// output token).
 	LatencyModel string       `json:"latencyModel,omitempty"`
 	Params       tuner.Params `json:"params"` // iteration model, ms
 	Linear       LinearStep   `json:"linear,omitempty"`
 	MaxBatchSize int          `json:"maxBatchSize,omitempty"` // --max-num-seqs (default 256)
-	// MaxBatchedTokens is the token budget of one iteration (0: none).
+	// MaxBatchedTokens is the token budget of one iteration
+	// (--max-num-batched-tokens, default 2048 as BLIS and vLLM's chunked
+	// prefill); a prompt that does not fit what is left is chunked.
 	MaxBatchedTokens int `json:"maxBatchedTokens,omitempty"`
 	KVBlocks         int `json:"kvBlocks,omitempty"`  // default: room for the whole batch at the longest request
 	BlockSize        int `json:"blockSize,omitempty"` // default 16
@@ -66,18 +73,29 @@ type Variant struct {
 	// StartupJitterSeconds its uniform jitter (defaults 120 and 30).
 	StartupSeconds       float64 `json:"startupSeconds,omitempty"`
 	StartupJitterSeconds float64 `json:"startupJitterSeconds,omitempty"`
+	// TerminationGracePeriodSeconds is the pod's grace period between
+	// SIGTERM and the kill (default 30, Kubernetes').
+	TerminationGracePeriodSeconds *float64 `json:"terminationGracePeriodSeconds,omitempty"`
+	// Shutdown is what the server does on SIGTERM: "abort" (default, vLLM's
+	// --shutdown-timeout 0) fails its requests and exits; "drain" finishes
+	// them until the grace period ends.
+	Shutdown string `json:"shutdown,omitempty"`
 	// Profiled hands Params to WVA as the variant's profile; otherwise
 	// WVA learns the parameters online.
 	Profiled bool `json:"profiled,omitempty"`
 }
 
-// LinearStep is the BLIS step-time model, in ms.
+// LinearStep is the BLIS step-time model, in ms (BLIS's own coefficients
+// are in µs: divide them by 1000).
 type LinearStep struct {
 	Beta0  float64 `json:"beta0"`
-	Beta1  float64 `json:"beta1"` // per prefill token
+	Beta1  float64 `json:"beta1"` // per prefill token computed
 	Beta2  float64 `json:"beta2"` // per decode token
 	Alpha0 float64 `json:"alpha0"`
 	Alpha1 float64 `json:"alpha1"` // per input token
+	// Alpha2 is the per-output-token overhead, added to each reported TTFT
+	// and ITL, not to the iteration.
+	Alpha2 float64 `json:"alpha2,omitempty"`
 }
 
 // Workload is a model's request stream.
@@ -102,6 +120,8 @@ type Workload struct {
 	// prefill.
 	PrefixGroups int `json:"prefixGroups,omitempty"`
 	PrefixTokens int `json:"prefixTokens,omitempty"`
+	// NumRequests > 0 stops the arrivals after that many requests.
+	NumRequests int `json:"numRequests,omitempty"`
 
 	rows []traceRow // the loaded trace
 }
@@ -112,8 +132,21 @@ type Class struct {
 	Share float64 `json:"share"` // fraction of the requests
 	SLO   SLO     `json:"slo"`
 	// Sheddable requests are the ones the gateway rejects when a replica's
-	// queue reaches gateway.queueThreshold; the others are always admitted.
+	// queue reaches gateway.queueThreshold, or when every pod is saturated;
+	// the others are always admitted.
 	Sheddable bool `json:"sheddable,omitempty"`
+	// Priority is the class's priority at the gateway (an
+	// InferenceObjective's): below 0 is sheddable. Default 0, or −1 for a
+	// sheddable class.
+	Priority int `json:"priority,omitempty"`
+}
+
+// requestPriority is the gateway priority of the class's requests.
+func (c Class) requestPriority() int {
+	if c.Sheddable && c.Priority == 0 {
+		return -1
+	}
+	return c.Priority
 }
 
 // Rate is the arrival-rate pattern in requests/s.
@@ -179,8 +212,24 @@ type Gateway struct {
 	TimeoutSeconds float64 `json:"timeoutSeconds,omitempty"`
 	// Weights of the least-loaded router's scorers (default 1, 1, 1, 1):
 	// KV utilisation, queue depth (waiting/5), batch occupancy, and prefix
-	// affinity (minus one when the replica has the request's prefix).
+	// affinity (minus the share of the request's prefix the replica has
+	// cached).
 	Weights *ScorerWeights `json:"weights,omitempty"`
+	// Saturation, when set, turns on the endpoint picker's saturation-based
+	// admission: when every ready pod of a model is saturated, requests of
+	// priority < 0 are rejected and the others wait at the gateway.
+	Saturation *Saturation `json:"saturation,omitempty"`
+}
+
+// Saturation is the llm-d endpoint picker's saturation detector: a pod is
+// saturated when its queue or its KV-cache use reaches a threshold.
+type Saturation struct {
+	// QueueThreshold: waiting requests (default 5, the detector's
+	// queueDepthThreshold).
+	QueueThreshold int `json:"queueThreshold,omitempty"`
+	// KVThreshold: KV-cache utilisation in (0, 1] (default 0.8, its
+	// kvCacheUtilThreshold).
+	KVThreshold float64 `json:"kvThreshold,omitempty"`
 }
 
 // ScorerWeights weigh the router's scorers.
@@ -272,6 +321,14 @@ func (s *Scenario) withDefaults() Scenario {
 	if c.Gateway.Weights == nil {
 		c.Gateway.Weights = &ScorerWeights{KV: 1, Queue: 1, Batch: 1, Prefix: 1}
 	}
+	if g := c.Gateway.Saturation; g != nil {
+		g2 := *g
+		if g2.QueueThreshold == 0 {
+			g2.QueueThreshold = 5
+		}
+		def(&g2.KVThreshold, 0.8)
+		c.Gateway.Saturation = &g2
+	}
 	if c.Autoscalers.WVA.Mode == "" {
 		c.Autoscalers.WVA.Mode = "hybrid"
 	}
@@ -297,6 +354,16 @@ func (s *Scenario) withDefaults() Scenario {
 			}
 			if v.MaxBatchSize == 0 {
 				v.MaxBatchSize = 256
+			}
+			if v.MaxBatchedTokens == 0 {
+				v.MaxBatchedTokens = 2048
+			}
+			if v.Shutdown == "" {
+				v.Shutdown = "abort"
+			}
+			if v.TerminationGracePeriodSeconds == nil {
+				g := 30.0
+				v.TerminationGracePeriodSeconds = &g
 			}
 			if v.BlockSize == 0 {
 				v.BlockSize = 16
@@ -340,8 +407,11 @@ func (s *Scenario) Validate() error {
 	add := func(path, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
 	}
-	if !(s.DurationSeconds > 0) {
-		add("durationSeconds", "must be > 0, got %v", s.DurationSeconds)
+	if !(s.DurationSeconds > 0) || math.IsInf(s.DurationSeconds, 0) {
+		add("durationSeconds", "must be > 0 seconds, got %v", s.DurationSeconds)
+	}
+	if !(s.DrainSeconds >= 0) || math.IsInf(s.DrainSeconds, 0) {
+		add("drainSeconds", "must be ≥ 0 seconds, got %v", s.DrainSeconds)
 	}
 	if len(s.Models) == 0 {
 		add("models", "must list at least one model")
@@ -367,6 +437,14 @@ func (s *Scenario) Validate() error {
 	default:
 		add("gateway.router", "must be least-loaded or round-robin, got %q", s.Gateway.Router)
 	}
+	if g := s.Gateway.Saturation; g != nil {
+		if g.QueueThreshold < 0 {
+			add("gateway.saturation.queueThreshold", "must be ≥ 1 waiting request (0: the default 5), got %d", g.QueueThreshold)
+		}
+		if !(g.KVThreshold >= 0 && g.KVThreshold <= 1) {
+			add("gateway.saturation.kvThreshold", "must be a KV-cache utilisation in (0, 1] (0: the default 0.8), got %v", g.KVThreshold)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -388,6 +466,9 @@ func validateWorkload(p string, w Workload, add func(string, string, ...any)) {
 		}
 	}
 	validateClasses(p, w.Classes, add)
+	if w.NumRequests < 0 {
+		add(p+".numRequests", "must be ≥ 0 (0: no limit), got %d", w.NumRequests)
+	}
 	if w.PrefixGroups < 0 || w.PrefixTokens < 0 || (w.PrefixGroups > 0 && w.PrefixTokens == 0) {
 		add(p+".prefixTokens", "prefix groups need prefixTokens > 0")
 	}
@@ -460,9 +541,7 @@ func validateVariant(p string, v Variant, add func(string, string, ...any)) {
 			add(p+".params", "%v", err)
 		}
 	case "linear":
-		if !(v.Linear.Beta0 > 0) || v.Linear.Beta1 < 0 || v.Linear.Beta2 < 0 || v.Linear.Alpha0 < 0 || v.Linear.Alpha1 < 0 {
-			add(p+".linear", "beta0 must be > 0 and the other coefficients ≥ 0")
-		}
+		validateLinear(p+".linear", v.Linear, add)
 	default:
 		add(p+".latencyModel", "must be iteration or linear, got %q", v.LatencyModel)
 	}
@@ -472,4 +551,48 @@ func validateVariant(p string, v Variant, add func(string, string, ...any)) {
 	if v.InitialReplicas < 0 || (v.MaxReplicas > 0 && v.InitialReplicas > v.MaxReplicas) {
 		add(p+".initialReplicas", "must be between 0 and maxReplicas")
 	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"maxBatchSize", v.MaxBatchSize}, {"maxBatchedTokens", v.MaxBatchedTokens}, {"kvBlocks", v.KVBlocks}, {"blockSize", v.BlockSize}} {
+		if f.v < 0 {
+			add(p+"."+f.name, "must be > 0 (0: the default), got %d", f.v)
+		}
+	}
+	if g := v.TerminationGracePeriodSeconds; g != nil && (!(*g >= 0) || math.IsInf(*g, 0)) {
+		add(p+".terminationGracePeriodSeconds", "must be ≥ 0 seconds, got %v", *g)
+	}
+	switch v.Shutdown {
+	case "", "abort", "drain":
+	default:
+		add(p+".shutdown", "must be abort or drain, got %q", v.Shutdown)
+	}
+}
+
+// Plausible bounds of the linear model's coefficients, in ms: beyond them
+// the coefficients were most likely given in BLIS's µs.
+const (
+	maxStepMs     = 1000 // β0, α0, α2: a second per iteration or request
+	maxPerTokenMs = 10   // β1, β2, α1: 10 ms per token
+)
+
+func validateLinear(p string, l LinearStep, add func(string, string, ...any)) {
+	check := func(name string, v, limit float64, unit string, positive bool) {
+		switch {
+		case math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || (positive && v == 0):
+			want := "≥ 0"
+			if positive {
+				want = "> 0"
+			}
+			add(p+"."+name, "must be %s ms%s, got %v", want, unit, v)
+		case v > limit:
+			add(p+"."+name, "%v ms%s is implausible (at most %v): the coefficients are in milliseconds, BLIS's in microseconds — divide those by 1000", v, unit, limit)
+		}
+	}
+	check("beta0", l.Beta0, maxStepMs, " per iteration", true)
+	check("beta1", l.Beta1, maxPerTokenMs, " per prefill token", false)
+	check("beta2", l.Beta2, maxPerTokenMs, " per decode token", false)
+	check("alpha0", l.Alpha0, maxStepMs, " per request", false)
+	check("alpha1", l.Alpha1, maxPerTokenMs, " per input token", false)
+	check("alpha2", l.Alpha2, maxStepMs, " per output token", false)
 }

@@ -1,23 +1,31 @@
 package sim
 
-import "math"
-
 type request struct {
 	id            int64
 	model         int
 	input, output int
-	arrive        float64 // at the gateway
-	atServer      float64 // dispatched to a replica
-	firstToken    float64
-	done          float64
-	admitIter     int64 // iteration of its prefill
-	rep           *replica
-	routed        bool
-	failed        bool
-	seq           int64 // admission order within the replica (for preemption)
-	class         int   // index into the model's classes (0 without classes)
-	prefix        int   // shared-prefix group, -1 for none
+	class         int // index into the model's classes (0 without classes)
+	priority      int // the gateway's priority: < 0 is sheddable
+	prefix        int // shared-prefix group, -1 for none
 	prefixTokens  int
+
+	arrive     float64 // at the gateway
+	atServer   float64 // dispatched to a replica
+	firstToken float64 // the first token reached the client (0: not yet)
+	lastEmit   float64 // the latest new token reached the client
+	emitted    int     // output tokens the client has
+	rep        *replica
+	routed     bool
+	held       bool // has waited at the gateway
+	failed     bool
+
+	// Server state of the current run (reset by a preemption).
+	computed   int     // token slots whose KV is computed
+	generated  int     // output tokens produced
+	sched      int     // tokens scheduled in the current iteration
+	blocks     []int32 // KV blocks held, in token order
+	keyed      int     // leading blocks that carry their content key
+	prevBlocks []int32 // blocks released by the last preemption (cache hits on re-admission)
 }
 
 type replicaState int
@@ -25,7 +33,7 @@ type replicaState int
 const (
 	starting replicaState = iota
 	ready
-	draining
+	terminating // deleted: SIGTERM received, no new requests
 	gone
 )
 
@@ -33,269 +41,317 @@ const (
 type counters struct {
 	arrived, completed             float64
 	ttftSum, ttftCount             float64 // seconds
-	itlSum, itlCount               float64 // seconds
+	itlSum, itlCount               float64 // seconds, per output token after the first
 	promptTokens, generationTokens float64
 	preempted                      float64
-	prefixHits                     float64
+	prefixQueries, prefixHitTokens float64 // prompt tokens looked up in, and found in, the prefix cache
+	prefixHits                     float64 // admissions that found at least one cached block
 }
 
-// replica is one continuous-batching server (seed 001 §9): every
-// iteration admits waiting requests up to the batch size, the token budget
-// and the KV cache, runs one prefill or decode step for every request in the
-// batch, and takes α + Σ per-request work.
+// replica is one continuous-batching server with a vLLM-v1-like scheduler
+// (BLIS's rules): every iteration serves the running requests first (a
+// prefill in progress gets what is left of the token budget, a decode one
+// token), preempting from the tail of the running batch when the KV cache
+// cannot take a running request's next tokens; then, unless it preempted,
+// admits waiting requests from the head of the queue while the batch size,
+// the token budget and the KV cache allow, chunking a prompt that does not
+// fit the budget left. The iteration that completes a prefill produces the
+// first token.
 type replica struct {
 	id      int
+	uid     uint64 // the pod's UID: Kubernetes' last tie-breaker
 	v       *variantRT
 	state   replicaState
 	created float64
 	readyAt float64
+	// deletionCost is the controller.kubernetes.io/pod-deletion-cost
+	// annotation.
+	deletionCost int32
 
-	waiting []*request // FIFO, head at waitHead
-	head    int
-	running []*request // in admission order; nil holes compacted lazily
-	nRun    int
-
-	iter    int64 // iterations started
-	busy    bool
-	iterEnd float64
-	kvCap   int
-	// Aggregates over decoding requests make an iteration O(admitted +
-	// finished) instead of O(batch): a request admitted at iteration a
-	// decodes its k-th token at iteration a + k and holds i + k tokens.
-	decN      int64
-	decSumIn  int64
-	decSumAdm int64
-	// newly prefilled in the current iteration
-	prefilling []*request
-	finishAt   map[int64][]*request
-	kvUsed     int64
-	seq        int64
+	waiting   []*request // FIFO, head at waitHead
+	head      int
+	pending   int        // dispatched, still in the server's front end
+	running   []*request // in admission order
+	nSched    int        // running[:nSched] are in the current iteration
+	kv        *kvCache
+	busy      bool // an iteration is under way
+	stepDue   bool // an iteration starts at this instant
+	iterStart float64
+	iterEnd   event // the one step or iteration-end event a replica has at a time
 
 	c counters
 	// samples are the scrapes of this pod (oldest first).
 	samples []sample
-	// prefixes in the cache: group → last use (iteration), at most
-	// prefixSlots of them (LRU).
-	prefixes    map[int]int64
-	prefixSlots int
 }
 
-func newReplica(id int, v *variantRT, now float64) *replica {
-	return &replica{id: id, v: v, state: starting, created: now, kvCap: v.cfg.KVBlocks * v.cfg.BlockSize,
-		finishAt: map[int64][]*request{}, prefixes: map[int]int64{}, prefixSlots: v.prefixSlots}
+func newReplica(id int, v *variantRT, now float64, uid uint64) *replica {
+	return &replica{id: id, uid: uid, v: v, state: starting, created: now, kv: newKVCache(v.cfg.KVBlocks, v.cfg.BlockSize)}
 }
 
-// prefillTokens is the prompt a request's prefill computes: all of it, or
-// the part after a prefix this replica has cached (prefix caching). The
-// prefix then counts as used.
-func (r *replica) prefillTokens(q *request) int {
-	if q.prefix < 0 || r.prefixSlots == 0 {
-		return q.input
-	}
-	_, hit := r.prefixes[q.prefix]
-	r.prefixes[q.prefix] = r.iter
-	if len(r.prefixes) > r.prefixSlots {
-		oldest, at := -1, int64(math.MaxInt64)
-		for p, t := range r.prefixes {
-			if t < at || (t == at && p < oldest) {
-				oldest, at = p, t
-			}
-		}
-		delete(r.prefixes, oldest)
-	}
-	if hit {
-		r.c.prefixHits++
-		return max(q.input-q.prefixTokens, 1)
-	}
-	return q.input
+// queueLen counts the requests waiting at the server, including those
+// still in its front end.
+func (r *replica) queueLen() int { return len(r.waiting) - r.head + r.pending }
+
+func (r *replica) kvUsage() float64 { return r.kv.usage() }
+
+// inFlight counts the requests the server holds.
+func (r *replica) inFlight() int { return r.queueLen() + len(r.running) }
+
+// saturated is the endpoint picker's saturation test.
+func (r *replica) saturated(g *Saturation) bool {
+	return r.queueLen() >= g.QueueThreshold || r.kvUsage() >= g.KVThreshold
 }
 
-func (r *replica) hasPrefix(p int) bool {
-	_, ok := r.prefixes[p]
-	return p >= 0 && ok
-}
-
-func (r *replica) queueLen() int { return len(r.waiting) - r.head }
-
-// load is the replica's share of its batch in use or waiting.
-func (r *replica) load() float64 {
-	return float64(r.queueLen()+r.nRun) / float64(r.v.cfg.MaxBatchSize)
-}
-
-func (r *replica) kvUsage() float64 {
-	if r.kvCap == 0 {
-		return 0
-	}
-	return math.Min(float64(r.kvUsed)/float64(r.kvCap), 1)
-}
-
-// enqueue accepts a request at the server.
-func (r *replica) enqueue(s *Sim, q *request, now float64) {
+// dispatch hands a request to the server: it reaches the scheduler's queue
+// after the front end's overhead (α0 + α1·input of the linear model).
+func (r *replica) dispatch(s *Sim, q *request) {
 	q.rep = r
-	q.atServer = now + r.v.overheadSeconds(q.input)
+	q.atServer = s.now
 	r.c.arrived++
+	if d := r.v.overheadSeconds(q.input); d > 0 {
+		r.pending++
+		s.schedule(&event{t: s.now + d, kind: evQueued, replica: r, req: q})
+		return
+	}
+	r.enqueue(s, q)
+}
+
+// enqueue puts a request at the tail of the scheduler's queue.
+func (r *replica) enqueue(s *Sim, q *request) {
+	if r.v.cfg.KVBlocks < r.kv.blocksFor(q.input+q.output-1) {
+		// It could never hold its own tokens: vLLM rejects it (longer
+		// than the model length the cache allows).
+		s.fail(q, causeUnservable)
+		return
+	}
 	r.waiting = append(r.waiting, q)
-	if !r.busy {
-		r.startIteration(s, math.Max(now, q.atServer))
+	if !r.busy && !r.stepDue {
+		// As in BLIS, the iteration starts after every request arriving
+		// at this instant is in the queue.
+		r.stepDue = true
+		r.iterEnd = event{t: s.now, kind: evStep, replica: r}
+		s.schedule(&r.iterEnd)
 	}
 }
 
-// startIteration admits what fits and schedules the iteration's end.
-func (r *replica) startIteration(s *Sim, now float64) {
+// startIteration forms the batch and schedules the iteration's end.
+func (r *replica) startIteration(s *Sim) {
 	cfg := &r.v.cfg
-	j := r.iter
-	r.prefilling = r.prefilling[:0]
 	budget := cfg.MaxBatchedTokens
-	used := int(r.decN)
-	prefillTokens := 0
-	for r.queueLen() > 0 && r.nRun < cfg.MaxBatchSize {
-		q := r.waiting[r.head]
-		if q.atServer > now {
-			break // still in the server's front-end overhead
+	var w work
+	preempted := false
+	r.nSched = 0
+	// 1. Running requests, oldest first.
+	for r.nSched < len(r.running) && budget > 0 {
+		q := r.running[r.nSched]
+		n := 1
+		if q.computed < q.input {
+			n = min(q.input-q.computed, budget)
 		}
-		if int(r.kvUsed)+q.input > r.kvCap && r.nRun > 0 {
-			break // no room in the KV cache (a lone request is always admitted)
+		self := false
+		for !self && !r.kv.grow(q, n) {
+			victim := r.running[len(r.running)-1]
+			r.preempt(victim)
+			preempted = true
+			self = victim == q
 		}
-		if budget > 0 && used+q.input > budget && (r.nRun > 0 || len(r.prefilling) > 0) {
+		if self {
 			break
 		}
+		r.schedule(q, n, &w)
+		budget -= n
+	}
+	// 2. Admissions from the head of the queue, unless this iteration
+	// preempted (BLIS, vLLM).
+	for !preempted && r.nSched == len(r.running) && len(r.running) < cfg.MaxBatchSize && budget > 0 && r.head < len(r.waiting) {
+		q := r.waiting[r.head]
+		hits := r.kv.cachedPrefix(q)
+		start := len(hits) * r.kv.bs
+		n := min(q.input-start, budget)
+		if !r.kv.admit(q, hits, n) {
+			break // head-of-line blocking: the head waits for room
+		}
+		r.waiting[r.head] = nil
 		r.head++
-		q.admitIter = j
-		r.seq++
-		q.seq = r.seq
+		r.c.prefixQueries += float64(q.input)
+		r.c.prefixHitTokens += float64(start)
+		if start > 0 {
+			r.c.prefixHits++
+		}
+		q.prevBlocks = nil
+		q.computed = start
 		r.running = append(r.running, q)
-		r.nRun++
-		r.prefilling = append(r.prefilling, q)
-		r.kvUsed += int64(q.input)
-		compute := r.prefillTokens(q)
-		used += compute
-		prefillTokens += compute
+		r.schedule(q, n, &w)
+		budget -= n
 	}
 	if r.head > 1024 && r.head*2 > len(r.waiting) {
 		r.waiting = append(r.waiting[:0], r.waiting[r.head:]...)
 		r.head = 0
 	}
-	if r.nRun == 0 {
+	if r.nSched == 0 && r.head == len(r.waiting) {
 		r.busy = false
-		if r.queueLen() > 0 { // the head is still in the front-end overhead
-			r.busy = true
-			s.schedule(&event{t: r.waiting[r.head].atServer, kind: evWake, replica: r})
-		}
 		return
 	}
-	dur := r.v.iterationSeconds(len(r.prefilling), prefillTokens, r.decN, r.decSumIn, r.decSumAdm, j)
 	r.busy = true
-	r.iterEnd = now + dur
-	r.iter++
-	s.schedule(&event{t: r.iterEnd, kind: evIterationEnd, replica: r})
+	r.iterStart = s.now
+	r.iterEnd = event{t: s.now + r.v.iterationSeconds(&w), kind: evIterationEnd, replica: r}
+	s.schedule(&r.iterEnd)
 }
 
-// endIteration advances every request in the batch by one step.
-func (r *replica) endIteration(s *Sim, now float64) {
-	j := r.iter - 1
-	// Decoding requests each produced a token and hold one more.
-	r.kvUsed += r.decN
-	// Requests that prefilled: first token now; they decode from j+1.
-	for _, q := range r.prefilling {
-		q.firstToken = now
-		r.c.ttftSum += now - q.atServer
-		r.c.ttftCount++
-		r.c.promptTokens += float64(q.input)
-		r.decN++
-		r.decSumIn += int64(q.input)
-		r.decSumAdm += q.admitIter
-		end := q.admitIter + int64(q.output)
-		r.finishAt[end] = append(r.finishAt[end], q)
+// work is what one iteration computes.
+type work struct {
+	prefillTokens int     // prompt tokens computed (cache hits excluded)
+	decodes       int     // requests decoding one token
+	decodeContext float64 // Σ context length over the decodes
+}
+
+func (r *replica) schedule(q *request, n int, w *work) {
+	q.sched = n
+	r.nSched++
+	if q.computed < q.input {
+		w.prefillTokens += n
+	} else {
+		w.decodes++
+		w.decodeContext += float64(q.computed + 1)
 	}
-	r.prefilling = r.prefilling[:0]
-	if done, ok := r.finishAt[j]; ok {
-		delete(r.finishAt, j)
-		for _, q := range done {
-			if q.rep != r || q.admitIter+int64(q.output) != j {
-				continue // preempted and re-admitted since
+}
+
+// endIteration advances every scheduled request: a prefill by its chunk (the
+// last chunk yields the first token), a decode by one token; finished
+// requests leave and free their blocks.
+func (r *replica) endIteration(s *Sim) {
+	now := s.now
+	dur := now - r.iterStart
+	a2 := r.v.tokenOverheadSeconds()
+	contiguous := 0
+	keep := r.running[:0]
+	for i, q := range r.running {
+		if i >= r.nSched {
+			keep = append(keep, q)
+			continue
+		}
+		prefill := q.computed < q.input
+		q.computed += q.sched
+		q.sched = 0
+		if prefill && q.computed < q.input {
+			keep = append(keep, q)
+			continue // more chunks to come
+		}
+		q.generated++
+		if q.generated > q.emitted {
+			if q.emitted == 0 {
+				q.firstToken = now
+				r.c.ttftSum += now - q.atServer + a2
+				r.c.ttftCount++
+				r.c.promptTokens += float64(q.input)
+			} else if q.lastEmit == r.iterStart {
+				contiguous++
+			} else {
+				s.res.itlTokens.add(now-q.lastEmit+a2, 1)
 			}
-			r.finish(s, q, now)
+			q.emitted, q.lastEmit = q.generated, now
 		}
+		if q.generated >= q.output {
+			r.finish(s, q)
+			continue
+		}
+		keep = append(keep, q)
 	}
-	for r.kvUsed > int64(r.kvCap) && r.nRun > 1 {
-		r.preemptNewest()
+	if contiguous > 0 {
+		s.res.itlTokens.add(dur+a2, contiguous)
 	}
-	r.compact()
-	if r.state == draining && r.nRun == 0 && r.queueLen() == 0 {
-		s.retire(r, now)
+	for i := len(keep); i < len(r.running); i++ {
+		r.running[i] = nil
+	}
+	r.running = keep
+	r.nSched = 0
+	r.busy = false
+	if r.state == terminating && r.inFlight() == 0 {
+		s.retire(r)
 		return
 	}
-	r.startIteration(s, now)
+	r.startIteration(s)
+	s.gatewayReleased(r)
 }
 
-func (r *replica) finish(s *Sim, q *request, now float64) {
-	q.done = now
-	itl := (now - q.firstToken) / float64(q.output)
+func (r *replica) finish(s *Sim, q *request) {
+	a2 := r.v.tokenOverheadSeconds()
+	r.kv.release(q)
+	q.blocks, q.prevBlocks = nil, nil
 	r.c.completed++
-	r.c.itlSum += itl * float64(q.output)
-	r.c.itlCount += float64(q.output)
 	r.c.generationTokens += float64(q.output)
-	r.release(q)
-	s.complete(q, itl)
-}
-
-// release takes a running request out of the batch and the KV cache. It
-// is called at the end of an iteration, when every running request has
-// prefilled: admitted at iteration a, it holds i + (j − a) tokens after
-// iteration j.
-func (r *replica) release(q *request) {
-	j := r.iter - 1
-	r.kvUsed -= int64(q.input) + (j - q.admitIter)
-	r.decN--
-	r.decSumIn -= int64(q.input)
-	r.decSumAdm -= q.admitIter
-	for i, x := range r.running {
-		if x == q {
-			r.running[i] = nil
-			break
-		}
+	if q.output > 1 {
+		r.c.itlSum += s.now - q.firstToken + float64(q.output-1)*a2
+		r.c.itlCount += float64(q.output - 1)
 	}
-	r.nRun--
+	s.complete(q, a2)
 }
 
-// preemptNewest recomputes the most recently admitted request: it loses
-// its KV cache and goes back to the head of the queue (vLLM's recompute
-// preemption).
-func (r *replica) preemptNewest() {
-	var newest *request
+// preempt recomputes a running request (vLLM's recompute preemption, as
+// BLIS models it): it leaves the batch, its blocks are freed (their content
+// stays cached until evicted) and it goes back to the head of the queue,
+// to prefill again and regenerate its output. Its client keeps the tokens
+// it already has.
+func (r *replica) preempt(q *request) {
 	for i := len(r.running) - 1; i >= 0; i-- {
-		if r.running[i] != nil {
-			newest = r.running[i]
+		if r.running[i] == q {
+			r.running = append(r.running[:i], r.running[i+1:]...)
 			break
 		}
 	}
-	if newest == nil {
-		return
+	if r.nSched > len(r.running) {
+		r.nSched = len(r.running)
 	}
-	r.release(newest)
-	newest.firstToken = 0
-	newest.admitIter = -1
+	r.kv.release(q)
+	q.prevBlocks, q.blocks = q.blocks, nil
+	q.computed, q.generated, q.sched, q.keyed = 0, 0, 0, 0
 	r.c.preempted++
 	if r.head > 0 {
 		r.head--
-		r.waiting[r.head] = newest
+		r.waiting[r.head] = q
 	} else {
-		r.waiting = append([]*request{newest}, r.waiting...)
+		r.waiting = append([]*request{q}, r.waiting...)
 	}
 }
 
-func (r *replica) compact() {
-	if len(r.running) < 2*r.nRun+16 {
-		return
-	}
-	out := r.running[:0]
+// abortAll fails every request the server holds (its pod is killed).
+func (r *replica) abortAll(s *Sim) {
 	for _, q := range r.running {
-		if q != nil {
-			out = append(out, q)
-		}
+		s.fail(q, causeTerminated)
 	}
-	for i := len(out); i < len(r.running); i++ {
-		r.running[i] = nil
+	for _, q := range r.waiting[r.head:] {
+		s.fail(q, causeTerminated)
 	}
-	r.running = out
+	r.running, r.waiting, r.head, r.nSched = nil, nil, 0, 0
+}
+
+// iterationSeconds is the duration of one iteration: the linear (BLIS)
+// model β0 + β1·prefill tokens + β2·decode tokens, or the iteration model
+// α + (β + γ)·prefill tokens + Σ over decodes (β + γ·context).
+func (v *variantRT) iterationSeconds(w *work) float64 {
+	if v.cfg.LatencyModel == "linear" {
+		l := v.cfg.Linear
+		return (l.Beta0 + l.Beta1*float64(w.prefillTokens) + l.Beta2*float64(w.decodes)) / 1000
+	}
+	p := v.cfg.Params
+	ms := p.Alpha + (p.Beta+p.Gamma)*float64(w.prefillTokens) + p.Beta*float64(w.decodes) + p.Gamma*w.decodeContext
+	return ms / 1000
+}
+
+// overheadSeconds is the linear model's front-end overhead α0 + α1·input
+// (0 for the iteration model).
+func (v *variantRT) overheadSeconds(input int) float64 {
+	if v.cfg.LatencyModel != "linear" {
+		return 0
+	}
+	return (v.cfg.Linear.Alpha0 + v.cfg.Linear.Alpha1*float64(input)) / 1000
+}
+
+// tokenOverheadSeconds is the linear model's per-output-token overhead α2:
+// added to each reported TTFT and ITL, not to the clock.
+func (v *variantRT) tokenOverheadSeconds() float64 {
+	if v.cfg.LatencyModel != "linear" {
+		return 0
+	}
+	return v.cfg.Linear.Alpha2 / 1000
 }

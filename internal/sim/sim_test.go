@@ -51,8 +51,8 @@ func TestDeterministic(t *testing.T) {
 // TestInvariants runs every shipped scenario under every autoscaler and
 // checks after each event: the clock never goes back; requests are
 // conserved (arrived = completed + failed + in flight); each replica's KV
-// use equals what its running requests hold and stays within its cache
-// (one lone request excepted); causality of every finished request.
+// blocks are held by exactly the running requests that reference them
+// (checkKV); causality of every request.
 func TestInvariants(t *testing.T) {
 	for _, name := range BuiltinNames(scenarios.FS) {
 		for _, as := range []string{"wva", "hpa", "keda", "oracle"} {
@@ -93,31 +93,11 @@ func checkConservation(t *testing.T, s *Sim) {
 	t.Helper()
 	for _, v := range s.variants {
 		for _, r := range v.replicas {
-			kv, running := int64(0), 0
+			checkKV(t, r)
 			for _, q := range r.running {
-				if q == nil {
-					continue
-				}
-				running++
-				// During iteration j = r.iter − 1: a request prefilling now
-				// holds its input; one admitted at a < j holds i + (j − 1 − a).
-				if q.admitIter == r.iter-1 {
-					kv += int64(q.input)
-				} else {
-					kv += int64(q.input) + (r.iter - 2 - q.admitIter)
-				}
 				if !(q.arrive <= q.atServer && (q.firstToken == 0 || q.atServer <= q.firstToken)) {
 					t.Fatalf("causality: request %d arrive %v server %v first token %v", q.id, q.arrive, q.atServer, q.firstToken)
 				}
-			}
-			if running != r.nRun {
-				t.Fatalf("replica %d: %d running requests, counted %d", r.id, running, r.nRun)
-			}
-			if kv != r.kvUsed {
-				t.Fatalf("replica %d: KV in use %d, but its requests hold %d", r.id, r.kvUsed, kv)
-			}
-			if r.kvUsed < 0 || (r.kvUsed > int64(r.kvCap) && r.nRun > 1) {
-				t.Fatalf("replica %d: KV %d of %d", r.id, r.kvUsed, r.kvCap)
 			}
 		}
 	}
@@ -127,6 +107,46 @@ func checkConservation(t *testing.T, s *Sim) {
 	}
 	if s.inFlight < 0 || atGateway > s.inFlight {
 		t.Fatalf("in flight %d, at the gateway %d", s.inFlight, atGateway)
+	}
+}
+
+// checkKV: every block's reference count is the number of running
+// requests holding it; the free list holds exactly the unreferenced
+// blocks; a running request's blocks cover its computed and scheduled
+// tokens and no more than one block beyond; a shared-prefix index entry
+// names a block with that content.
+func checkKV(t *testing.T, r *replica) {
+	t.Helper()
+	c := r.kv
+	refs := make([]int32, len(c.blocks))
+	for _, q := range r.running {
+		slots := q.computed + q.sched
+		if len(q.blocks) != c.blocksFor(slots) {
+			t.Fatalf("replica %d request %d: %d blocks for %d token slots", r.id, q.id, len(q.blocks), slots)
+		}
+		for _, b := range q.blocks {
+			refs[b]++
+		}
+	}
+	free := 0
+	for b := c.head; b >= 0; b = c.blocks[b].next {
+		free++
+		if !c.blocks[b].free || refs[b] != 0 {
+			t.Fatalf("replica %d: block %d on the free list with %d holders", r.id, b, refs[b])
+		}
+	}
+	if free != c.nFree {
+		t.Fatalf("replica %d: free list of %d blocks, counted %d", r.id, free, c.nFree)
+	}
+	for b := range c.blocks {
+		if c.blocks[b].ref != refs[b] || (refs[b] == 0) != c.blocks[b].free {
+			t.Fatalf("replica %d: block %d has ref %d, %d holders, free %v", r.id, b, c.blocks[b].ref, refs[b], c.blocks[b].free)
+		}
+	}
+	for k, b := range c.byPrefix {
+		if c.blocks[b].key != k {
+			t.Fatalf("replica %d: prefix index names block %d for content it does not hold", r.id, b)
+		}
 	}
 }
 

@@ -59,10 +59,12 @@ func (r Rate) maxRate(end float64) float64 {
 
 // stream generates one model's arrivals.
 type stream struct {
-	w    Workload
-	rng  *rand.Rand
-	peak float64
-	pos  int // next trace row
+	w     Workload
+	rng   *rand.Rand
+	peak  float64
+	pos   int     // next trace row
+	count int     // arrivals so far
+	end   float64 // when the arrivals ended
 }
 
 // next returns the time of the next arrival after t, or +Inf when the

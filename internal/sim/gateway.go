@@ -1,0 +1,182 @@
+package sim
+
+// The gateway: llm-d's endpoint picker in front of each model's pods. It
+// routes every request to a ready pod, holds it while the model has none
+// (or, with saturation-based admission, while every pod is saturated), and
+// rejects sheddable requests when the model is saturated.
+
+// Failure causes, as the results count them.
+const (
+	causeTimeout    = "timeout"    // waited at the gateway longer than gateway.timeoutSeconds
+	causeRejected   = "rejected"   // sheddable, every pod saturated (HTTP 429)
+	causeShed       = "shed"       // sheddable, its pod's queue at gateway.queueThreshold
+	causeTerminated = "terminated" // in flight on a pod that was killed
+	causeUnservable = "unservable" // needs more KV cache than its pod has
+)
+
+// route sends a request to a ready replica of its model, or holds it at
+// the gateway.
+func (s *Sim) route(q *request) {
+	m := q.model
+	if sat := s.sc.Gateway.Saturation; sat != nil && s.allSaturated(m, sat) {
+		if q.priority < 0 {
+			s.fail(q, causeRejected)
+			return
+		}
+		s.hold(q)
+		return
+	}
+	r := s.pick(q)
+	if r == nil {
+		s.hold(q)
+		return
+	}
+	if th := s.sc.Gateway.QueueThreshold; th > 0 && r.queueLen() >= th && s.sheddable(q) {
+		s.fail(q, causeShed)
+		return
+	}
+	q.routed = true
+	r.dispatch(s, q)
+}
+
+// hold queues a request at the gateway until a pod can take it or
+// gateway.timeoutSeconds after its arrival.
+func (s *Sim) hold(q *request) {
+	if !q.held {
+		s.schedule(&event{t: q.arrive + s.sc.Gateway.TimeoutSeconds, kind: evGatewayTimeout, req: q})
+	}
+	q.held = true
+	s.gateway[q.model] = append(s.gateway[q.model], q)
+}
+
+// allSaturated: the model has ready pods and every one is saturated (the
+// endpoint picker's saturation detector). A model without ready pods is
+// not saturated: its requests wait for one.
+func (s *Sim) allSaturated(m int, g *Saturation) bool {
+	n := 0
+	for _, v := range s.byModel[m] {
+		for _, r := range v.replicas {
+			if r.state != ready {
+				continue
+			}
+			if !r.saturated(g) {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
+}
+
+// canTake: a held request of model m would be dispatched now.
+func (s *Sim) canTake(m int) bool {
+	sat := s.sc.Gateway.Saturation
+	for _, v := range s.byModel[m] {
+		for _, r := range v.replicas {
+			if r.state == ready && (sat == nil || !r.saturated(sat)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// gatewayReleased dispatches held requests of r's model while one of its
+// pods can take them: the highest priority first, then the oldest (the
+// flow-control queue's order).
+func (s *Sim) gatewayReleased(r *replica) {
+	m := r.v.model
+	for len(s.gateway[m]) > 0 && s.canTake(m) {
+		g := s.gateway[m]
+		best := 0
+		for i, q := range g {
+			if q.priority > g[best].priority {
+				best = i
+			}
+		}
+		q := g[best]
+		s.gateway[m] = append(g[:best], g[best+1:]...)
+		s.route(q)
+	}
+}
+
+// pick chooses a ready replica: the lowest load score (ties to the
+// oldest), or round-robin. The score weighs the scorers of llm-d's
+// endpoint picker: KV-cache utilisation, queue depth (relative to 5
+// waiting), batch occupancy, and prefix affinity (the share of the
+// request's shared prefix resident in the replica's cache).
+func (s *Sim) pick(q *request) *replica {
+	m := q.model
+	w := s.sc.Gateway.Weights
+	var best *replica
+	bestScore := 0.0
+	n := 0
+	for _, v := range s.byModel[m] {
+		for _, r := range v.replicas {
+			if r.state != ready {
+				continue
+			}
+			n++
+			sc := w.KV*r.kvUsage() + w.Queue*float64(r.queueLen())/5 + w.Batch*float64(len(r.running))/float64(r.v.cfg.MaxBatchSize)
+			if w.Prefix != 0 && q.prefix >= 0 {
+				sc -= w.Prefix * r.kv.prefixShare(q)
+			}
+			if best == nil || sc < bestScore {
+				best, bestScore = r, sc
+			}
+		}
+	}
+	if n == 0 || s.sc.Gateway.Router != "round-robin" {
+		return best
+	}
+	k := s.rr[m] % n
+	s.rr[m]++
+	for _, v := range s.byModel[m] {
+		for _, r := range v.replicas {
+			if r.state == ready {
+				if k == 0 {
+					return r
+				}
+				k--
+			}
+		}
+	}
+	return best
+}
+
+// sheddable: without classes every request may be shed; with classes only
+// those of a sheddable class.
+func (s *Sim) sheddable(q *request) bool {
+	cs := s.sc.Models[q.model].Workload.Classes
+	return len(cs) == 0 || cs[q.class].Sheddable
+}
+
+func (s *Sim) dropFromGateway(q *request) {
+	g := s.gateway[q.model]
+	for i, x := range g {
+		if x == q {
+			s.gateway[q.model] = append(g[:i], g[i+1:]...)
+			return
+		}
+	}
+}
+
+func (s *Sim) fail(q *request, cause string) {
+	q.failed = true
+	s.res.Failed++
+	s.res.FailedBy.add(cause)
+	s.res.class(q.model, q.class).Failed++
+	s.inFlight--
+	s.bucket.failed++
+}
+
+// complete records a finished request (a2: the per-token overhead its
+// replica adds to every reported latency).
+func (s *Sim) complete(q *request, a2 float64) {
+	s.inFlight--
+	s.res.record(q, s.now, a2, s.sloOf(q))
+	if s.done != nil {
+		s.done(s, q)
+	}
+	s.bucket.ttfts = append(s.bucket.ttfts, q.firstToken-q.arrive+a2)
+}
