@@ -36,8 +36,10 @@ func newSimulateCommand() *cobra.Command {
 		Use:   "simulate",
 		Short: "Simulate a GPU inference fleet under WVA and baseline autoscalers, and compare them",
 		Long: `Run a deterministic discrete-event simulation of a fleet of continuous-batching
-LLM inference servers (batching, KV cache with preemption, start-up delays,
-draining, a gateway and router, Prometheus-like metrics) under each
+LLM inference servers (a vLLM-v1-like scheduler: chunked prefill, a paged
+KV cache with prefix caching and preemption; start-up delays; Kubernetes'
+pod deletion and graceful termination; a gateway with routing and
+saturation-based admission; Prometheus-like metrics) under each
 autoscaler in turn, from the same seed, and compare them.
 
 Autoscalers: wva (WVA's decision engine, the same code as the controller),
@@ -50,8 +52,11 @@ With no -f, the built-in "staircase" scenario runs (the paper's 2 → 5 → 10
 requests/s); --scenario picks another built-in (see --help below for the
 list). The table compares, per autoscaler: requests arrived, completed and
 failed, goodput (requests served within the SLO per second), SLO
-attainment, TTFT (from the gateway) and ITL percentiles, GPU-hours, cost,
-cost per 1 000 requests within the SLO, and scaling actions. Results
+attainment, TTFT (from the gateway), ITL (per token) and E2E means and
+percentiles, GPU-hours, cost, cost per 1 000 requests within the SLO, and
+scaling actions; then throughput, preemptions, the prefix-cache hit rate
+and failures by cause (timeout, rejected, shed, terminated, unservable).
+Results
 (results.json, summary.csv, series-*.csv) and plots (PNG and SVG) go to
 --out. The same scenario and seed give byte-identical JSON. Ctrl-C stops the
 run and writes what was simulated so far.
@@ -132,6 +137,11 @@ func (o *simulateOptions) run(cmd *cobra.Command) error {
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		fmt.Fprintln(errw, "interrupted: the results cover the time simulated so far")
+	}
+	for _, r := range rs {
+		for _, w := range r.Warnings {
+			fmt.Fprintln(errw, "warning:", w)
+		}
 	}
 	if !o.noFiles {
 		files, err := sim.WriteFiles(o.out, rs)

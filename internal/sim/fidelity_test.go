@@ -36,15 +36,17 @@ func serverLatencies(t *testing.T, sc Scenario) (ttft, itl float64) {
 	return 1000 * c.ttftSum / c.ttftCount, 1000 * c.itlSum / c.itlCount
 }
 
-// TestFidelity compares the simulated replica with queueing.Analyze of the
+// TestFidelity compares the simulated replica (vLLM-v1 scheduling: the
+// prefill iteration yields the first token, o − 1 decode iterations follow,
+// prompts chunked under a 2 048-token budget) with queueing.Analyze of the
 // same parameters, up to 70 % of λmax. ITL agrees within 10 % (in fact
 // within 2 %). TTFT does not, and the difference is explained: in the
 // simulator (as in vLLM) a request arriving mid-iteration first waits for
 // that iteration to end and then for a whole iteration of its own, while
-// the mean-field model counts one iteration in all (seed 001 §9: "residual
-// wait ≈ T_iter", plus the prefill work). The simulated TTFT is therefore
-// higher by about half an iteration; the test holds it within 10 % plus
-// three quarters of the mean iteration time T_iter(B̄) = α + B̄·δ̄.
+// the mean-field model counts one iteration in all ("residual wait ≈
+// T_iter", plus the prefill work). The simulated TTFT is therefore higher
+// by about half an iteration; the test holds it within 10 % plus three
+// quarters of the mean iteration time T_iter(B̄) = α + B̄·δ̄ (docs/evaluation.md §2).
 func TestFidelity(t *testing.T) {
 	p := tuner.Params{Alpha: 7, Beta: 0.02, Gamma: 5e-5}
 	a, err := queueing.NewAnalyzer(queueing.Config{Model: queueing.Iteration{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma},

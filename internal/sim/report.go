@@ -15,17 +15,34 @@ import (
 // WriteTable prints one row per autoscaler.
 func WriteTable(w io.Writer, rs []*Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "AUTOSCALER\tARRIVED\tCOMPLETED\tFAILED\tGOODPUT rps\tSLO %\tTTFT %\tITL %\tTTFT p50/p95/p99 ms\tITL p50/p99 ms\tGPU-h\tCOST\tCOST/1k OK\tACTIONS\t")
+	fmt.Fprintln(tw, "AUTOSCALER\tARRIVED\tCOMPLETED\tFAILED\tGOODPUT rps\tSLO %\tTTFT %\tITL %\tTTFT mean p50/p95/p99 ms\tITL mean p99 ms\tE2E mean p99 s\tGPU-h\tCOST\tCOST/1k OK\tACTIONS\t")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t%.1f\t%.1f\t%.1f\t%s/%s/%s\t%s/%s\t%.2f\t%.2f\t%s\t%d\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t%.1f\t%.1f\t%.1f\t%s %s/%s/%s\t%s %s\t%.2f %.2f\t%.2f\t%.2f\t%s\t%d\t\n",
 			r.Autoscaler, r.Arrived, r.Completed, r.Failed, r.EffectiveThroughput, 100*r.SLOAttainment,
-			100*r.TTFTAttainment, 100*r.ITLAttainment, ms(r.TTFTms.P50), ms(r.TTFTms.P95), ms(r.TTFTms.P99),
-			ms(r.ITLms.P50), ms(r.ITLms.P99), r.GPUHours, r.Cost, money(r.CostPer1kWithinSLO), r.ScalingActions)
+			100*r.TTFTAttainment, 100*r.ITLAttainment, ms(r.TTFTms.Mean), ms(r.TTFTms.P50), ms(r.TTFTms.P95), ms(r.TTFTms.P99),
+			ms(r.ITLms.Mean), ms(r.ITLms.P99), r.E2Ems.Mean/1000, r.E2Ems.P99/1000, r.GPUHours, r.Cost, money(r.CostPer1kWithinSLO), r.ScalingActions)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := writeServerTable(w, rs); err != nil {
+		return err
+	}
 	return writeClassTable(w, rs)
+}
+
+// writeServerTable prints the servers' side: throughput, preemptions,
+// prefix-cache hits and failures by cause.
+func writeServerTable(w io.Writer, rs []*Result) error {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "AUTOSCALER\tTHROUGHPUT rps\tOUTPUT tok/s\tPREEMPTIONS\tPREFIX HIT %\tFAILED: TIMEOUT\tREJECTED\tSHED\tTERMINATED\tUNSERVABLE\t")
+	for _, r := range rs {
+		f := r.FailedBy
+		fmt.Fprintf(tw, "%s\t%.3f\t%.0f\t%d\t%.1f\t%d\t%d\t%d\t%d\t%d\t\n", r.Autoscaler, r.ThroughputRPS, r.OutputTokensPerSecond,
+			r.Preemptions, 100*r.PrefixCacheHitRate, f.Timeout, f.Rejected, f.Shed, f.Terminated, f.Unservable)
+	}
+	return tw.Flush()
 }
 
 // classNames are the SLO classes of the results, sorted.
@@ -154,12 +171,22 @@ func writeSummaryCSV(w io.Writer, rs []*Result) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"autoscaler", "arrived", "completed", "failed", "within_slo", "effective_throughput_rps", "slo_attainment",
 		"ttft_attainment", "itl_attainment", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p95_ms", "itl_p99_ms",
-		"gpu_hours", "cost", "cost_per_1k_within_slo", "scaling_actions"})
+		"gpu_hours", "cost", "cost_per_1k_within_slo", "scaling_actions",
+		"ttft_mean_ms", "ttft_p90_ms", "itl_mean_ms", "itl_p90_ms", "itl_per_request_mean_ms", "itl_per_request_p50_ms",
+		"itl_per_request_p90_ms", "itl_per_request_p95_ms", "itl_per_request_p99_ms", "e2e_mean_ms", "e2e_p50_ms", "e2e_p90_ms",
+		"e2e_p95_ms", "e2e_p99_ms", "throughput_rps", "output_tokens_per_second", "preemptions", "prefix_cache_hit_rate",
+		"failed_timeout", "failed_rejected", "failed_shed", "failed_terminated", "failed_unservable", "duration_seconds"})
+	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
 	for _, r := range rs {
-		_ = cw.Write([]string{r.Autoscaler, strconv.FormatInt(r.Arrived, 10), strconv.FormatInt(r.Completed, 10),
-			strconv.FormatInt(r.Failed, 10), strconv.FormatInt(r.WithinSLO, 10), f(r.EffectiveThroughput), f(r.SLOAttainment),
-			f(r.TTFTAttainment), f(r.ITLAttainment), f(r.TTFTms.P50), f(r.TTFTms.P95), f(r.TTFTms.P99), f(r.ITLms.P50),
-			f(r.ITLms.P95), f(r.ITLms.P99), f(r.GPUHours), f(r.Cost), f(r.CostPer1kWithinSLO), strconv.Itoa(r.ScalingActions)})
+		fb := r.FailedBy
+		_ = cw.Write([]string{r.Autoscaler, i64(r.Arrived), i64(r.Completed), i64(r.Failed), i64(r.WithinSLO),
+			f(r.EffectiveThroughput), f(r.SLOAttainment), f(r.TTFTAttainment), f(r.ITLAttainment),
+			f(r.TTFTms.P50), f(r.TTFTms.P95), f(r.TTFTms.P99), f(r.ITLms.P50), f(r.ITLms.P95), f(r.ITLms.P99),
+			f(r.GPUHours), f(r.Cost), f(r.CostPer1kWithinSLO), strconv.Itoa(r.ScalingActions),
+			f(r.TTFTms.Mean), f(r.TTFTms.P90), f(r.ITLms.Mean), f(r.ITLms.P90), f(r.ITLPerRequestMs.Mean), f(r.ITLPerRequestMs.P50),
+			f(r.ITLPerRequestMs.P90), f(r.ITLPerRequestMs.P95), f(r.ITLPerRequestMs.P99), f(r.E2Ems.Mean), f(r.E2Ems.P50), f(r.E2Ems.P90),
+			f(r.E2Ems.P95), f(r.E2Ems.P99), f(r.ThroughputRPS), f(r.OutputTokensPerSecond), i64(r.Preemptions), f(r.PrefixCacheHitRate),
+			i64(fb.Timeout), i64(fb.Rejected), i64(fb.Shed), i64(fb.Terminated), i64(fb.Unservable), f(r.DurationSecs)})
 	}
 	cw.Flush()
 	return cw.Error()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/llm-d-incubation/wva/examples/scenarios"
@@ -227,7 +228,7 @@ models:
 }
 
 // BenchmarkSimulator: a large scenario, in simulated requests per wall
-// minute (budget: 1 million).
+// minute (target: at least 5 million).
 func BenchmarkSimulator(b *testing.B) {
 	sc := builtin(b, "diurnal", 0)
 	sc.Models[0].Workload.Rate = Rate{Pattern: "constant", RPS: 60}
@@ -242,4 +243,61 @@ func BenchmarkSimulator(b *testing.B) {
 	}
 	b.ReportMetric(float64(requests)/b.Elapsed().Minutes(), "requests/min")
 	_ = fmt.Sprint()
+}
+
+// TestLinearUnits: coefficients given in BLIS's µs instead of ms are
+// rejected with the field path and the unit; a run that completes nothing
+// says so.
+func TestLinearUnits(t *testing.T) {
+	_, err := ParseScenario([]byte(`
+name: us
+durationSeconds: 60
+drainSeconds: -1
+models:
+  - name: m
+    slo: {ttftMs: 1000, itlMs: 100}
+    workload: {rate: {pattern: constant, rps: 1}, input: {mean: 512}, output: {mean: 128}, numRequests: -3}
+    variants:
+      - name: v
+        accelerator: H100
+        cost: 1
+        latencyModel: linear
+        linear: {beta0: 6910.4, beta1: 17.67, beta2: 2.84, alpha0: 1601.4, alpha1: 3.51, alpha2: 1805.5}
+        shutdown: later
+        terminationGracePeriodSeconds: -2
+`))
+	if err == nil {
+		t.Fatal("accepted coefficients in µs")
+	}
+	for _, want := range []string{
+		"models[0].variants[0].linear.beta0: 6910.4 ms per iteration is implausible",
+		"models[0].variants[0].linear.beta1: 17.67 ms per prefill token is implausible",
+		"models[0].variants[0].linear.alpha2: 1805.5 ms per output token is implausible",
+		"BLIS's in microseconds",
+		"drainSeconds: must be ≥ 0 seconds",
+		"models[0].workload.numRequests: must be ≥ 0",
+		"models[0].variants[0].shutdown: must be abort or drain",
+		"models[0].variants[0].terminationGracePeriodSeconds: must be ≥ 0 seconds",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+	// In ms the same coefficients are fine.
+	sc := oneReplica(1, tuner.Params{}, 64, 30)
+	sc.Models[0].Variants[0].LatencyModel = "linear"
+	sc.Models[0].Variants[0].Linear = LinearStep{Beta0: 6.9104, Beta1: 0.01767, Beta2: 0.00284, Alpha0: 1.6014, Alpha1: 0.00351, Alpha2: 1.8055}
+	if err := sc.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if res := New(sc, &Static{n: 1}).Run(context.Background(), nil); res.Completed == 0 || len(res.Warnings) != 0 {
+		t.Errorf("%d completed, warnings %q", res.Completed, res.Warnings)
+	}
+	// Slow enough that nothing completes in 30 s (a 1 s iteration, 1 024
+	// decode steps): a warning.
+	sc.Models[0].Variants[0].Linear.Beta0 = 999
+	res := New(sc, &Static{n: 1}).Run(context.Background(), nil)
+	if res.Completed != 0 || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "no request of") {
+		t.Errorf("%d completed, warnings %q", res.Completed, res.Warnings)
+	}
 }

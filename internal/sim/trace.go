@@ -236,7 +236,9 @@ func WriteTrace(w io.Writer, sc Scenario, m int) error {
 	_ = cw.Write([]string{"seconds", "input_tokens", "output_tokens", "class", "prefix"})
 	wl := &s.sc.Models[m].Workload
 	end := s.sc.DurationSeconds
-	for t := s.streams[m].next(0, end); t < end; t = s.streams[m].next(t, end) {
+	n := 0
+	for t := s.streams[m].next(0, end); t < end && (wl.NumRequests == 0 || n < wl.NumRequests); t = s.streams[m].next(t, end) {
+		n++
 		q := &request{model: m}
 		s.fill(q)
 		cls, prefix := "", ""
