@@ -143,22 +143,31 @@ func (o *simulateOptions) run(cmd *cobra.Command) error {
 			fmt.Fprintln(errw, "warning:", w)
 		}
 	}
-	if !o.noFiles {
-		files, err := sim.WriteFiles(o.out, rs)
-		if err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
-		plots, err := sim.WritePlots(o.out, sc, rs)
-		if err != nil {
-			return fmt.Errorf("plots: %w", err)
-		}
-		fmt.Fprintf(errw, "wrote %d files to %s (%s, …) in %.1f s\n", len(files)+len(plots), o.out, strings.Join(append(files[:1], plots[:1]...), ", "), time.Since(start).Seconds())
+	if err := o.writeFiles(errw, sc, rs, start); err != nil {
+		return err
 	}
 	if o.output == "json" {
 		return sim.WriteJSON(cmd.OutOrStdout(), rs)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "%s (seed %d, %.0f s): %s\n\n", sc.Name, sc.Seed, sc.DurationSeconds, sc.Description)
 	return sim.WriteTable(cmd.OutOrStdout(), rs)
+}
+
+// writeFiles writes the results and plots to --out, unless --no-files.
+func (o *simulateOptions) writeFiles(errw io.Writer, sc sim.Scenario, rs []*sim.Result, start time.Time) error {
+	if o.noFiles {
+		return nil
+	}
+	files, err := sim.WriteFiles(o.out, rs)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	plots, err := sim.WritePlots(o.out, sc, rs)
+	if err != nil {
+		return fmt.Errorf("plots: %w", err)
+	}
+	fmt.Fprintf(errw, "wrote %d files to %s (%s, …) in %.1f s\n", len(files)+len(plots), o.out, strings.Join(append(files[:1], plots[:1]...), ", "), time.Since(start).Seconds())
+	return nil
 }
 
 // runSeeds runs the scenario with --repeat consecutive seeds and prints

@@ -345,42 +345,50 @@ func (s *Scenario) withDefaults() Scenario {
 			m.Workload.Arrival = "poisson"
 		}
 		for j := range m.Variants {
-			v := &m.Variants[j]
-			if v.AcceleratorsPerReplica == 0 {
-				v.AcceleratorsPerReplica = 1
-			}
-			if v.LatencyModel == "" {
-				v.LatencyModel = "iteration"
-			}
-			if v.MaxBatchSize == 0 {
-				v.MaxBatchSize = 256
-			}
-			if v.MaxBatchedTokens == 0 {
-				v.MaxBatchedTokens = 2048
-			}
-			if v.Shutdown == "" {
-				v.Shutdown = "abort"
-			}
-			if v.TerminationGracePeriodSeconds == nil {
-				g := 30.0
-				v.TerminationGracePeriodSeconds = &g
-			}
-			if v.BlockSize == 0 {
-				v.BlockSize = 16
-			}
-			if v.KVBlocks == 0 {
-				longest := m.Workload.Input.upper() + m.Workload.Output.upper()
-				v.KVBlocks = int(math.Ceil(float64(v.MaxBatchSize)*longest/float64(v.BlockSize))) + 1
-			}
-			if v.MaxReplicas == 0 {
-				v.MaxReplicas = 10
-			}
-			def(&v.StartupSeconds, 120)
-			def(&v.StartupJitterSeconds, 30)
+			m.Variants[j].withDefaults(&m.Workload)
 		}
 		c.Models[i] = m
 	}
 	return c
+}
+
+// withDefaults fills a variant's unset fields (w: its model's workload).
+func (v *Variant) withDefaults(w *Workload) {
+	if v.AcceleratorsPerReplica == 0 {
+		v.AcceleratorsPerReplica = 1
+	}
+	if v.LatencyModel == "" {
+		v.LatencyModel = "iteration"
+	}
+	if v.MaxBatchSize == 0 {
+		v.MaxBatchSize = 256
+	}
+	if v.MaxBatchedTokens == 0 {
+		v.MaxBatchedTokens = 2048
+	}
+	if v.Shutdown == "" {
+		v.Shutdown = "abort"
+	}
+	if v.TerminationGracePeriodSeconds == nil {
+		g := 30.0
+		v.TerminationGracePeriodSeconds = &g
+	}
+	if v.BlockSize == 0 {
+		v.BlockSize = 16
+	}
+	if v.KVBlocks == 0 {
+		longest := w.Input.upper() + w.Output.upper()
+		v.KVBlocks = int(math.Ceil(float64(v.MaxBatchSize)*longest/float64(v.BlockSize))) + 1
+	}
+	if v.MaxReplicas == 0 {
+		v.MaxReplicas = 10
+	}
+	if v.StartupSeconds == 0 {
+		v.StartupSeconds = 120
+	}
+	if v.StartupJitterSeconds == 0 {
+		v.StartupJitterSeconds = 30
+	}
 }
 
 // upper is the largest token count the distribution draws.

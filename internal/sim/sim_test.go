@@ -72,7 +72,7 @@ func TestInvariants(t *testing.T) {
 						t.Fatalf("clock went back from %v to %v", last, e.t)
 					}
 					last = e.t
-					if n%97 != 0 {
+					if n%1009 != 0 {
 						return
 					}
 					checkConservation(t, s)
