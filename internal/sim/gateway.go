@@ -18,7 +18,7 @@ const (
 // the gateway.
 func (s *Sim) route(q *request) {
 	m := q.model
-	if sat := s.sc.Gateway.Saturation; sat != nil && s.allSaturated(m, sat) {
+	if anyReady, anyRoom := s.admitting(m); anyReady && !anyRoom {
 		if q.priority < 0 {
 			s.fail(q, causeRejected)
 			return
@@ -49,36 +49,24 @@ func (s *Sim) hold(q *request) {
 	s.gateway[q.model] = append(s.gateway[q.model], q)
 }
 
-// allSaturated: the model has ready pods and every one is saturated (the
-// endpoint picker's saturation detector). A model without ready pods is
-// not saturated: its requests wait for one.
-func (s *Sim) allSaturated(m int, g *Saturation) bool {
-	n := 0
+// admitting tells whether model m has ready pods, and whether one of them
+// has room: is not saturated, by the endpoint picker's saturation detector
+// when saturation admission is on. Every pod saturated means the model is;
+// a model without ready pods is not: its requests wait for one.
+func (s *Sim) admitting(m int) (anyReady, anyRoom bool) {
+	sat := s.sc.Gateway.Saturation
 	for _, v := range s.byModel[m] {
 		for _, r := range v.replicas {
 			if r.state != ready {
 				continue
 			}
-			if !r.saturated(g) {
-				return false
-			}
-			n++
-		}
-	}
-	return n > 0
-}
-
-// canTake: a held request of model m would be dispatched now.
-func (s *Sim) canTake(m int) bool {
-	sat := s.sc.Gateway.Saturation
-	for _, v := range s.byModel[m] {
-		for _, r := range v.replicas {
-			if r.state == ready && (sat == nil || !r.saturated(sat)) {
-				return true
+			anyReady = true
+			if sat == nil || !r.saturated(sat) {
+				return true, true
 			}
 		}
 	}
-	return false
+	return anyReady, false
 }
 
 // gatewayReleased dispatches held requests of r's model while one of its
@@ -86,7 +74,10 @@ func (s *Sim) canTake(m int) bool {
 // flow-control queue's order).
 func (s *Sim) gatewayReleased(r *replica) {
 	m := r.v.model
-	for len(s.gateway[m]) > 0 && s.canTake(m) {
+	for len(s.gateway[m]) > 0 {
+		if _, room := s.admitting(m); !room {
+			return
+		}
 		g := s.gateway[m]
 		best := 0
 		for i, q := range g {

@@ -40,8 +40,7 @@ func (s *Sim) ready(r *replica) {
 // retire removes a replica whose pod is gone.
 func (s *Sim) retire(r *replica) {
 	r.state = gone
-	s.res.Preemptions += int64(r.c.preempted) // the live replicas add theirs at the end
-	s.res.addCache(&r.c)
+	s.res.addCounters(&r.c) // the live replicas add theirs at the end
 	v := r.v
 	for i, x := range v.replicas {
 		if x == r {

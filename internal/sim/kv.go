@@ -29,8 +29,10 @@ type kvBlock struct {
 	key        blockKey // content, 0 for none
 	ref        int32
 	prev, next int32 // free-list links, -1 at the ends
-	free       bool
 }
+
+// free: no request holds the block, so it is on the free list.
+func (k *kvBlock) free() bool { return k.ref == 0 }
 
 // blockKey names a full prompt block's content.
 type blockKey uint64
@@ -71,7 +73,7 @@ func (c *kvCache) usage() float64 {
 
 func (c *kvCache) pushFree(b int32) {
 	k := &c.blocks[b]
-	k.free, k.prev, k.next = true, c.tail, -1
+	k.prev, k.next = c.tail, -1
 	if c.tail >= 0 {
 		c.blocks[c.tail].next = b
 	} else {
@@ -93,7 +95,7 @@ func (c *kvCache) unlinkFree(b int32) {
 	} else {
 		c.tail = k.prev
 	}
-	k.free, k.prev, k.next = false, -1, -1
+	k.prev, k.next = -1, -1
 	c.nFree--
 }
 
@@ -143,7 +145,7 @@ func (c *kvCache) admit(q *request, hits []int32, n int) bool {
 	fresh := c.blocksFor(start+n) - len(hits)
 	need := fresh
 	for _, b := range hits {
-		if c.blocks[b].free {
+		if c.blocks[b].free() {
 			need++ // a cached free block leaves the free list too
 		}
 	}
@@ -155,7 +157,7 @@ func (c *kvCache) admit(q *request, hits []int32, n int) bool {
 	}
 	q.blocks = q.blocks[:0]
 	for _, b := range hits {
-		if c.blocks[b].free {
+		if c.blocks[b].free() {
 			c.unlinkFree(b)
 		}
 		c.blocks[b].ref++

@@ -238,8 +238,7 @@ func (s *Sim) finish() {
 		r.GPUHours += v.gpuSeconds / 3600
 		r.Cost += v.costSeconds / 3600 * v.cfg.Cost
 		for _, rep := range v.replicas {
-			r.Preemptions += int64(rep.c.preempted)
-			r.addCache(&rep.c)
+			r.addCounters(&rep.c)
 		}
 	}
 	if r.prefixQueries > 0 {
@@ -273,8 +272,9 @@ func (s *Sim) finish() {
 	r.warn()
 }
 
-// addCache adds a replica's prefix-cache counters.
-func (r *Result) addCache(c *counters) {
+// addCounters adds a replica's preemption and prefix-cache counters.
+func (r *Result) addCounters(c *counters) {
+	r.Preemptions += int64(c.preempted)
 	r.PrefixHits += int64(c.prefixHits)
 	r.prefixHitTokens += c.prefixHitTokens
 	r.prefixQueries += c.prefixQueries

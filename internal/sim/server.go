@@ -14,7 +14,6 @@ type request struct {
 	firstToken float64 // the first token reached the client (0: not yet)
 	lastEmit   float64 // the latest new token reached the client
 	emitted    int     // output tokens the client has
-	rep        *replica
 	routed     bool
 	held       bool // has waited at the gateway
 	failed     bool
@@ -105,7 +104,6 @@ func (r *replica) saturated(g *Saturation) bool {
 // dispatch hands a request to the server: it reaches the scheduler's queue
 // after the front end's overhead (α0 + α1·input of the linear model).
 func (r *replica) dispatch(s *Sim, q *request) {
-	q.rep = r
 	q.atServer = s.now
 	r.c.arrived++
 	if d := r.v.overheadSeconds(q.input); d > 0 {
@@ -150,10 +148,8 @@ func (r *replica) startIteration(s *Sim) {
 		}
 		self := false
 		for !self && !r.kv.grow(q, n) {
-			victim := r.running[len(r.running)-1]
-			r.preempt(victim)
+			self = r.preemptTail() == q
 			preempted = true
-			self = victim == q
 		}
 		if self {
 			break
@@ -287,21 +283,16 @@ func (r *replica) finish(s *Sim, q *request) {
 	s.complete(q, a2)
 }
 
-// preempt recomputes a running request (vLLM's recompute preemption, as
-// BLIS models it): it leaves the batch, its blocks are freed (their content
-// stays cached until evicted) and it goes back to the head of the queue,
-// to prefill again and regenerate its output. Its client keeps the tokens
-// it already has.
-func (r *replica) preempt(q *request) {
-	for i := len(r.running) - 1; i >= 0; i-- {
-		if r.running[i] == q {
-			r.running = append(r.running[:i], r.running[i+1:]...)
-			break
-		}
-	}
-	if r.nSched > len(r.running) {
-		r.nSched = len(r.running)
-	}
+// preemptTail recomputes the request at the tail of the running batch
+// (vLLM's recompute preemption, as BLIS models it) and returns it: it
+// leaves the batch, its blocks are freed (their content stays cached until
+// evicted) and it goes back to the head of the queue, to prefill again and
+// regenerate its output. Its client keeps the tokens it already has. The
+// tail is never a request already scheduled in this iteration.
+func (r *replica) preemptTail() *request {
+	q := r.running[len(r.running)-1]
+	r.running[len(r.running)-1] = nil
+	r.running = r.running[:len(r.running)-1]
 	r.kv.release(q)
 	q.prevBlocks, q.blocks = q.blocks, nil
 	q.computed, q.generated, q.sched, q.keyed = 0, 0, 0, 0
@@ -312,6 +303,7 @@ func (r *replica) preempt(q *request) {
 	} else {
 		r.waiting = append([]*request{q}, r.waiting...)
 	}
+	return q
 }
 
 // abortAll fails every request the server holds (its pod is killed).

@@ -148,15 +148,12 @@ func (s *Sim) nextArrival(m int, t float64) {
 			s.schedule(&event{t: next, kind: evArrival, model: m})
 			return
 		}
-		st.end = s.sc.DurationSeconds
-		if st.w.rows != nil && st.pos >= len(st.w.rows) {
-			st.end = t // the trace is over
+		if st.w.rows == nil || st.pos < len(st.w.rows) {
+			t = s.sc.DurationSeconds // else the trace is over at t
 		}
-	} else {
-		st.end = t
 	}
 	s.arrivalsOpen--
-	s.arrivalsEnd = math.Max(s.arrivalsEnd, st.end)
+	s.arrivalsEnd = math.Max(s.arrivalsEnd, t)
 }
 
 // horizon is when the run ends at the latest: durationSeconds, or, with a

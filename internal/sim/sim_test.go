@@ -132,7 +132,7 @@ func checkKV(t *testing.T, r *replica) {
 	free := 0
 	for b := c.head; b >= 0; b = c.blocks[b].next {
 		free++
-		if !c.blocks[b].free || refs[b] != 0 {
+		if !c.blocks[b].free() || refs[b] != 0 {
 			t.Fatalf("replica %d: block %d on the free list with %d holders", r.id, b, refs[b])
 		}
 	}
@@ -140,8 +140,8 @@ func checkKV(t *testing.T, r *replica) {
 		t.Fatalf("replica %d: free list of %d blocks, counted %d", r.id, free, c.nFree)
 	}
 	for b := range c.blocks {
-		if c.blocks[b].ref != refs[b] || (refs[b] == 0) != c.blocks[b].free {
-			t.Fatalf("replica %d: block %d has ref %d, %d holders, free %v", r.id, b, c.blocks[b].ref, refs[b], c.blocks[b].free)
+		if c.blocks[b].ref != refs[b] {
+			t.Fatalf("replica %d: block %d has ref %d, %d holders", r.id, b, c.blocks[b].ref, refs[b])
 		}
 	}
 	for k, b := range c.byPrefix {

@@ -62,9 +62,8 @@ type stream struct {
 	w     Workload
 	rng   *rand.Rand
 	peak  float64
-	pos   int     // next trace row
-	count int     // arrivals so far
-	end   float64 // when the arrivals ended
+	pos   int // next trace row
+	count int // arrivals so far
 }
 
 // next returns the time of the next arrival after t, or +Inf when the
