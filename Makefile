@@ -19,7 +19,7 @@ build: ## build bin/wva
 	$(GO) build -o $(BIN)/wva ./cmd/wva
 
 .PHONY: run
-run: ## run the main job: the simulator's default scenario (wva vs hpa vs oracle), results in ./wva-results
+run: ## run the main job: the simulator's default scenario (wva vs hpa vs the clairvoyant bound), results in ./wva-results
 	$(GO) run ./cmd/wva simulate
 
 SEEDS := 10

@@ -44,9 +44,10 @@ autoscaler in turn, from the same seed, and compare them.
 
 Autoscalers: wva (WVA's decision engine, the same code as the controller),
 hpa (the Kubernetes HPA algorithm on queue depth and KV usage), keda
-(threshold scaling on requests in the system, with scale to zero), oracle
-(the cheapest SLO-meeting replicas for the true load, provisioned instantly:
-a bound, not an autoscaler) and static:N.
+(threshold scaling on requests in the system, with scale to zero),
+clairvoyant (the cheapest SLO-meeting replicas for the true future load,
+ordered ahead by the start-up time: the reference bound), oracle (the same
+provisioned instantly: a bound no fleet can reach) and static:N.
 
 With no -f, the built-in "staircase" scenario runs (the paper's 2 → 5 → 10
 requests/s); --scenario picks another built-in (see --help below for the
@@ -67,7 +68,7 @@ prefixes) or a replayed CSV trace (workload.trace); --write-traces turns a
 synthetic workload into such a trace. See docs/evaluation.md for the
 scenario format.`,
 		Example: `  wva simulate
-  wva simulate --scenario cost-tiering --autoscalers wva,hpa,keda,oracle
+  wva simulate --scenario cost-tiering --autoscalers wva,hpa,keda,clairvoyant,oracle
   wva simulate -f examples/scenarios/bursty.yaml --seed 7 --out /tmp/bursty -o json
   wva simulate --scenario bursty --write-traces /tmp/traces   # then edit, and replay with workload.trace
   wva simulate --scenario bursty --autoscalers wva,hpa --repeat 10   # mean and spread over seeds 1–10`,
@@ -77,7 +78,7 @@ scenario format.`,
 	fs := cmd.Flags()
 	fs.StringVarP(&o.file, "file", "f", "", "scenario file (YAML or JSON); default: the built-in scenario of --scenario")
 	fs.StringVar(&o.scenario, "scenario", "staircase", "built-in scenario: "+strings.Join(sim.BuiltinNames(scenarios.FS), ", "))
-	fs.StringVar(&o.autoscalers, "autoscalers", "", "comma-separated: wva, hpa, keda, oracle, static:N (default: the scenario's, else wva,hpa,oracle)")
+	fs.StringVar(&o.autoscalers, "autoscalers", "", "comma-separated: wva, hpa, keda, clairvoyant, oracle, static:N (default: the scenario's, else wva,hpa,clairvoyant)")
 	fs.Uint64Var(&o.seed, "seed", 0, "random seed (default: the scenario's)")
 	fs.StringVar(&o.out, "out", "wva-results", "folder for results and plots")
 	fs.StringVarP(&o.output, "output", "o", "table", `output format: "table" or "json"`)

@@ -26,8 +26,11 @@ func (c *cycle) options(ms *modelState) []alloc.Option {
 }
 
 // demandOf is the demand the allocator must cover: the observed arrival
-// rate, at least the TPS floor (ARCHITECTURE.md §4).
-func (ms *modelState) demandOf() float64 { return math.Max(ms.demand, ms.tpsFloor) }
+// rate raised to the forecast's quantile (see forecast), at least the TPS
+// floor (ARCHITECTURE.md §4).
+func (ms *modelState) demandOf() float64 {
+	return math.Max(math.Max(ms.demand, ms.planned), ms.tpsFloor)
+}
 
 // allocate turns capacities into model targets: per model in unlimited mode
 // (seed 002 §3.3.1), globally under the inventory in limited mode.
@@ -47,8 +50,20 @@ func (c *cycle) allocate() {
 		} else {
 			cover = alloc.CheapestCover(opts, ms.demandOf())
 		}
+		steady := cover
+		if ms.planned > ms.demand {
+			// The same cover without the forecast's spare: the difference
+			// is the spare, released as soon as the forecast drops.
+			d := math.Max(ms.demand, ms.tpsFloor)
+			if c.cfg.AllocationAlgorithm == "greedy" {
+				steady = alloc.GreedyCover(opts, d)
+			} else {
+				steady = alloc.CheapestCover(opts, d)
+			}
+		}
 		for i, vs := range ms.variants {
 			vs.modelTarget = cover.Replicas[i]
+			vs.spare = max(cover.Replicas[i]-steady.Replicas[i], 0)
 		}
 		if !cover.Feasible {
 			ms.sum.ModelError = "the demand exceeds what every variant at its maximum can serve within the SLO"

@@ -181,6 +181,10 @@ func (c *cycle) noteModel(vs *variantState) {
 		vs.note("model: no traffic")
 	default:
 		vs.note("model: %.3g rps demand, %.3g rps per replica within TTFT %.4g ms / ITL %.4g ms (%s SLO)",
-			ms.demandOf(), vs.capacity, ms.sum.SLOTTFTMs, ms.sum.SLOITLMs, ms.sum.SLOSource)
+			ms.demand, vs.capacity, ms.sum.SLOTTFTMs, ms.sum.SLOITLMs, ms.sum.SLOSource)
+		if vs.spare > 0 {
+			vs.note("+%d replica(s) spare: the %.0f %% forecast is %.3g rps in %.0f s (mean %.3g)",
+				vs.spare, 100*c.cfg.SpareQuantile, ms.planned, ms.horizon, ms.forecastMean)
+		}
 	}
 }

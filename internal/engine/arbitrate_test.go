@@ -9,7 +9,7 @@ func TestHybridMatrix(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		cap, model  int
-		unsafeGroup bool // the group has a saturated replica: no scale-down is safe
+		unsafeGroup bool // the group's load needs every replica: no scale-down is safe
 		want        int
 		reason      Reason
 	}{
@@ -30,9 +30,11 @@ func TestHybridMatrix(t *testing.T) {
 			v := &Variant{Name: "v", Accelerator: "H100", CurrentReplicas: 4, ReadyReplicas: 4}
 			vs := &variantState{model: ms, v: v, capTarget: tc.cap, modelTarget: tc.model, detail: &ModelDetail{}}
 			g := &satGroup{cfg: defaultSaturation, variants: []*variantState{vs}, unit: func(*variantState) float64 { return 1 },
-				nsLoadKV: 0.8, nsCapKV: 4, nonSat: 4}
+				capKV: 4, nonSat: 4}
+			g.d.Replicas, g.d.LoadKV = 4, 0.8
 			if tc.unsafeGroup {
-				g.d.Saturated = 1
+				// 2.6 over the two replicas left is 1.3 each: above τ_kv − ε_kv.
+				g.d.LoadKV = 2.6
 			}
 			vs.sat = g
 			ms.variants = []*variantState{vs}

@@ -185,7 +185,16 @@ func (c *cycle) stabilize(vs *variantState) {
 			keep = append(keep, r)
 		}
 	}
-	keep = append(keep, Recommendation{Time: c.now, Replica: vs.target})
+	// The forecast's spare and a drain's transient replicas are released
+	// as soon as they are not needed: the window records the rest.
+	rec := vs.target
+	switch vs.target {
+	case vs.modelTarget:
+		rec = max(vs.target-vs.spare-vs.transient, 0)
+	case vs.capTarget:
+		rec = max(vs.target-vs.capTransient, 0)
+	}
+	keep = append(keep, Recommendation{Time: c.now, Replica: rec})
 	c.e.state.Recommendations[vs.key] = keep
 	if vs.held || vs.target >= vs.v.CurrentReplicas {
 		return
@@ -209,7 +218,8 @@ func (c *cycle) plan() *Plan {
 			v := vs.v
 			d := VariantDecision{Model: ms.m.ID, Namespace: ms.m.Namespace, Variant: v.Name, Accelerator: v.Accelerator,
 				Current: v.CurrentReplicas, Ready: v.ReadyReplicas, Pending: v.pending(), Desired: vs.target,
-				Reason: vs.reason, CapacityTarget: vs.capTarget, ModelTarget: vs.modelTarget, Queueing: vs.detail}
+				Reason: vs.reason, CapacityTarget: vs.capTarget, ModelTarget: vs.modelTarget, Queueing: vs.detail,
+				Victims: vs.victims}
 			if vs.held {
 				d.Hold = vs.holdCause
 			}

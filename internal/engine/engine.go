@@ -33,6 +33,10 @@ type State struct {
 	// Sizing holds each variant's last λ_TTFT and λ_ITL: next cycle's
 	// search starts there (it changes only the cost, never the answer).
 	Sizing map[string]queueing.Hints
+	// Forecasts are each model's arrival-rate forecasters.
+	Forecasts map[string]*Forecast
+	// Provisioning learns each variant's time from scale-up to Ready.
+	Provisioning map[string]*Provisioning
 }
 
 // Recommendation is one cycle's target for a variant.
@@ -49,7 +53,7 @@ func New(store tuner.Store) *Engine {
 	}
 	return &Engine{store: store, state: State{
 		LastGood: map[string]int{}, LastTraffic: map[string]time.Time{}, Recommendations: map[string][]Recommendation{},
-		Sizing: map[string]queueing.Hints{},
+		Sizing: map[string]queueing.Hints{}, Forecasts: map[string]*Forecast{}, Provisioning: map[string]*Provisioning{},
 	}}
 }
 
@@ -69,6 +73,10 @@ type modelState struct {
 	sum                          ModelSummary
 	modelOK                      bool
 	tpsFloor                     float64
+	// planned is the demand the allocator covers before the TPS floor:
+	// the measured demand, raised to the forecast's quantile over the
+	// horizon (seconds) when forecasting.
+	planned, forecastMean, horizon float64
 	// reporting counts the healthy pods with metrics; current the
 	// replicas (ready or starting) of all variants.
 	reporting, current int
@@ -88,12 +96,20 @@ type variantState struct {
 	capTarget, modelTarget int
 	detail                 *ModelDetail
 	capacity               float64 // requests/s per replica within the SLO
-	hints                  queueing.Hints
-	capSum                 float64 // KV capacity of its pods (saturation analysis)
-	capN                   int
-	target                 int
-	reason                 Reason
-	notes                  []string
+	maxRate                float64 // requests/s per replica at a full batch (λmax)
+	// spare is the part of modelTarget that covers the forecast's spare
+	// and transient the part added to drain a backlog; neither enters the
+	// scale-down stabilisation window.
+	spare, transient int
+	// capTransient is the part of capTarget added for queues alone.
+	capTransient int
+	victims      []string
+	hints        queueing.Hints
+	capSum       float64 // KV capacity of its pods (saturation analysis)
+	capN         int
+	target       int
+	reason       Reason
+	notes        []string
 }
 
 func (vs *variantState) note(format string, args ...any) {
@@ -126,15 +142,19 @@ func (e *Engine) Plan(s *Snapshot) (*Plan, error) {
 	if c.cfg.TuningEnabled {
 		c.parallel(c.tune)
 	}
-	if c.mode != ModeModelOnly {
-		c.parallel(c.saturation)
-	}
+	// The model analysis comes first: where it succeeds, the backlog is
+	// the drain planner's and the saturation analyzer judges KV only.
 	if c.mode != ModeCapacityOnly {
 		c.parallel(c.analyzeModel)
 		c.allocate()
+		c.parallel(c.drain)
+	}
+	if c.mode != ModeModelOnly {
+		c.parallel(c.saturation)
 	}
 	c.parallel(c.arbitrate)
 	c.enforce()
+	c.parallel(c.pickVictims)
 	return c.plan(), nil
 }
 
@@ -198,10 +218,50 @@ func (c *cycle) prepare() {
 			ms.inTok, ms.outTok = wIn/ms.demand, wOut/ms.demand
 			ms.ttftMs, ms.itlMs = wTTFT/ms.demand, wITL/ms.demand
 			ms.tokensPerRequest = ms.inTok + ms.outTok
+			// Requests served by pods already gone count too (their
+			// token averages are unknown; the pods' stand for them).
+			if r := m.ArrivalRateRPS; r > ms.demand && r <= math.MaxFloat64 {
+				ms.demand = r
+			}
 		}
 		ms.sum.DemandRPS = ms.demand
+		c.learn(ms)
 		c.models = append(c.models, ms)
 	}
+}
+
+// learn feeds the model's forecaster with this cycle's demand (when every
+// variant's metrics are usable: otherwise the sum is partial) and each
+// variant's provisioning learner with its replica counts.
+func (c *cycle) learn(ms *modelState) {
+	held := false
+	for _, vs := range ms.variants {
+		held = held || vs.held
+		p := c.e.state.Provisioning[vs.key]
+		if p == nil {
+			p = &Provisioning{}
+			c.e.state.Provisioning[vs.key] = p
+		}
+		p.observe(c.now, vs.v.CurrentReplicas, vs.v.ReadyReplicas)
+	}
+	if held || ms.reporting == 0 || c.cfg.DisableForecast {
+		return
+	}
+	f := c.e.state.Forecasts[ms.key]
+	if f == nil {
+		f = &Forecast{}
+		c.e.state.Forecasts[ms.key] = f
+	}
+	f.observe(c.now, ms.demand)
+}
+
+// provisioning is the variant's time from scale-up to Ready: learned, else
+// the configured default.
+func (c *cycle) provisioning(vs *variantState) float64 {
+	if p := c.e.state.Provisioning[vs.key]; p != nil && p.Samples > 0 {
+		return p.Seconds
+	}
+	return c.cfg.ProvisioningSeconds
 }
 
 // checkPods keeps the pods with usable metrics and holds the variant when
@@ -274,7 +334,7 @@ func (c *cycle) saturation(ms *modelState) {
 	}
 	sort.Strings(order)
 	for _, r := range order {
-		g := analyzeSaturation(cfg, r, roles[r])
+		g := analyzeSaturation(cfg, r, roles[r], c.mode != ModeCapacityOnly && ms.modelOK && ms.demand > 0)
 		ms.sat = append(ms.sat, g)
 		ms.sum.Saturation = append(ms.sum.Saturation, g.d)
 	}

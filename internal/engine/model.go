@@ -168,6 +168,10 @@ func (c *cycle) analyzeModel(ms *modelState) {
 	if ms.outTok > 0 {
 		ms.tpsFloor = slo.TPS / ms.outTok
 	}
+	if source == "explicit" || source == "service-class" {
+		// Targets stated per request are judged per request.
+		slo.TTFTAttainment = c.cfg.TTFTAttainment
+	}
 	ok := 0
 	for _, vs := range ms.variants {
 		vs.detail = &ModelDetail{}
@@ -183,6 +187,7 @@ func (c *cycle) analyzeModel(ms *modelState) {
 	if !ms.modelOK {
 		ms.sum.ModelError = "no variant could be sized"
 	}
+	c.forecast(ms)
 }
 
 // size computes a variant's per-replica capacity under the SLO.
@@ -209,6 +214,7 @@ func (c *cycle) size(ms *modelState, vs *variantState, p *tuner.Params, slo queu
 	}
 	vs.hints = queueing.Hints{TTFTRPS: sz.RateTTFTRPS, ITLRPS: sz.RateITLRPS}
 	vs.capacity = sz.CapacityRPS
+	vs.maxRate = a.MaxRate()
 	vs.detail.RateStarRPS, vs.detail.CapacityPerReplicaRPS = sz.RateStarRPS, sz.CapacityRPS
 	vs.detail.SupplyRPS = float64(vs.v.ReadyReplicas) * sz.CapacityRPS
 	vs.detail.Binding = sz.Binding

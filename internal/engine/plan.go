@@ -86,6 +86,10 @@ type ModelSummary struct {
 	Model     string  `json:"model"`
 	Namespace string  `json:"namespace,omitempty"`
 	DemandRPS float64 `json:"demandRps"`
+	// PlannedRPS is the demand the queueing model sized for: DemandRPS
+	// raised to the forecast's quantile over HorizonSeconds.
+	PlannedRPS     float64 `json:"plannedRps,omitempty"`
+	HorizonSeconds float64 `json:"horizonSeconds,omitempty"`
 	// SLO used by the queueing-model analyzer and where it came from:
 	// "explicit", "service-class", "inferred" (k·α) or "observed" (1.5×).
 	SLOSource  string  `json:"sloSource,omitempty"`
@@ -121,6 +125,10 @@ type VariantDecision struct {
 	CapacityTarget int          `json:"capacityTarget"`
 	ModelTarget    int          `json:"modelTarget"`
 	Queueing       *ModelDetail `json:"queueing,omitempty"`
+	// Victims are the pods to remove first when the plan scales the
+	// variant down (least-loaded, never saturated); the actuator marks
+	// them with controller.kubernetes.io/pod-deletion-cost.
+	Victims []string `json:"victims,omitempty"`
 }
 
 // SaturationDetail are the saturation analyzer's figures (seed 002 §3.4).

@@ -30,13 +30,22 @@ type satPod struct {
 //     per unit of capacity (seed 002 §3.4: "scale-up: cheapest variant").
 //     Pending replicas count as supply, so a scale-up in progress is not
 //     repeated.
-//  4. Scale down only when no replica is saturated and none is pending, by
-//     removing replicas of the highest cost per unit of capacity while the
-//     load spread over the rest keeps every spare above its trigger and at
-//     least MinNonSaturatedReplicasForScaleDown replicas remain (seed 004
-//     §III.C, fragmentation-aware safety).
-func analyzeSaturation(cfg SaturationConfig, role string, group []*variantState) *satGroup {
-	g := &satGroup{cfg: cfg, variants: group}
+//  4. Scale down only when the group needs no scale-up and none of its
+//     replicas is pending, by removing replicas of the highest cost per
+//     unit of capacity while the whole group's load spread over the rest
+//     keeps the spares above their triggers and at least
+//     MinNonSaturatedReplicasForScaleDown non-saturated replicas remain
+//     (seed 004 §III.C, fragmentation-aware safety, judged on the group: a
+//     saturated replica no longer vetoes the scale-down; it is never one
+//     of the victims).
+//
+// Where the queueing model sizes the model (hybrid mode, analysis
+// succeeded) queues are its drain planner's: a replica is saturated by its
+// KV usage alone, and queued requests count neither as KV load nor as queue
+// demand. Elsewhere, the replicas a scale-up adds for the backlog alone are
+// marked transient (markTransient).
+func analyzeSaturation(cfg SaturationConfig, role string, group []*variantState, drainQueue bool) *satGroup {
+	g := &satGroup{cfg: cfg, variants: group, drainQueue: drainQueue}
 	g.d.Role = role
 	d := &g.d
 	pods, normalized := saturationPods(group)
@@ -66,35 +75,37 @@ func analyzeSaturation(cfg SaturationConfig, role string, group []*variantState)
 		d.SupplyKV += float64(vs.v.CurrentReplicas) * capV * (cfg.KVCacheThreshold - cfg.KVSpareTrigger)
 		d.SupplyQueue += float64(vs.v.CurrentReplicas) * (cfg.QueueLengthThreshold - cfg.QueueSpareTrigger)
 	}
-	var nsLoadKV, nsCapKV, nsLoadQ float64
+	var capKV float64
 	for _, p := range pods {
 		c := capOf(p, normalized)
+		capKV += c
 		d.LoadKV += p.kv * c
-		if !normalized {
+		if !normalized && !drainQueue {
 			d.LoadKV += p.queue * p.tokPerReq
+			g.queuedKV += p.queue * p.tokPerReq
 		}
 		d.LoadQueue += p.queue
-		if p.kv >= cfg.KVCacheThreshold || p.queue >= cfg.QueueLengthThreshold {
+		if g.saturated(p) {
 			d.Saturated++
 			continue
 		}
 		nonSat++
 		spareKV += cfg.KVCacheThreshold - p.kv
 		spareQ += cfg.QueueLengthThreshold - p.queue
-		nsLoadKV += p.kv * c
-		nsCapKV += c
-		nsLoadQ += p.queue
 	}
 	if nonSat > 0 {
 		d.AvgSpareKV, d.AvgSpareQueue = spareKV/float64(nonSat), spareQ/float64(nonSat)
 	}
-	g.nsLoadKV, g.nsCapKV, g.nsLoadQ, g.nonSat, g.pending = nsLoadKV, nsCapKV, nsLoadQ, nonSat, pending
+	g.capKV, g.nonSat, g.pending = capKV, nonSat, pending
 	// Eq. 3 averages over the non-saturated replicas only, so a group whose
 	// replicas are mostly saturated can look roomy through its one idle
 	// replica. Beyond the seeds, an aggregate deficit (load above the
-	// usable supply, Eq. 4) triggers a scale-up as well.
-	deficit := d.LoadKV > d.SupplyKV || d.LoadQueue > d.SupplyQueue
-	d.ScaleUp = nonSat == 0 || d.AvgSpareKV < cfg.KVSpareTrigger || d.AvgSpareQueue < cfg.QueueSpareTrigger || deficit
+	// usable supply, Eq. 4) triggers a scale-up as well. Where the
+	// queueing model sizes the model, queues are its drain planner's: they
+	// neither trigger nor size a scale-up here.
+	queueShort := !drainQueue && (d.AvgSpareQueue < cfg.QueueSpareTrigger || d.LoadQueue > d.SupplyQueue)
+	deficit := d.LoadKV > d.SupplyKV
+	d.ScaleUp = nonSat == 0 || d.AvgSpareKV < cfg.KVSpareTrigger || queueShort || deficit
 	if d.ScaleUp {
 		g.scaleUp()
 		return g
@@ -114,11 +125,21 @@ type satGroup struct {
 	d        SaturationDetail
 	variants []*variantState
 	unit     func(*variantState) float64
-	// Load and capacity of the non-saturated replicas, for the scale-down
-	// simulation.
-	nsLoadKV, nsCapKV, nsLoadQ float64
-	nonSat, pending            int
-	text                       string // summary, once formatted
+	// drainQueue: the queueing model plans for the queues (see
+	// analyzeSaturation).
+	drainQueue bool
+	// capKV is the KV capacity of the reporting replicas, for the
+	// scale-down simulation.
+	capKV           float64
+	queuedKV        float64 // the part of LoadKV that queued requests will need
+	nonSat, pending int
+	text            string // summary, once formatted
+}
+
+// saturated is Eq. 2: KV usage at its threshold or, unless the drain
+// planner owns the queues, a queue at its threshold.
+func (g *satGroup) saturated(p satPod) bool {
+	return p.kv >= g.cfg.KVCacheThreshold || (!g.drainQueue && p.queue >= g.cfg.QueueLengthThreshold)
 }
 
 // downBlocked says why no scale-down of this group is safe, or "".
@@ -128,32 +149,35 @@ func (g *satGroup) downBlocked() string {
 		return "no replica reports metrics"
 	case g.d.ScaleUp:
 		return "the group needs more capacity"
-	case g.d.Saturated > 0:
-		return fmt.Sprintf("%d saturated replica(s)", g.d.Saturated)
 	case g.pending > 0:
 		return fmt.Sprintf("%d replica(s) starting", g.pending)
 	}
 	return ""
 }
 
-// safeToRemove simulates removing the given replicas: the load of the
-// non-saturated replicas spread over the rest must keep every spare at or
-// above its trigger, and MinNonSaturatedReplicasForScaleDown must remain.
+// safeToRemove simulates removing the given replicas (non-saturated ones:
+// the victims the engine names). The group is judged as a whole, not by
+// its busiest replica (the intent of seed 004 §III.C's
+// fragmentation-aware rule): the whole group's KV load spread over the
+// replicas left must keep the spare at or above its trigger, so must the
+// queue per replica, and MinNonSaturatedReplicasForScaleDown non-saturated
+// replicas must remain.
 func (g *satGroup) safeToRemove(removed map[*variantState]int) bool {
 	if g.downBlocked() != "" {
 		return false
 	}
-	n, capLeft := g.nonSat, g.nsCapKV
+	nonSat, n, capLeft := g.nonSat, g.d.Replicas, g.capKV
 	for vs, k := range removed {
+		nonSat -= k
 		n -= k
 		capLeft -= float64(k) * g.unit(vs)
 	}
 	c := g.cfg
-	if n < max(c.MinNonSaturatedReplicasForScaleDown, 1) || capLeft <= 0 {
+	if nonSat < max(c.MinNonSaturatedReplicasForScaleDown, 1) || capLeft <= 0 {
 		return false
 	}
-	return c.KVCacheThreshold-g.nsLoadKV/capLeft >= c.KVSpareTrigger &&
-		c.QueueLengthThreshold-g.nsLoadQ/float64(n) >= c.QueueSpareTrigger
+	return c.KVCacheThreshold-g.d.LoadKV/capLeft >= c.KVSpareTrigger &&
+		c.QueueLengthThreshold-g.d.LoadQueue/float64(n) >= c.QueueSpareTrigger
 }
 
 // saturationPods collects the healthy pods of the group. normalized is true
@@ -233,8 +257,12 @@ func byCostPerCapacity(group []*variantState, unit func(*variantState) float64, 
 
 func (g *satGroup) scaleUp() {
 	cfg, d := g.cfg, &g.d
+	defer g.markTransient()
 	kvDef := d.LoadKV - d.SupplyKV
 	qDef := d.LoadQueue - d.SupplyQueue
+	if g.drainQueue {
+		qDef = 0
+	}
 	if kvDef <= 0 && qDef <= 0 {
 		if g.pending > 0 {
 			d.Note = fmt.Sprintf("%d pending replica(s) already cover the headroom", g.pending)
@@ -261,6 +289,38 @@ func (g *satGroup) scaleUp() {
 		}
 	}
 	d.Note = "every variant is at its maximum; the headroom cannot be restored"
+}
+
+// markTransient marks the part of a scale-up target that serves only the
+// backlog (queued requests, and the KV they will need): the replicas beyond
+// what the KV in use needs, on the variants scale-ups go to first. It is
+// released once the backlog has drained, not through the stabilisation
+// window. While a scale-up is still starting, its replicas are marked
+// again on every cycle.
+func (g *satGroup) markTransient() {
+	if g.queuedKV == 0 && g.d.LoadQueue == 0 {
+		return
+	}
+	order := byCostPerCapacity(g.variants, g.unit, false)
+	total := 0
+	for _, vs := range order {
+		if !vs.held {
+			total += vs.capTarget
+		}
+	}
+	perKV := g.unit(order[0]) * (g.cfg.KVCacheThreshold - g.cfg.KVSpareTrigger)
+	steady := max(int(math.Ceil((g.d.LoadKV-g.queuedKV)/perKV)), 1)
+	excess := total - steady
+	for _, vs := range order {
+		if excess <= 0 {
+			break
+		}
+		if vs.held {
+			continue
+		}
+		vs.capTransient = min(excess, vs.capTarget)
+		excess -= vs.capTransient
+	}
 }
 
 // scaleDown removes replicas of the highest cost per unit of capacity, one

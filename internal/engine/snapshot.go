@@ -82,6 +82,21 @@ type Config struct {
 	// AcceleratorPenaltyFactor φ of the transition penalty (default 0.1;
 	// seed 000 §5.3).
 	AcceleratorPenaltyFactor float64 `json:"acceleratorPenaltyFactor,omitempty"`
+	// SpareQuantile q: the queueing-model analyzer sizes each model for the
+	// q-quantile of its arrival-rate forecast over the provisioning horizon
+	// (the time a new replica takes to become ready, plus one cycle), so
+	// that capacity ordered now is there when the load arrives (default
+	// 0.95; 0.5 sizes for the forecast's mean, which still follows a trend).
+	SpareQuantile float64 `json:"spareQuantile,omitempty"`
+	// DisableForecast sizes for the measured arrival rate only.
+	DisableForecast bool `json:"disableForecast,omitempty"`
+	// ProvisioningSeconds is the time from scale-up to Ready assumed for a
+	// variant until the engine has measured it (default 120).
+	ProvisioningSeconds float64 `json:"provisioningSeconds,omitempty"`
+	// TTFTAttainment, when set (0 < a < 1), sizes replicas so that a share
+	// a of the requests is predicted to meet the TTFT target, instead of
+	// the mean TTFT meeting it (0, the default, sizes for the mean).
+	TTFTAttainment float64 `json:"ttftAttainment,omitempty"`
 	// Tuner holds the tuner's settings (the controller's tuner ConfigMap);
 	// the service model and queue size come from the variant and from
 	// MaxQueueSize.
@@ -132,6 +147,12 @@ type Model struct {
 	// GatewayWaitingRequests are requests for this model held at the
 	// gateway (no replica could take them), the signal for scale from zero.
 	GatewayWaitingRequests float64 `json:"gatewayWaitingRequests,omitempty"`
+	// ArrivalRateRPS, when set, is the model's arrival rate measured where
+	// requests enter (the gateway, or every pod of the model including
+	// those shutting down). The demand is the larger of it and the sum over
+	// the pods in the snapshot, which misses the requests of pods already
+	// removed. A value that is not finite and ≥ 0 is ignored.
+	ArrivalRateRPS float64 `json:"arrivalRateRps,omitempty"`
 	// IdleSeconds, when set, says how long ago the last request arrived
 	// (for scale to zero when the engine has no history, as in `wva plan`).
 	IdleSeconds *float64  `json:"idleSeconds,omitempty"`
@@ -197,6 +218,8 @@ const (
 	DefaultMaxBatchSize         = 256
 	DefaultVariantCost          = 10.0
 	DefaultAcceleratorPenalty   = 0.1
+	DefaultSpareQuantile        = 0.95
+	DefaultProvisioning         = 120.0
 	// Fallback SLO (seed 001 §3.3): 1.5× observed, capped.
 	FallbackHeadroom = 1.5
 	MaxFallbackTTFT  = 10000.0
@@ -215,6 +238,8 @@ func (c Config) withDefaults() Config {
 	def(&c.ScaleDownStabilizationSeconds, DefaultStabilization)
 	def(&c.MetricsMaxAgeSeconds, DefaultMetricsMaxAge)
 	def(&c.AcceleratorPenaltyFactor, DefaultAcceleratorPenalty)
+	def(&c.SpareQuantile, DefaultSpareQuantile)
+	def(&c.ProvisioningSeconds, DefaultProvisioning)
 	if c.MaxQueueSize == 0 {
 		c.MaxQueueSize = 100
 	}
@@ -230,7 +255,7 @@ func (c Config) withDefaults() Config {
 // defaultSaturation are seed 002's thresholds.
 var defaultSaturation = SaturationConfig{
 	KVCacheThreshold: 0.80, QueueLengthThreshold: 5, KVSpareTrigger: 0.10, QueueSpareTrigger: 3,
-	MinNonSaturatedReplicasForScaleDown: 2,
+	MinNonSaturatedReplicasForScaleDown: 1,
 }
 
 // merged returns base with the non-zero fields of o.

@@ -95,11 +95,17 @@ func (v *validator) config(c Config) {
 		x    float64
 	}{{"transientDelaySeconds", c.TransientDelaySeconds}, {"scaleToZeroRetentionSeconds", c.ScaleToZeroRetentionSeconds},
 		{"scaleDownStabilizationSeconds", c.ScaleDownStabilizationSeconds}, {"metricsMaxAgeSeconds", c.MetricsMaxAgeSeconds},
-		{"acceleratorPenaltyFactor", c.AcceleratorPenaltyFactor}} {
+		{"acceleratorPenaltyFactor", c.AcceleratorPenaltyFactor}, {"provisioningSeconds", c.ProvisioningSeconds}} {
 		v.finiteNonNeg("config."+f.name, f.x)
 	}
 	if c.SLOMultiplier != 0 && !(c.SLOMultiplier > 1) {
 		v.add("config.sloMultiplier", "must be > 1, got %v", c.SLOMultiplier)
+	}
+	if !(c.SpareQuantile >= 0 && c.SpareQuantile < 1) {
+		v.add("config.spareQuantile", "must be in (0, 1) (0 means the default %v), got %v", DefaultSpareQuantile, c.SpareQuantile)
+	}
+	if !(c.TTFTAttainment >= 0 && c.TTFTAttainment < 1) {
+		v.add("config.ttftAttainment", "must be in (0, 1), or 0 to size for the mean TTFT, got %v", c.TTFTAttainment)
 	}
 	if c.MaxQueueSize < 0 {
 		v.add("config.maxQueueSize", "must be ≥ 0, got %d", c.MaxQueueSize)

@@ -11,6 +11,11 @@ type Targets struct {
 	// It does not limit the per-replica rate; it sets a demand floor of
 	// TPS/o requests/s when replicas are counted (ARCHITECTURE.md §4).
 	TPS float64
+	// TTFTAttainment, when set (0 < a < 1), judges the TTFT target per
+	// request instead of on average: the largest rate is the one at which
+	// a share a of the arriving requests gets its first token within
+	// TTFTMs ([Analyzer.TTFTAttainment]). 0 sizes for the mean.
+	TTFTAttainment float64
 }
 
 // Validate checks that every target is finite and ≥ 0.
@@ -23,6 +28,9 @@ func (t Targets) Validate() error {
 			return err
 		}
 	}
+	if !(t.TTFTAttainment >= 0 && t.TTFTAttainment < 1) {
+		return &ParamError{Param: "ttft-attainment", Value: t.TTFTAttainment, Reason: "must be at least 0 and below 1 (0 sizes for the mean TTFT)"}
+	}
 	return nil
 }
 
@@ -34,8 +42,11 @@ type Sizing struct {
 	CapacityRPS float64 // per-replica capacity: throughput at λ*
 	// Binding names the target that sets λ*: "ttft", "itl", or "" when
 	// neither binds below λmax.
-	Binding        string
-	AtStar         Metrics // the replica at λ*
+	Binding string
+	AtStar  Metrics // the replica at λ*
+	// TTFTAttainment is the predicted share of arrivals at λ* whose TTFT
+	// is within the target (0 without a TTFT target).
+	TTFTAttainment float64
 	MinRateRPS     float64 // lightest load the search considers
 	DemandFloorRPS float64 // TPS/o, the least demand the TPS target implies
 }
@@ -79,13 +90,21 @@ func (a *Analyzer) SizeNear(t Targets, h Hints) (Sizing, error) {
 	s := Sizing{RateTTFTRPS: sz.hi, RateITLRPS: sz.hi, MinRateRPS: sz.lo,
 		DemandFloorRPS: t.TPS / a.cfg.Workload.OutputTokens}
 	var err error
-	if t.TTFTMs > 0 {
-		if s.RateTTFTRPS, err = sz.search(0, TargetTTFT, t.TTFTMs, a.hint(h.TTFTRPS, TargetTTFT, t.TTFTMs)); err != nil {
+	switch {
+	case t.TTFTMs > 0 && t.TTFTAttainment > 0:
+		g := func(x float64) float64 { return t.TTFTAttainment - a.attainment(x, t.TTFTMs, sz.state(x)) }
+		if s.RateTTFTRPS, err = sz.search(g, TargetTTFT, t.TTFTMs, a.attainmentHint(h.TTFTRPS, t)); err != nil {
+			return Sizing{}, err
+		}
+	case t.TTFTMs > 0:
+		g := func(x float64) float64 { return sz.latency(0, x) - t.TTFTMs }
+		if s.RateTTFTRPS, err = sz.search(g, TargetTTFT, t.TTFTMs, a.hint(h.TTFTRPS, TargetTTFT, t.TTFTMs)); err != nil {
 			return Sizing{}, err
 		}
 	}
 	if t.ITLMs > 0 {
-		if s.RateITLRPS, err = sz.search(1, TargetITL, t.ITLMs, a.hint(h.ITLRPS, TargetITL, t.ITLMs)); err != nil {
+		g := func(x float64) float64 { return sz.latency(1, x) - t.ITLMs }
+		if s.RateITLRPS, err = sz.search(g, TargetITL, t.ITLMs, a.hint(h.ITLRPS, TargetITL, t.ITLMs)); err != nil {
 			return Sizing{}, err
 		}
 	}
@@ -98,6 +117,9 @@ func (a *Analyzer) SizeNear(t Targets, h Hints) (Sizing, error) {
 		s.Binding = TargetITL
 	}
 	s.AtStar = a.metrics(s.RateStarRPS, sz.state(s.RateStarRPS))
+	if t.TTFTMs > 0 {
+		s.TTFTAttainment = a.attainment(s.RateStarRPS, t.TTFTMs, sz.state(s.RateStarRPS))
+	}
 	s.CapacityRPS = s.AtStar.ThroughputRPS
 	return s, nil
 }
@@ -154,6 +176,16 @@ func (a *Analyzer) hint(given float64, name string, target float64) float64 {
 	return 0
 }
 
+// attainmentHint is the caller's hint, else the rate at which the mean TTFT
+// meets the target scaled down by the share that must meet it: only a start
+// for the search.
+func (a *Analyzer) attainmentHint(given float64, t Targets) float64 {
+	if given > 0 {
+		return given
+	}
+	return a.hint(0, TargetTTFT, t.TTFTMs) * t.TTFTAttainment
+}
+
 // ttftHintFraction of λmax is where the search for a TTFT target starts
 // when the closed form would start it higher.
 const ttftHintFraction = 0.98
@@ -182,8 +214,7 @@ func (m Iteration) rateHint(w Workload, name string, target float64) float64 {
 // range are then never needed. Otherwise the ends decide: a target met at
 // hi does not bind, one missed at lo is infeasible, and Brent's method
 // searches what is left of the bracket.
-func (z *sizer) search(which int, name string, target, hint float64) (float64, error) {
-	g := func(x float64) float64 { return z.latency(which, x) - target }
+func (z *sizer) search(g func(float64) float64, name string, target, hint float64) (float64, error) {
 	a, b := z.lo, z.hi
 	var ga, gb float64
 	knownA, knownB := false, false

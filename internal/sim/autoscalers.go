@@ -14,8 +14,8 @@ import (
 	"github.com/llm-d-incubation/wva/internal/queueing"
 )
 
-// NewAutoscaler builds an autoscaler by name: wva, hpa, keda, oracle or
-// static:N (N replicas of every variant).
+// NewAutoscaler builds an autoscaler by name: wva, hpa, keda, clairvoyant,
+// oracle or static:N (N replicas of every variant).
 func NewAutoscaler(name string, sc *Scenario) (Autoscaler, error) {
 	c := sc.withDefaults()
 	switch {
@@ -40,6 +40,8 @@ func NewAutoscaler(name string, sc *Scenario) (Autoscaler, error) {
 		return k, nil
 	case name == "oracle":
 		return &Oracle{interval: c.Autoscalers.OracleIntervalSeconds}, nil
+	case name == "clairvoyant":
+		return &Clairvoyant{interval: c.Autoscalers.OracleIntervalSeconds, margin: c.Autoscalers.ClairvoyantMargin}, nil
 	case strings.HasPrefix(name, "static:"):
 		n, err := strconv.Atoi(strings.TrimPrefix(name, "static:"))
 		if err != nil || n < 0 {
@@ -47,7 +49,7 @@ func NewAutoscaler(name string, sc *Scenario) (Autoscaler, error) {
 		}
 		return &Static{n: n}, nil
 	}
-	return nil, fmt.Errorf("unknown autoscaler %q (want wva, hpa, keda, oracle or static:N)", name)
+	return nil, fmt.Errorf("unknown autoscaler %q (want wva, hpa, keda, clairvoyant, oracle or static:N)", name)
 }
 
 // Static keeps N replicas of every variant.
@@ -204,7 +206,8 @@ func (k *KEDA) Decide(v *View) []int {
 // Oracle knows the true parameters and the true load: every interval it
 // provisions, instantly, the cheapest replicas that meet the SLO at the
 // peak rate of the coming interval (queueing model sizing, exact cheapest
-// cover). It bounds what an autoscaler can reach; it is not one.
+// cover). It bounds what an autoscaler can reach; it is not one, and no
+// real fleet can match it (its replicas need no start-up).
 type Oracle struct{ interval float64 }
 
 // Name implements Autoscaler.
@@ -215,15 +218,47 @@ func (o *Oracle) Interval() float64 { return o.interval }
 
 // Decide implements Autoscaler.
 func (o *Oracle) Decide(v *View) []int {
+	return provision(v, func(int) float64 { return o.interval }, 0)
+}
+
+// Clairvoyant knows the true future arrivals and the true parameters, but
+// its replicas take the same start-up time as everyone's: every interval it
+// provisions the cheapest replicas that meet the SLO at the peak rate from
+// now until the replicas its next decision could order are ready (the
+// interval plus the model's longest start-up, jitter included), times
+// 1 + Margin. It is the reference an autoscaler can approach in practice.
+type Clairvoyant struct {
+	interval, margin float64
+}
+
+// Name implements Autoscaler.
+func (c *Clairvoyant) Name() string { return "clairvoyant" }
+
+// Interval implements Autoscaler.
+func (c *Clairvoyant) Interval() float64 { return c.interval }
+
+// Decide implements Autoscaler.
+func (c *Clairvoyant) Decide(v *View) []int {
+	ahead := func(m int) float64 {
+		startup := 0.0
+		for _, vv := range v.Variants {
+			if vv.Model == m {
+				startup = math.Max(startup, vv.Config.StartupSeconds+vv.Config.StartupJitterSeconds)
+			}
+		}
+		return c.interval + startup
+	}
+	return provision(v, ahead, c.margin)
+}
+
+// provision returns, per variant, the cheapest replicas that meet each
+// model's SLO at (1 + margin) × its peak true arrival rate over the next
+// ahead(model) seconds, sized by the queueing model with the true
+// parameters and an exact cheapest cover.
+func provision(v *View, ahead func(model int) float64, margin float64) []int {
 	out := make([]int, len(v.Variants))
 	for m, mod := range v.Scenario.Models {
-		peak := 0.0
-		if rows := mod.Workload.rows; rows != nil {
-			peak = traceRate(rows, v.Now, v.Now+o.interval)
-		}
-		for t := v.Now; mod.Workload.rows == nil && t <= v.Now+o.interval; t++ {
-			peak = math.Max(peak, mod.Workload.Rate.rateAt(t))
-		}
+		peak := peakRate(mod.Workload, v.Now, v.Now+ahead(m)) * (1 + margin)
 		w := queueing.Workload{InputTokens: mod.Workload.Input.mean(), OutputTokens: mod.Workload.Output.mean()}
 		var opts []alloc.Option
 		var idx []int
@@ -231,19 +266,8 @@ func (o *Oracle) Decide(v *View) []int {
 			if vv.Model != m {
 				continue
 			}
-			capacity := 0.0
-			if c := vv.Config; c.LatencyModel == "iteration" {
-				// The KV cache may hold fewer requests than the batch size.
-				n := max(1, min(c.MaxBatchSize, int(float64(c.KVBlocks*c.BlockSize)/(w.InputTokens+w.OutputTokens))))
-				a, err := queueing.NewAnalyzer(queueing.Config{Model: queueing.Iteration{Alpha: c.Params.Alpha, Beta: c.Params.Beta, Gamma: c.Params.Gamma},
-					Workload: w, MaxBatchSize: n, MaxQueueSize: queueing.DefaultMaxQueueSize})
-				if err == nil {
-					if sz, err := a.Size(queueing.Targets{TTFTMs: mod.SLO.TTFTMs, ITLMs: mod.SLO.ITLMs}); err == nil {
-						capacity = sz.CapacityRPS
-					}
-				}
-			}
-			opts = append(opts, alloc.Option{Name: vv.Name, Cost: vv.Cost, Capacity: capacity, Min: vv.MinReplicas, Max: vv.MaxReplicas})
+			opts = append(opts, alloc.Option{Name: vv.Name, Cost: vv.Cost, Capacity: trueCapacity(vv.Config, w, mod.SLO),
+				Min: vv.MinReplicas, Max: vv.MaxReplicas})
 			idx = append(idx, i)
 		}
 		c := alloc.CheapestCover(opts, peak)
@@ -252,6 +276,39 @@ func (o *Oracle) Decide(v *View) []int {
 		}
 	}
 	return out
+}
+
+// peakRate is the workload's highest true arrival rate over [from, to].
+func peakRate(w Workload, from, to float64) float64 {
+	if w.rows != nil {
+		return traceRate(w.rows, from, to)
+	}
+	peak := 0.0
+	for t := from; t <= to; t++ {
+		peak = math.Max(peak, w.Rate.rateAt(t))
+	}
+	return peak
+}
+
+// trueCapacity is a replica's SLO capacity (requests/s) under the true
+// parameters (iteration model; 0 for the linear model, which the queueing
+// model does not size here). The KV cache may hold fewer requests than the
+// batch size.
+func trueCapacity(c *Variant, w queueing.Workload, slo SLO) float64 {
+	if c.LatencyModel != "iteration" {
+		return 0
+	}
+	n := max(1, min(c.MaxBatchSize, int(float64(c.KVBlocks*c.BlockSize)/(w.InputTokens+w.OutputTokens))))
+	a, err := queueing.NewAnalyzer(queueing.Config{Model: queueing.Iteration{Alpha: c.Params.Alpha, Beta: c.Params.Beta, Gamma: c.Params.Gamma},
+		Workload: w, MaxBatchSize: n, MaxQueueSize: queueing.DefaultMaxQueueSize})
+	if err != nil {
+		return 0
+	}
+	sz, err := a.Size(queueing.Targets{TTFTMs: slo.TTFTMs, ITLMs: slo.ITLMs})
+	if err != nil {
+		return 0
+	}
+	return sz.CapacityRPS
 }
 
 // wvaEpoch anchors the simulator's clock for the engine.
@@ -264,9 +321,38 @@ type WVA struct {
 	cfg   WVAConfig
 	e     *engine.Engine
 	trace func(now float64, p *engine.Plan) // tests inspect the plans
+	// victims of the last plan, and the pods marked so far: a mark stays
+	// on a pod until it is set again, so marks no longer meant are reset.
+	victims map[string]bool
+	marked  map[string]bool
 }
 
-func newWVA(sc *Scenario) *WVA { return &WVA{cfg: sc.Autoscalers.WVA, e: engine.New(nil)} }
+var _ DeletionCoster = (*WVA)(nil)
+
+// victimCost is the pod-deletion-cost WVA puts on the pods it chose to
+// remove (the ReplicaSet removes the lowest first; unmarked pods have 0).
+const victimCost = -100
+
+// DeletionCosts implements DeletionCoster: the last plan's victims get
+// victimCost, pods marked before and no longer victims get 0 back.
+func (w *WVA) DeletionCosts(*View) map[string]int32 {
+	out := map[string]int32{}
+	for name := range w.marked {
+		if !w.victims[name] {
+			out[name] = 0
+			delete(w.marked, name)
+		}
+	}
+	for name := range w.victims {
+		out[name] = victimCost
+		w.marked[name] = true
+	}
+	return out
+}
+
+func newWVA(sc *Scenario) *WVA {
+	return &WVA{cfg: sc.Autoscalers.WVA, e: engine.New(nil), victims: map[string]bool{}, marked: map[string]bool{}}
+}
 
 // Name implements Autoscaler.
 func (w *WVA) Name() string { return "wva" }
@@ -292,9 +378,13 @@ func (w *WVA) Decide(v *View) []int {
 	for i, vv := range v.Variants {
 		pos[v.Scenario.Models[vv.Model].Name+"/"+vv.Name] = i
 	}
+	clear(w.victims)
 	for _, d := range plan.Variants {
 		if i, ok := pos[d.Model+"/"+d.Variant]; ok {
 			out[i] = d.Desired
+		}
+		for _, name := range d.Victims {
+			w.victims[name] = true
 		}
 	}
 	return out
@@ -304,7 +394,12 @@ func (w *WVA) snapshot(v *View) *engine.Snapshot {
 	tuning := w.cfg.Tuning == nil || *w.cfg.Tuning
 	s := &engine.Snapshot{Time: wvaEpoch.Add(time.Duration(v.Now * float64(time.Second))),
 		Mode: engine.Mode(w.cfg.Mode), Optimizer: engine.OptimizerKind(w.cfg.Optimizer), Inventory: v.Scenario.Inventory,
-		Config: engine.Config{TuningEnabled: tuning, SaturationPolicy: w.cfg.SaturationPolicy}}
+		Config: engine.Config{TuningEnabled: tuning, SaturationPolicy: w.cfg.SaturationPolicy, SpareQuantile: w.cfg.SpareQuantile,
+			DisableForecast: w.cfg.DisableForecast, TTFTAttainment: w.cfg.TTFTAttainment, ProvisioningSeconds: w.cfg.ProvisioningSeconds,
+			ScaleDownStabilizationSeconds: w.cfg.ScaleDownStabilizationSeconds}}
+	if n := w.cfg.MinNonSaturatedReplicas; n > 0 {
+		s.Saturation = &engine.SaturationConfig{MinNonSaturatedReplicasForScaleDown: n}
+	}
 	// Pod metrics come through the controller's metrics-source seam, as
 	// the controller's planner reads them from Prometheus.
 	src := ViewSource{View: v}
@@ -315,6 +410,9 @@ func (w *WVA) snapshot(v *View) *engine.Snapshot {
 	for m, mod := range v.Scenario.Models {
 		em := engine.Model{ID: mod.Name, Priority: mod.Priority, SLO: &engine.SLO{TTFTMs: mod.SLO.TTFTMs, ITLMs: mod.SLO.ITLMs},
 			GatewayWaitingRequests: float64(v.GatewayWaiting[m])}
+		if r := v.GatewayArrivalRPS[m]; r >= 0 {
+			em.ArrivalRateRPS = r
+		}
 		for _, vv := range v.Variants {
 			if vv.Model != m {
 				continue

@@ -48,3 +48,22 @@ func TestHPAMetricsCombine(t *testing.T) {
 		t.Errorf("after the window: %d, want 6", got)
 	}
 }
+
+// TestWVADeletionCosts: the plan's victims are marked, and a pod marked
+// before that is no longer a victim gets its cost back to 0.
+func TestWVADeletionCosts(t *testing.T) {
+	w := newWVA(&Scenario{})
+	w.victims["a-1"], w.victims["a-2"] = true, true
+	if got := w.DeletionCosts(nil); len(got) != 2 || got["a-1"] != victimCost || got["a-2"] != victimCost {
+		t.Fatalf("first marks %v", got)
+	}
+	clear(w.victims)
+	w.victims["a-3"] = true
+	got := w.DeletionCosts(nil)
+	if len(got) != 3 || got["a-1"] != 0 || got["a-2"] != 0 || got["a-3"] != victimCost {
+		t.Errorf("second marks %v", got)
+	}
+	if got := w.DeletionCosts(nil); len(got) != 1 || got["a-3"] != victimCost {
+		t.Errorf("unchanged marks %v", got)
+	}
+}

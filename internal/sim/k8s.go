@@ -14,8 +14,8 @@ import (
 // DeletionCoster is implemented by an autoscaler that annotates pods with
 // controller.kubernetes.io/pod-deletion-cost, as a controller allowed to
 // patch pods can. The simulator applies the costs before the autoscaler's
-// replica counts; a pod keeps its annotation until it is set again. HPA and
-// KEDA cannot set it.
+// replica counts that the same decision returns; a pod keeps its annotation
+// until it is set again. HPA and KEDA cannot set it.
 type DeletionCoster interface {
 	// DeletionCosts returns pod name → cost (int32, as the annotation).
 	DeletionCosts(v *View) map[string]int32
@@ -164,10 +164,12 @@ func (s *Sim) terminate(r *replica) {
 
 func (s *Sim) autoscale() {
 	view := s.view()
+	want := s.scaler.Decide(view)
 	if dc, ok := s.scaler.(DeletionCoster); ok {
+		// The marks of this decision, applied before the replica counts
+		// change (as the controller patches pods before scaling).
 		s.annotate(dc.DeletionCosts(view))
 	}
-	want := s.scaler.Decide(view)
 	_, instant := s.scaler.(*Oracle)
 	for i, n := range want {
 		if n < 0 {

@@ -31,6 +31,42 @@ func (s *Sim) scrape() {
 			}
 		}
 	}
+	for _, st := range s.streams {
+		st.scrapes = append(st.scrapes, gatewaySample{t: s.now, count: st.count})
+		drop := 0
+		for drop < len(st.scrapes)-2 && st.scrapes[drop].t < s.now-keep {
+			drop++
+		}
+		if drop > 0 {
+			st.scrapes = append(st.scrapes[:0], st.scrapes[drop:]...)
+		}
+	}
+}
+
+// gatewayRate is a model's arrival rate at the gateway as the autoscalers
+// read it: rate(requests[window]) through the pipeline's delay; -1 before
+// two samples exist.
+func (s *Sim) gatewayRate(m int) float64 {
+	sc := s.streams[m].scrapes
+	cutoff := s.now - s.sc.Scrape.DelaySeconds
+	last := -1
+	for i := len(sc) - 1; i >= 0; i-- {
+		if sc[i].t <= cutoff {
+			last = i
+			break
+		}
+	}
+	if last < 0 {
+		return -1
+	}
+	first := last
+	for i := last; i >= 0 && sc[i].t >= sc[last].t-s.sc.Scrape.WindowSeconds; i-- {
+		first = i
+	}
+	if dt := sc[last].t - sc[first].t; dt > 0 {
+		return float64(sc[last].count-sc[first].count) / dt
+	}
+	return -1
 }
 
 // View is what an autoscaler sees at one decision time: replica counts
@@ -43,6 +79,11 @@ type View struct {
 	Variants []VariantView
 	// GatewayWaiting per model: requests held for lack of a ready replica.
 	GatewayWaiting []int
+	// GatewayArrivalRPS per model: the rate of requests reaching the
+	// gateway, read like the pods' rates (-1 until two scrapes exist).
+	// Unlike the sum over pods it includes requests served by pods that
+	// have since been removed.
+	GatewayArrivalRPS []float64
 }
 
 // VariantView is one variant as seen by an autoscaler.
@@ -77,7 +118,10 @@ type PodMetrics struct {
 }
 
 func (s *Sim) view() *View {
-	v := &View{Now: s.now, Scenario: &s.sc, GatewayWaiting: make([]int, len(s.sc.Models))}
+	v := &View{Now: s.now, Scenario: &s.sc, GatewayWaiting: make([]int, len(s.sc.Models)), GatewayArrivalRPS: make([]float64, len(s.sc.Models))}
+	for m := range s.sc.Models {
+		v.GatewayArrivalRPS[m] = s.gatewayRate(m)
+	}
 	for m, g := range s.gateway {
 		for _, q := range g {
 			if !q.failed {

@@ -252,10 +252,14 @@ type Autoscalers struct {
 	WVA  WVAConfig  `json:"wva,omitempty"`
 	HPA  HPAConfig  `json:"hpa,omitempty"`
 	KEDA KEDAConfig `json:"keda,omitempty"`
-	// OracleIntervalSeconds: how often the oracle re-provisions (default 60).
+	// OracleIntervalSeconds: how often the oracle and the clairvoyant
+	// bound re-provision (default 60).
 	OracleIntervalSeconds float64 `json:"oracleIntervalSeconds,omitempty"`
+	// ClairvoyantMargin: the clairvoyant bound provisions for its peak
+	// rate times 1 + margin (default 0).
+	ClairvoyantMargin float64 `json:"clairvoyantMargin,omitempty"`
 	// Default lists the autoscalers run when none is asked for
-	// (default: wva, hpa, oracle).
+	// (default: wva, hpa, clairvoyant).
 	Default []string `json:"default,omitempty"`
 }
 
@@ -269,6 +273,16 @@ type WVAConfig struct {
 	Tuning *bool `json:"tuning,omitempty"`
 	// SaturationPolicy for limited mode.
 	SaturationPolicy string `json:"saturationPolicy,omitempty"`
+	// The engine's settings of the same names (docs/configuration.md);
+	// zero means the engine's default.
+	SpareQuantile                 float64 `json:"spareQuantile,omitempty"`
+	DisableForecast               bool    `json:"disableForecast,omitempty"`
+	TTFTAttainment                float64 `json:"ttftAttainment,omitempty"`
+	ProvisioningSeconds           float64 `json:"provisioningSeconds,omitempty"`
+	ScaleDownStabilizationSeconds float64 `json:"scaleDownStabilizationSeconds,omitempty"`
+	// MinNonSaturatedReplicas overrides the saturation analyzer's
+	// minNonSaturatedReplicasForScaleDown.
+	MinNonSaturatedReplicas int `json:"minNonSaturatedReplicas,omitempty"`
 }
 
 // HPAConfig is the Kubernetes HPA algorithm per variant.
@@ -336,7 +350,7 @@ func (s *Scenario) withDefaults() Scenario {
 		c.Autoscalers.WVA.Optimizer = "unlimited"
 	}
 	if len(c.Autoscalers.Default) == 0 {
-		c.Autoscalers.Default = []string{"wva", "hpa", "oracle"}
+		c.Autoscalers.Default = []string{"wva", "hpa", "clairvoyant"}
 	}
 	c.Models = make([]Model, len(s.Models))
 	for i, m := range s.Models {
@@ -453,7 +467,34 @@ func (s *Scenario) Validate() error {
 			add("gateway.saturation.kvThreshold", "must be a KV-cache utilisation in (0, 1] (0: the default 0.8), got %v", g.KVThreshold)
 		}
 	}
+	validateWVA("autoscalers.wva", s.Autoscalers.WVA, add)
+	if m := s.Autoscalers.ClairvoyantMargin; !(m >= 0) || math.IsInf(m, 0) {
+		add("autoscalers.clairvoyantMargin", "must be a finite number ≥ 0, got %v", m)
+	}
 	return errors.Join(errs...)
+}
+
+// validateWVA checks the engine settings a scenario passes to WVA, so that a
+// bad one is an error at load time rather than a run where every cycle
+// fails.
+func validateWVA(p string, w WVAConfig, add func(string, string, ...any)) {
+	if !(w.SpareQuantile >= 0 && w.SpareQuantile < 1) {
+		add(p+".spareQuantile", "must be in (0, 1) (0: the default 0.95), got %v", w.SpareQuantile)
+	}
+	if !(w.TTFTAttainment >= 0 && w.TTFTAttainment < 1) {
+		add(p+".ttftAttainment", "must be in (0, 1), or 0 to size for the mean TTFT, got %v", w.TTFTAttainment)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"provisioningSeconds", w.ProvisioningSeconds}, {"scaleDownStabilizationSeconds", w.ScaleDownStabilizationSeconds}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			add(p+"."+f.name, "must be a finite number of seconds ≥ 0 (0: the default), got %v", f.v)
+		}
+	}
+	if w.MinNonSaturatedReplicas < 0 {
+		add(p+".minNonSaturatedReplicas", "must be ≥ 0 (0: the default), got %d", w.MinNonSaturatedReplicas)
+	}
 }
 
 func validateWorkload(p string, w Workload, add func(string, string, ...any)) {

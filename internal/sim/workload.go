@@ -64,6 +64,14 @@ type stream struct {
 	peak  float64
 	pos   int // next trace row
 	count int // arrivals so far
+	// scrapes are the gateway's request counter for the model as
+	// Prometheus stores it (GIE's inference_objective_request_total).
+	scrapes []gatewaySample
+}
+
+type gatewaySample struct {
+	t     float64
+	count int
 }
 
 // next returns the time of the next arrival after t, or +Inf when the

@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"math"
+	"sort"
+)
+
+// forecast raises the demand the allocator covers to the q-quantile of the
+// model's arrival-rate forecast over its provisioning horizon: the longest
+// time any of its variants takes from scale-up to Ready, plus one cycle. A
+// replica ordered now serves from then on, so it is sized for the load
+// expected then, with a margin for the forecast's error. An idle model is
+// not forecast (scale to zero is decided on observed idleness).
+func (c *cycle) forecast(ms *modelState) {
+	ms.planned = ms.demand
+	f := c.e.state.Forecasts[ms.key]
+	if c.cfg.DisableForecast || f == nil || ms.demand == 0 {
+		return
+	}
+	h := 0.0
+	for _, vs := range ms.variants {
+		h = math.Max(h, c.provisioning(vs))
+	}
+	h += f.StepSeconds
+	mean, upper := f.quantile(h, c.cfg.SpareQuantile)
+	ms.horizon, ms.forecastMean = h, mean
+	ms.planned = math.Max(ms.demand, upper)
+	ms.sum.PlannedRPS, ms.sum.HorizonSeconds = ms.planned, h
+}
+
+// drain plans for the backlog (requests waiting in the replicas' queues and
+// at the gateway) instead of counting it as demand. The steady fleet is
+// sized from the arrival rate; the backlog needs extra replicas only when
+// that fleet cannot clear it in time. Over the provisioning horizon H the
+// backlog grows by the arrival rate λ less what the ready replicas serve at
+// full batches (M₀); from then on it drains at what the target fleet serves
+// beyond λ (M₁ − λ). If that does not clear it within another H, a
+// transient addition of the replicas with the lowest cost per request/s
+// makes up the difference. It is not part of the scale-down window's
+// record, so it goes as soon as the backlog has drained.
+//
+// In limited mode the inventory is shared out by priority across models,
+// so no model takes transient replicas beyond its share.
+func (c *cycle) drain(ms *modelState) {
+	if !ms.modelOK || ms.demand == 0 || c.s.Optimizer == OptimizerLimited {
+		return
+	}
+	backlog := ms.m.GatewayWaitingRequests
+	var m0, m1, h float64
+	var best *variantState
+	for _, vs := range ms.variants {
+		h = math.Max(h, c.provisioning(vs))
+		if vs.held || vs.maxRate <= 0 {
+			continue
+		}
+		for _, p := range vs.pods {
+			backlog += p.WaitingRequests
+		}
+		m0 += float64(vs.v.ReadyReplicas) * vs.maxRate
+		m1 += float64(vs.modelTarget) * vs.maxRate
+		if vs.modelTarget < vs.v.maxReplicas() && (best == nil || vs.v.cost()/vs.maxRate < best.v.cost()/best.maxRate) {
+			best = vs
+		}
+	}
+	if backlog == 0 || h <= 0 || best == nil {
+		return
+	}
+	lambda := ms.demand
+	atH := math.Max(backlog+(lambda-m0)*h, 0)
+	need := atH/h - (m1 - lambda)
+	if need <= 0 {
+		return
+	}
+	k := min(int(math.Ceil(need/best.maxRate)), best.v.maxReplicas()-best.modelTarget)
+	best.modelTarget += k
+	best.transient = k
+	best.note("drain: %.0f request(s) waiting, %.0f expected in %.0f s; +%d to clear them within another %.0f s",
+		backlog, atH, h, k, h)
+}
+
+// pickVictims names, for each variant the plan scales down, the pods to
+// remove: starting pods go first anyway (the ReplicaSet deletes pods that
+// are not ready before ready ones), then the least-loaded ready pods, never
+// a saturated one. The actuator marks them with a low
+// controller.kubernetes.io/pod-deletion-cost before lowering the replica
+// count, so that the requests in flight on busy pods are not cut.
+func (c *cycle) pickVictims(ms *modelState) {
+	cfg := defaultSaturation.merged(c.s.Saturation).merged(ms.m.Saturation)
+	for _, vs := range ms.variants {
+		k := vs.v.CurrentReplicas - vs.target - vs.v.pending()
+		if k <= 0 || vs.held {
+			continue
+		}
+		var cands []*Pod
+		for _, p := range vs.pods {
+			if p.KVCacheUsage < cfg.KVCacheThreshold && p.WaitingRequests < cfg.QueueLengthThreshold {
+				cands = append(cands, p)
+			}
+		}
+		sort.SliceStable(cands, func(i, j int) bool {
+			a, b := cands[i], cands[j]
+			if la, lb := a.RunningRequests+a.WaitingRequests, b.RunningRequests+b.WaitingRequests; la != lb {
+				return la < lb
+			}
+			if a.KVCacheUsage != b.KVCacheUsage {
+				return a.KVCacheUsage < b.KVCacheUsage
+			}
+			return a.Name < b.Name
+		})
+		for _, p := range cands[:min(k, len(cands))] {
+			vs.victims = append(vs.victims, p.Name)
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"math"
+	"time"
+)
+
+// Forecast is a model's arrival-rate forecaster: Holt's linear method in
+// its innovations (state-space) form ETS(A,A,N), one step per cycle, with
+// the variance of the one-step errors tracked as an exponentially weighted
+// mean (Hyndman & Athanasopoulos, "Forecasting: Principles and Practice",
+// 3rd ed., §8.2 and §8.7, https://otexts.com/fpp3/).
+//
+//	e_t = y_t − (ℓ + b)        one-step error
+//	ℓ  ← ℓ + b + α·e_t
+//	b  ← b + β·e_t
+//	ŷ(h) = ℓ + h·b,  Var(h) = σ²·[1 + (h−1)·(α² + αβh + β²h(2h−1)/6)]
+//
+// It is exported so that the engine's State can be persisted.
+type Forecast struct {
+	Level, Trend float64
+	// Variance σ² of the one-step errors (requests/s squared).
+	Variance float64
+	// StepSeconds is the mean time between updates.
+	StepSeconds float64
+	Updates     int
+	Last        time.Time
+}
+
+// Holt's smoothing parameters and the weight of a new squared error. α is
+// high so that the level follows a step within two or three cycles; β is
+// low so that one noisy sample does not set a steep trend.
+const (
+	holtAlpha      = 0.5
+	holtBeta       = 0.1
+	varianceWeight = 0.2
+)
+
+// observe adds one sample of the arrival rate (requests/s) at time now.
+// A second sample at the same instant is ignored.
+func (f *Forecast) observe(now time.Time, y float64) {
+	if f.Updates == 0 {
+		f.Level, f.Trend, f.Variance, f.Updates, f.Last = y, 0, 0, 1, now
+		return
+	}
+	dt := now.Sub(f.Last).Seconds()
+	if dt <= 0 {
+		return
+	}
+	if f.StepSeconds == 0 {
+		f.StepSeconds = dt
+	} else {
+		f.StepSeconds += 0.2 * (dt - f.StepSeconds)
+	}
+	e := y - (f.Level + f.Trend)
+	f.Level += f.Trend + holtAlpha*e
+	f.Trend += holtBeta * e
+	if f.Level < 0 {
+		f.Level, f.Trend = 0, math.Max(f.Trend, 0)
+	}
+	f.Variance += varianceWeight * (e*e - f.Variance)
+	f.Updates++
+	f.Last = now
+}
+
+// quantile returns the q-quantile of the rate forecast aheadSeconds from
+// the last sample, under normal errors; never below 0.
+func (f *Forecast) quantile(aheadSeconds, q float64) (mean, upper float64) {
+	if f.Updates < 2 || f.StepSeconds <= 0 {
+		return f.Level, f.Level
+	}
+	h := math.Max(aheadSeconds/f.StepSeconds, 1)
+	mean = math.Max(f.Level+h*f.Trend, 0)
+	a, b := holtAlpha, holtBeta
+	v := f.Variance * (1 + (h-1)*(a*a+a*b*h+b*b*h*(2*h-1)/6))
+	return mean, math.Max(mean+normalQuantile(q)*math.Sqrt(v), 0)
+}
+
+// normalQuantile is the standard normal distribution's q-quantile.
+func normalQuantile(q float64) float64 { return math.Sqrt2 * math.Erfinv(2*q-1) }
+
+// Provisioning learns how long a variant's new replicas take to become
+// ready, from scale-up to Ready as the engine observes it (the cycles on
+// which the replica count rises and, later, the ready count rises).
+type Provisioning struct {
+	// Seconds is the learned time; 0 until the first replica is seen
+	// becoming ready.
+	Seconds float64
+	Samples int
+	// Starts are the times of the replicas still starting, oldest first.
+	Starts []time.Time
+	// Current and Ready are the counts of the last cycle.
+	Current, Ready int
+	Last           time.Time
+}
+
+// maxStarts bounds the starts remembered per variant.
+const maxStarts = 1024
+
+// observe updates the learner with this cycle's counts.
+func (p *Provisioning) observe(now time.Time, current, ready int) {
+	if p.Last.IsZero() {
+		p.Current, p.Ready, p.Last = current, ready, now
+		return
+	}
+	// New replicas appeared after the last cycle's decision: they started
+	// at that cycle.
+	for range min(max(current-p.Current, 0), maxStarts-len(p.Starts)) {
+		p.Starts = append(p.Starts, p.Last)
+	}
+	for range max(ready-p.Ready, 0) {
+		if len(p.Starts) == 0 {
+			break
+		}
+		took := now.Sub(p.Starts[0]).Seconds()
+		p.Starts = p.Starts[1:]
+		if p.Samples == 0 {
+			p.Seconds = took
+		} else {
+			p.Seconds += 0.3 * (took - p.Seconds)
+		}
+		p.Samples++
+	}
+	// Starting replicas removed by a scale-down: forget the newest.
+	if pending := max(current-ready, 0); len(p.Starts) > pending {
+		p.Starts = p.Starts[:pending]
+	}
+	p.Current, p.Ready, p.Last = current, ready, now
+}

@@ -1,0 +1,148 @@
+package queueing
+
+import "math"
+
+// WaitWithin returns the probability that an arrival at rate lambda is
+// admitted and starts service within t (rates and times in the queue's
+// unit). Arrivals see the stationary distribution (Poisson arrivals see time
+// averages). One that finds n < N requests present starts at once; one that
+// finds n ≥ N (n < K) waits, under FCFS, for n − N + 1 completions of a full
+// batch, each at rate μ(N): an Erlang(n − N + 1, μ(N)) time. One that finds
+// K present is blocked and never starts. So
+//
+//	P(W ≤ t) = P(n < N) + Σ_{j=0}^{Q−1} p_{N+j} · P(Erlang(j+1, μ(N)) ≤ t),
+//
+// with p_{N+j} = p_N·r^j, r = λ/μ(N), and P(Erlang(k, μ) ≤ t) = P(Poisson(μt) ≥ k).
+// The sum stops once the Erlang terms vanish at double precision, so the
+// cost is O(N + μ(N)·t) whatever Q is.
+func (q *Queue) WaitWithin(lambda, t float64) (float64, error) {
+	if !finite(lambda) || lambda <= 0 {
+		return 0, &ParamError{Param: "rate", Value: lambda, Reason: "must be a positive finite number"}
+	}
+	if math.IsNaN(t) {
+		return 0, &ParamError{Param: "time", Value: t, Reason: "must be a number"}
+	}
+	below, pN := q.admittedMasses(lambda)
+	return q.waitWithin(lambda, t, below, pN), nil
+}
+
+// admittedMasses returns P(n < N) and p_N at rate lambda.
+func (q *Queue) admittedMasses(lambda float64) (below, pN float64) {
+	h := q.head(lambda)
+	pHead := 1.0
+	if q.maxQueue > 0 && h.last > 0 {
+		lr := logRatio(lambda * q.inv(q.n))
+		u := math.Log(h.sum) - math.Log(h.last) - geomLogSum(lr, q.maxQueue)
+		pHead, _ = splitOdds(u)
+	}
+	return pHead * h.sumBelowN / h.sum, pHead * h.last / h.sum
+}
+
+// waitWithin is WaitWithin with the masses already known.
+func (q *Queue) waitWithin(lambda, t, below, pN float64) float64 {
+	if t < 0 {
+		return 0
+	}
+	if q.maxQueue == 0 || pN == 0 {
+		return below
+	}
+	muN := 1 / q.inv(q.n)
+	x := muN * t // expected completions within t
+	lr := logRatio(lambda * q.inv(q.n))
+	logPN := math.Log(pN)
+	if math.IsInf(x, 1) {
+		// Every admitted arrival starts eventually: 1 − p_K, with the
+		// admitted waiting mass Σ_{j<Q} p_N·r^j in closed form.
+		return math.Min(below+math.Exp(logPN+geomLogSum(lr, q.maxQueue)-lr), 1)
+	}
+	// P(Poisson(x) ≥ j+1) = 1 − F(j); F is accumulated from the pmf in log
+	// space so that a large x does not underflow e^{−x}.
+	logX := math.Log(x)
+	cdf, sum := 0.0, 0.0
+	end := q.maxQueue
+	if x > 0 {
+		end = min(end, int(x+12*math.Sqrt(x)+40))
+	}
+	for j := range end {
+		if x <= 0 {
+			break // no completion can happen in no time
+		}
+		lg, _ := math.Lgamma(float64(j) + 1)
+		cdf += math.Exp(-x + float64(j)*logX - lg)
+		tail := 1 - cdf
+		if tail <= 0 {
+			break
+		}
+		sum += math.Exp(logPN+float64(j)*lr) * tail
+	}
+	return math.Min(below+sum, 1)
+}
+
+// TTFTAttainment returns the predicted share of requests, of all that
+// arrive at rateRPS, whose TTFT is at most targetMs: admitted, and waiting
+// at most targetMs minus the prefill time. The prefill time is the model's
+// (deterministic given the load); the waiting time has the distribution of
+// [Queue.WaitWithin]. Blocked arrivals count as missing the target.
+func (a *Analyzer) TTFTAttainment(rateRPS, targetMs float64) (float64, error) {
+	if !finite(rateRPS) || rateRPS <= 0 {
+		return 0, &ParamError{Param: "rate", Value: rateRPS, Reason: "must be a positive finite number of requests/s"}
+	}
+	if err := checkNonNegative("target-ttft", targetMs); err != nil {
+		return 0, err
+	}
+	return a.attainment(rateRPS, targetMs, a.queue.solve(rateRPS/1000)), nil
+}
+
+// attainment is TTFTAttainment with the queue already solved at rateRPS.
+func (a *Analyzer) attainment(rateRPS, targetMs float64, s State) float64 {
+	lambda := rateRPS / 1000
+	below, pN := a.queue.admittedMasses(lambda)
+	return a.queue.waitWithin(lambda, targetMs-a.prefillMs(s), below, pN)
+}
+
+// prefillMs is the model's TTFT less the mean wait: the prefill time at
+// the load of s.
+func (a *Analyzer) prefillMs(s State) float64 {
+	ttft, _ := a.cfg.Model.Latencies(a.cfg.Workload, s, a.cfg.MaxBatchSize)
+	return math.Max(ttft-s.Wait, 0)
+}
+
+// TTFTPercentile returns the TTFT in ms that a share p (0 < p < 1) of the
+// requests arriving at rateRPS meet: prefill plus the p-quantile of the
+// waiting time. It is +Inf when more than 1 − p of the arrivals are
+// blocked.
+func (a *Analyzer) TTFTPercentile(rateRPS, p float64) (float64, error) {
+	if !finite(rateRPS) || rateRPS <= 0 {
+		return 0, &ParamError{Param: "rate", Value: rateRPS, Reason: "must be a positive finite number of requests/s"}
+	}
+	if !(p > 0 && p < 1) {
+		return 0, &ParamError{Param: "percentile", Value: p, Reason: "must be between 0 and 1"}
+	}
+	lambda := rateRPS / 1000
+	s := a.queue.solve(lambda)
+	pre := a.prefillMs(s)
+	below, pN := a.queue.admittedMasses(lambda)
+	at := func(t float64) float64 { return a.queue.waitWithin(lambda, t, below, pN) }
+	if at(0) >= p {
+		return pre, nil
+	}
+	// The wait quantile lies below the time for the whole queue to clear
+	// many times over; past that the CDF has converged to 1 − p_K.
+	hi := math.Max(s.Wait, a.queue.inv(a.queue.n))
+	for at(hi) < p {
+		hi *= 2
+		if hi > 1e15 {
+			return math.Inf(1), nil
+		}
+	}
+	lo := 0.0
+	for hi-lo > 1e-9*hi {
+		mid := (lo + hi) / 2
+		if at(mid) >= p {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return pre + hi, nil
+}
