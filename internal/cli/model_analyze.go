@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"math"
+
 	"github.com/spf13/cobra"
 )
 
@@ -23,7 +25,15 @@ type analyzeResult struct {
 	BlockingProbability float64 `json:"blocking_probability"`
 	MaxRateRPS          float64 `json:"max_rate_rps"`
 	TokensPerSecond     float64 `json:"tokens_per_second"`
-	Error               string  `json:"error,omitempty"`
+	// Percentile and TTFTPercentileMs: the TTFT that this share of the
+	// arriving requests meets (null when blocking alone exceeds 1 − p).
+	Percentile       float64  `json:"percentile"`
+	TTFTPercentileMs *float64 `json:"ttft_percentile_ms"`
+	// TTFTAttainment: the share of arriving requests whose TTFT is within
+	// --target-ttft (only with a target).
+	TargetTTFTMs   float64  `json:"target_ttft_ms,omitempty"`
+	TTFTAttainment *float64 `json:"ttft_attainment,omitempty"`
+	Error          string   `json:"error,omitempty"`
 }
 
 func newModelAnalyzeCommand() *cobra.Command {
@@ -43,7 +53,11 @@ wait + prefill), itl_ms (average time between output tokens), wait_ms,
 response_time_ms, service_time_ms, avg_batch_size, avg_in_system,
 avg_queue_length, utilization (average batch / N), blocking_probability
 (share of arrivals rejected), max_rate_rps (0.999 × the throughput of a full
-batch: the highest rate "size" considers), tokens_per_second.`,
+batch: the highest rate "size" considers), tokens_per_second, percentile and
+ttft_percentile_ms (the TTFT that --percentile of the arriving requests meet:
+prefill plus that quantile of the FCFS waiting time, Erlang in the number
+ahead; blocked requests never meet it), and with --target-ttft,
+ttft_attainment (the share of arriving requests within it).`,
 		Example: `  wva model analyze --alpha 7 --beta 0.02 --gamma 0.00005 \
       --input-tokens 1024 --output-tokens 256 --max-batch-size 256 --rate 10
 
@@ -61,6 +75,8 @@ batch: the highest rate "size" considers), tokens_per_second.`,
 	}
 	o.addModelFlags(cmd.Flags())
 	cmd.Flags().Float64Var(&o.rate, "rate", 0, "arrival rate in requests/s (required, > 0); a case file may give a list under \"rates\"")
+	cmd.Flags().Float64Var(&o.c.Percentile, "percentile", 0.99, "report the TTFT this share of requests meets (0 < p < 1)")
+	cmd.Flags().Float64Var(&o.c.TargetTTFT, "target-ttft", 0, "report the share of requests whose TTFT is within this many ms (0 = none)")
 	return cmd
 }
 
@@ -75,12 +91,28 @@ func analyzeCase(c modelCase) ([]analyzeResult, error) {
 		if err != nil {
 			return nil, c.explain(err)
 		}
-		out = append(out, analyzeResult{
+		r := analyzeResult{
 			Case: c.Name, ServiceModel: c.ServiceModel, RateRPS: m.RateRPS, ThroughputRPS: m.ThroughputRPS,
 			TTFTMs: m.TTFTMs, ITLMs: m.ITLMs, WaitMs: m.WaitMs, ResponseTimeMs: m.RespTimeMs, ServiceTimeMs: m.ServTimeMs,
 			AvgBatchSize: m.AvgBatchSize, AvgInSystem: m.AvgInSystem, AvgQueueLength: m.AvgQueued,
 			Utilization: m.Utilization, BlockingProbability: m.Blocking, MaxRateRPS: m.MaxRateRPS, TokensPerSecond: m.TokensPerSec,
-		})
+			Percentile: c.Percentile, TargetTTFTMs: c.TargetTTFT,
+		}
+		p, err := a.TTFTPercentile(rate, c.Percentile)
+		if err != nil {
+			return nil, c.explain(err)
+		}
+		if !math.IsInf(p, 1) {
+			r.TTFTPercentileMs = &p
+		}
+		if c.TargetTTFT > 0 {
+			at, err := a.TTFTAttainment(rate, c.TargetTTFT)
+			if err != nil {
+				return nil, c.explain(err)
+			}
+			r.TTFTAttainment = &at
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }

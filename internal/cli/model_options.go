@@ -26,6 +26,9 @@ type modelCase struct {
 	Rates                     []float64 // analyze only: one result per rate
 	TargetTTFT, TargetITL     float64
 	TargetTPS, Demand         float64
+	// TTFTAttainment sizes for a share of requests within the TTFT target
+	// (size); Percentile is the TTFT percentile reported (analyze).
+	TTFTAttainment, Percentile float64
 	// given holds the flag names of the values set explicitly, by a flag or
 	// a case file; required values must be given.
 	given map[string]bool
@@ -60,6 +63,7 @@ func (o *modelOptions) addSizeFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.c.TargetITL, "target-itl", 0, "largest acceptable average inter-token latency, ms (0 = no target)")
 	fs.Float64Var(&o.c.TargetTPS, "target-tps", 0, "output tokens/s the model must deliver in total; a demand floor of TPS/output-tokens requests/s (0 = none)")
 	fs.Float64Var(&o.c.Demand, "demand", 0, "total arrival rate of the model, requests/s; when given, the replicas needed are printed")
+	fs.Float64Var(&o.c.TTFTAttainment, "ttft-attainment", 0, "judge --target-ttft per request: size so that this share of requests (0 < a < 1, e.g. 0.99) gets its first token within the target, instead of the mean (0)")
 }
 
 // cases resolves the command line (and the case file, if any) into cases.
@@ -97,6 +101,9 @@ type caseSpec struct {
 	TargetITL    *float64  `json:"targetITL,omitempty"`
 	TargetTPS    *float64  `json:"targetTPS,omitempty"`
 	Demand       *float64  `json:"demand,omitempty"`
+	// TTFTAttainment (size) and Percentile (analyze), as the flags.
+	TTFTAttainment *float64 `json:"ttftAttainment,omitempty"`
+	Percentile     *float64 `json:"percentile,omitempty"`
 }
 
 // caseFile is the layout of a -f file.
@@ -148,6 +155,7 @@ func (c modelCase) with(s caseSpec) modelCase {
 		{&c.InputTokens, s.InputTokens, "input-tokens"}, {&c.OutputTokens, s.OutputTokens, "output-tokens"},
 		{&c.TargetTTFT, s.TargetTTFT, "target-ttft"}, {&c.TargetITL, s.TargetITL, "target-itl"},
 		{&c.TargetTPS, s.TargetTPS, "target-tps"}, {&c.Demand, s.Demand, "demand"},
+		{&c.TTFTAttainment, s.TTFTAttainment, "ttft-attainment"}, {&c.Percentile, s.Percentile, "percentile"},
 	} {
 		if f.src != nil {
 			*f.dst = *f.src
@@ -185,7 +193,7 @@ func setString(dst *string, src *string, flag string, given map[string]bool) {
 var fileKeys = map[string]string{
 	"service-model": "serviceModel", "input-tokens": "inputTokens", "output-tokens": "outputTokens",
 	"max-batch-size": "maxBatchSize", "max-queue-size": "maxQueueSize", "target-ttft": "targetTTFT",
-	"target-itl": "targetITL", "target-tps": "targetTPS",
+	"target-itl": "targetITL", "target-tps": "targetTPS", "ttft-attainment": "ttftAttainment",
 }
 
 // fromFile tells whether the case came from a case file; its errors then
@@ -251,7 +259,7 @@ func (c modelCase) analyzer(extraRequired ...string) (*queueing.Analyzer, error)
 }
 
 func queueingTargets(c modelCase) queueing.Targets {
-	return queueing.Targets{TTFTMs: c.TargetTTFT, ITLMs: c.TargetITL, TPS: c.TargetTPS}
+	return queueing.Targets{TTFTMs: c.TargetTTFT, ITLMs: c.TargetITL, TPS: c.TargetTPS, TTFTAttainment: c.TTFTAttainment}
 }
 
 // runCases evaluates every case and prints the results. On the command line

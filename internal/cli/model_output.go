@@ -94,6 +94,22 @@ func printAnalyze(w io.Writer, format string, many bool, rs []analyzeResult) err
 		{"RATE rps", func(r analyzeResult) string { return num(r.RateRPS) }},
 		{"THROUGHPUT rps", func(r analyzeResult) string { return num(r.ThroughputRPS) }},
 		{"TTFT ms", func(r analyzeResult) string { return num(r.TTFTMs) }},
+		{"TTFT pct ms", func(r analyzeResult) string {
+			if r.Error != "" {
+				return ""
+			}
+			v := "∞"
+			if r.TTFTPercentileMs != nil {
+				v = num(*r.TTFTPercentileMs)
+			}
+			return fmt.Sprintf("p%s %s", strconv.FormatFloat(100*r.Percentile, 'g', 4, 64), v)
+		}},
+		{"WITHIN TARGET", func(r analyzeResult) string {
+			if r.TTFTAttainment == nil {
+				return "-"
+			}
+			return pct(*r.TTFTAttainment)
+		}},
 		{"ITL ms", func(r analyzeResult) string { return num(r.ITLMs) }},
 		{"WAIT ms", func(r analyzeResult) string { return num(r.WaitMs) }},
 		{"BATCH", func(r analyzeResult) string { return num(r.AvgBatchSize) }},
@@ -134,6 +150,12 @@ func printSize(w io.Writer, format string, many bool, rs []sizeResult) error {
 		}},
 		{"CAPACITY rps", func(r sizeResult) string { return num(r.CapacityRPS) }},
 		{"TTFT ms", func(r sizeResult) string { return num(r.TTFTMs) }},
+		{"WITHIN TTFT", func(r sizeResult) string {
+			if r.TTFTAttainment == nil {
+				return "-"
+			}
+			return pct(*r.TTFTAttainment)
+		}},
 		{"ITL ms", func(r sizeResult) string { return num(r.ITLMs) }},
 		{"UTIL", func(r sizeResult) string { return pct(r.Utilization) }},
 		{"DEMAND rps", func(r sizeResult) string { return target(max(r.DemandRPS, r.DemandFloorRPS)) }},

@@ -28,7 +28,12 @@ type sizeResult struct {
 	DemandRPS      float64 `json:"demand_rps,omitempty"`
 	DemandFloorRPS float64 `json:"demand_floor_rps,omitempty"`
 	Replicas       *int    `json:"replicas,omitempty"`
-	Error          string  `json:"error,omitempty"`
+	// TargetTTFTAttainment is --ttft-attainment (0: sized for the mean);
+	// TTFTAttainment the predicted share of requests within the TTFT
+	// target at rate_star_rps (with a TTFT target).
+	TargetTTFTAttainment float64  `json:"target_ttft_attainment,omitempty"`
+	TTFTAttainment       *float64 `json:"ttft_attainment,omitempty"`
+	Error                string   `json:"error,omitempty"`
 }
 
 func newModelSizeCommand() *cobra.Command {
@@ -48,12 +53,23 @@ that says what the hardware can achieve at best.
 Outputs: rate_ttft_rps, rate_itl_rps, rate_star_rps (the smaller of the two),
 binding ("ttft", "itl" or "" when neither binds), capacity_rps (throughput
 at rate_star_rps: what one replica serves), ttft_ms, itl_ms, wait_ms,
-avg_batch_size and utilization at rate_star_rps, max_rate_rps, and with
---demand (requests/s) or --target-tps the replicas needed:
-ceil(max(demand, target_tps / output_tokens) / capacity_rps).`,
+avg_batch_size and utilization at rate_star_rps, max_rate_rps,
+ttft_attainment (the predicted share of requests within --target-ttft at
+rate_star_rps), and with --demand (requests/s) or --target-tps the replicas
+needed: ceil(max(demand, target_tps / output_tokens) / capacity_rps).
+
+By default the TTFT target bounds the mean. With --ttft-attainment a (for
+example 0.99) it is judged per request: rate_ttft_rps is the largest rate at
+which a share a of the arriving requests meets it, from the waiting-time
+distribution of the same queue (FCFS: a request that finds n ≥ N present
+waits for n − N + 1 completions of a full batch).`,
 		Example: `  wva model size --alpha 7 --beta 0.02 --gamma 0.00005 \
       --input-tokens 1024 --output-tokens 256 --max-batch-size 256 \
       --target-ttft 200 --target-itl 20 --demand 100
+
+  wva model size --alpha 7 --beta 0.02 --gamma 0.00005 \
+      --input-tokens 1024 --output-tokens 256 --max-batch-size 256 \
+      --target-ttft 200 --ttft-attainment 0.99 --demand 100
 
   wva model size -f examples/model/capacity-plan.yaml`,
 		Args: cobra.NoArgs,
@@ -92,7 +108,11 @@ func sizeCase(c modelCase) (sizeResult, error) {
 		RateTTFTRPS: s.RateTTFTRPS, RateITLRPS: s.RateITLRPS, RateStarRPS: s.RateStarRPS, Binding: s.Binding,
 		CapacityRPS: s.CapacityRPS, TTFTMs: s.AtStar.TTFTMs, ITLMs: s.AtStar.ITLMs, WaitMs: s.AtStar.WaitMs,
 		AvgBatchSize: s.AtStar.AvgBatchSize, Utilization: s.AtStar.Utilization, MaxRateRPS: s.AtStar.MaxRateRPS,
-		DemandRPS: c.Demand, DemandFloorRPS: s.DemandFloorRPS,
+		DemandRPS: c.Demand, DemandFloorRPS: s.DemandFloorRPS, TargetTTFTAttainment: c.TTFTAttainment,
+	}
+	if c.TargetTTFT > 0 {
+		at := s.TTFTAttainment
+		r.TTFTAttainment = &at
 	}
 	if c.given["demand"] || c.TargetTPS > 0 {
 		n, err := s.Replicas(c.Demand)

@@ -238,3 +238,35 @@ func TestShippedExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestPercentileOutputs: analyze reports the TTFT percentile and the share
+// within a target; size with --ttft-attainment sizes the TTFT target per
+// request, and the predicted share at the answer is the one asked for.
+func TestPercentileOutputs(t *testing.T) {
+	a := llamaAnalyzer(t)
+	out, errOut, code := run(t, llamaArgs("analyze", "--rate", "20.5", "--percentile", "0.9", "--target-ttft", "150", "-o", "json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	m := decode(t, out)
+	wantP, _ := a.TTFTPercentile(20.5, 0.9)
+	wantA, _ := a.TTFTAttainment(20.5, 150)
+	if got := m["ttft_percentile_ms"].(float64); math.Abs(got-wantP) > 1e-9*wantP || m["percentile"].(float64) != 0.9 {
+		t.Errorf("ttft_percentile_ms %v, want %v", got, wantP)
+	}
+	if got := m["ttft_attainment"].(float64); math.Abs(got-wantA) > 1e-12 || wantA <= 0 || wantA >= 1 {
+		t.Errorf("ttft_attainment %v, want %v", got, wantA)
+	}
+	out, errOut, code = run(t, llamaArgs("size", "--target-ttft", "150", "--ttft-attainment", "0.95", "-o", "json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	m = decode(t, out)
+	rate := m["rate_ttft_rps"].(float64)
+	if at, _ := a.TTFTAttainment(rate, 150); math.Abs(at-0.95) > 1e-4 || math.Abs(m["ttft_attainment"].(float64)-at) > 1e-9 {
+		t.Errorf("at rate_ttft_rps %v the share within 150 ms is %v (printed %v), want 0.95", rate, at, m["ttft_attainment"])
+	}
+	if _, errOut, code = run(t, llamaArgs("size", "--target-ttft", "150", "--ttft-attainment", "1")...); code == 0 || !strings.Contains(errOut, "--ttft-attainment") {
+		t.Errorf("attainment 1: exit %d, %q", code, errOut)
+	}
+}

@@ -156,6 +156,24 @@ var mainKeys = map[string]setter{
 		m.Engine.SLOMultiplier, err = parseFloat(v, above(1))
 		return err
 	},
+	"WVA_SPARE_QUANTILE": func(m *Main, v string) (err error) {
+		m.Engine.SpareQuantile, err = parseFloat(v, fraction(false))
+		return err
+	},
+	"WVA_FORECAST": func(m *Main, v string) error {
+		on, err := parseBool(v)
+		m.Engine.DisableForecast = !on
+		return err
+	},
+	"WVA_PROVISIONING_TIME": func(m *Main, v string) (err error) {
+		m.Engine.ProvisioningSeconds, err = parseSeconds(v, "2m")
+		return err
+	},
+	"WVA_TTFT_ATTAINMENT": func(m *Main, v string) error {
+		x, err := parseFloat(v, rule{"a number in [0, 1) (0 sizes for the mean TTFT)", func(x float64) bool { return x >= 0 && x < 1 }})
+		m.Engine.TTFTAttainment = x
+		return err
+	},
 }
 
 func setMode(m *Main, v string) error {

@@ -195,12 +195,12 @@ func above(lo float64) rule {
 // nonNegative is x ≥ 0.
 var nonNegative = rule{"a number ≥ 0", func(x float64) bool { return x >= 0 }}
 
-// between is lo < x ≤ hi when closedHi, lo < x < hi otherwise.
-func between(lo, hi float64, closedHi bool) rule {
+// fraction is 0 < x ≤ 1 when closedHi, 0 < x < 1 otherwise.
+func fraction(closedHi bool) rule {
 	if closedHi {
-		return rule{fmt.Sprintf("a number in (%v, %v]", lo, hi), func(x float64) bool { return x > lo && x <= hi }}
+		return rule{"a number in (0, 1]", func(x float64) bool { return x > 0 && x <= 1 }}
 	}
-	return rule{fmt.Sprintf("a number in (%v, %v)", lo, hi), func(x float64) bool { return x > lo && x < hi }}
+	return rule{"a number in (0, 1)", func(x float64) bool { return x > 0 && x < 1 }}
 }
 
 // check says what is wrong with x, or returns nil.

@@ -204,11 +204,16 @@ func TestParseMainValues(t *testing.T) {
 			"WVA_SATURATION_POLICY":          "PriorityRoundRobin",
 			"WVA_ACCELERATOR_PENALTY_FACTOR": "0.25",
 			"WVA_SLO_MULTIPLIER":             "2.5",
+			"WVA_SPARE_QUANTILE":             "0.9",
+			"WVA_FORECAST":                   "false",
+			"WVA_PROVISIONING_TIME":          "3m",
+			"WVA_TTFT_ATTAINMENT":            "0.99",
 		}, func(m *Main) {
 			m.Engine = engine.Config{
 				ScaleToZeroRetentionSeconds: 900, ScaleDownStabilizationSeconds: 90, MetricsMaxAgeSeconds: 90,
 				TransientDelaySeconds: 60, MaxQueueSize: 64, AllocationAlgorithm: "greedy",
 				SaturationPolicy: "PriorityRoundRobin", AcceleratorPenaltyFactor: 0.25, SLOMultiplier: 2.5,
+				SpareQuantile: 0.9, DisableForecast: true, ProvisioningSeconds: 180, TTFTAttainment: 0.99,
 			}
 		}},
 		{"a written zero is kept as ExplicitZero", map[string]string{
@@ -315,6 +320,10 @@ func TestParseMainInvalid(t *testing.T) {
 			p("WVA_ACCELERATOR_PENALTY_FACTOR", "want a finite number, got NaN")},
 		{"SLO multiplier 1", map[string]string{"WVA_SLO_MULTIPLIER": "1"},
 			p("WVA_SLO_MULTIPLIER", "want a number > 1, got 1")},
+		{"spare quantile 1", map[string]string{"WVA_SPARE_QUANTILE": "1"},
+			p("WVA_SPARE_QUANTILE", "want a number in (0, 1), got 1")},
+		{"TTFT attainment 1", map[string]string{"WVA_TTFT_ATTAINMENT": "1"},
+			p("WVA_TTFT_ATTAINMENT", "want a number in [0, 1)")},
 		{"SLO multiplier Inf", map[string]string{"WVA_SLO_MULTIPLIER": "+Inf"},
 			p("WVA_SLO_MULTIPLIER", "finite")},
 		{"typo with a reserved prefix", map[string]string{"WVA_SCALE_TO_ZER0": "true"},

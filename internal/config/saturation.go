@@ -89,7 +89,7 @@ func (t thresholds) check(ps *problems, key string, base engine.SaturationConfig
 	n := len(ps.list)
 	if t.KVCacheThreshold != nil {
 		c.KVCacheThreshold = *t.KVCacheThreshold
-		ps.field(key, "kvCacheThreshold", between(0, 1, true).check(c.KVCacheThreshold))
+		ps.field(key, "kvCacheThreshold", fraction(true).check(c.KVCacheThreshold))
 	}
 	if t.QueueLengthThreshold != nil {
 		c.QueueLengthThreshold = *t.QueueLengthThreshold

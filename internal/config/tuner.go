@@ -27,11 +27,11 @@ var tunerKeys = map[string]tunerSetter{
 		return err
 	},
 	"percent-change": func(t *Tuner, v string) (err error) {
-		t.Config.PercentChange, err = parseFloat(v, between(0, 1, true))
+		t.Config.PercentChange, err = parseFloat(v, fraction(true))
 		return err
 	},
 	"error-level": func(t *Tuner, v string) (err error) {
-		t.Config.ErrorLevel, err = parseFloat(v, between(0, 1, false))
+		t.Config.ErrorLevel, err = parseFloat(v, fraction(false))
 		return err
 	},
 	"strategy": func(t *Tuner, v string) error {
