@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -28,6 +29,10 @@ type simulateOptions struct {
 	noFiles     bool
 	writeTraces string
 	repeat      int
+	parallel    int
+	sweep       bool
+	grids       []string
+	attainment  []float64
 }
 
 func newSimulateCommand() *cobra.Command {
@@ -66,12 +71,25 @@ A model's workload is synthetic (an arrival process, a rate pattern and
 token-count distributions, optionally SLO classes and shared prompt
 prefixes) or a replayed CSV trace (workload.trace); --write-traces turns a
 synthetic workload into such a trace. See docs/evaluation.md for the
-scenario format.`,
+scenario format.
+
+--sweep runs each autoscaler over a grid of its settings (HPA: KV and queue
+targets; KEDA: its threshold; WVA: the spare capacity's forecast quantile
+and the TTFT attainment it sizes for; the clairvoyant bound: its margin),
+each setting over the same --repeat seeds (default 5), and writes per
+setting the mean SLO attainment and cost with their spread (sweep.csv), the
+frontier of each autoscaler (the settings no other of its settings beats on
+both) as a plot (frontier.png, .svg), and the cost of each autoscaler at
+equal SLO attainment, interpolated on its frontier (attainment.csv, default
+95 and 99 %). --grid KEY=V1,V2,… replaces a setting's values; the
+defaults' value is always added, so the defaults' point is in the sweep.`,
 		Example: `  wva simulate
   wva simulate --scenario cost-tiering --autoscalers wva,hpa,keda,clairvoyant,oracle
   wva simulate -f examples/scenarios/bursty.yaml --seed 7 --out /tmp/bursty -o json
   wva simulate --scenario bursty --write-traces /tmp/traces   # then edit, and replay with workload.trace
-  wva simulate --scenario bursty --autoscalers wva,hpa --repeat 10   # mean and spread over seeds 1–10`,
+  wva simulate --scenario bursty --autoscalers wva,hpa --repeat 10   # mean and spread over seeds 1–10
+  wva simulate --scenario bursty --sweep                             # cost–SLO frontiers over 5 seeds
+  wva simulate --scenario diurnal --sweep --grid hpa.kvTarget=0.2,0.4,0.6,0.8 --attainment 97,99.5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -84,6 +102,10 @@ scenario format.`,
 	fs.StringVarP(&o.output, "output", "o", "table", `output format: "table" or "json"`)
 	fs.BoolVar(&o.noFiles, "no-files", false, "print only; write no results or plots")
 	fs.IntVar(&o.repeat, "repeat", 1, "run the scenario with N seeds (the seed, seed+1, …) and print each autoscaler's mean, spread and range; writes seeds.csv to --out instead of the single-run files")
+	fs.IntVar(&o.parallel, "parallel", runtime.NumCPU(), "simulations run at once by --repeat and --sweep (results do not depend on it)")
+	fs.BoolVar(&o.sweep, "sweep", false, "sweep each autoscaler's settings over --repeat seeds (default 5) and write the cost–SLO frontiers")
+	fs.StringArrayVar(&o.grids, "grid", nil, "with --sweep, KEY=V1,V2,… sets a swept setting's values (repeatable); KEY: "+strings.Join(sim.KnobKeys(), ", "))
+	fs.Float64SliceVar(&o.attainment, "attainment", []float64{95, 99}, "with --sweep, the SLO attainments (%) at which to compare costs")
 	fs.StringVar(&o.writeTraces, "write-traces", "", "write the requests each model receives to FOLDER/<model>.csv (the trace format workload.trace replays) and exit without simulating")
 	return cmd
 }
@@ -94,6 +116,17 @@ func (o *simulateOptions) run(cmd *cobra.Command) error {
 	}
 	if o.repeat < 1 || o.repeat > 1000 {
 		return fmt.Errorf("--repeat: must be 1 to 1000, got %d", o.repeat)
+	}
+	if o.parallel < 1 || o.parallel > 256 {
+		return fmt.Errorf("--parallel: must be 1 to 256, got %d", o.parallel)
+	}
+	if !o.sweep && (len(o.grids) > 0 || cmd.Flags().Changed("attainment")) {
+		return errors.New("--grid and --attainment need --sweep")
+	}
+	for _, a := range o.attainment {
+		if !(a > 0 && a <= 100) {
+			return fmt.Errorf("--attainment: each must be a percentage in (0, 100], got %v", a)
+		}
 	}
 	sc, err := o.load()
 	if err != nil {
@@ -125,6 +158,12 @@ func (o *simulateOptions) run(cmd *cobra.Command) error {
 		}
 		last = time.Now()
 		fmt.Fprintf(errw, "\r%s: %s %3.0f%% of %.0f s simulated (%.1f s)   ", sc.Name, name, 100*t/total, total, time.Since(start).Seconds())
+	}
+	if o.sweep {
+		if !cmd.Flags().Changed("repeat") {
+			o.repeat = 5
+		}
+		return o.runSweep(cmd, ctx, sc, names)
 	}
 	if o.repeat > 1 {
 		return o.runSeeds(cmd, ctx, sc, names)
@@ -180,23 +219,25 @@ func (o *simulateOptions) runSeeds(cmd *cobra.Command, ctx context.Context, sc s
 	if first == 0 {
 		first = 1
 	}
-	var seeds []uint64
-	var runs [][]*sim.Result
-	for i := range o.repeat {
-		sc.Seed = first + uint64(i)
-		fmt.Fprintf(errw, "\r%s: seed %d (%d of %d, %.1f s)   ", sc.Name, sc.Seed, i+1, o.repeat, time.Since(start).Seconds())
-		rs, err := sim.Compare(ctx, sc, names, nil)
-		if err != nil {
-			return err
+	all := make([]uint64, o.repeat)
+	for i := range all {
+		all[i] = first + uint64(i)
+	}
+	var last time.Time
+	seeds, runs, err := sim.CompareSeeds(ctx, sc, names, all, o.parallel, func(done, total int) {
+		if time.Since(last) < time.Second && done < total {
+			return
 		}
-		if ctx.Err() != nil {
-			fmt.Fprintln(errw, "\ninterrupted: the summary covers the seeds that finished")
-			break
-		}
-		seeds = append(seeds, sc.Seed)
-		runs = append(runs, rs)
+		last = time.Now()
+		fmt.Fprintf(errw, "\r%s: %d of %d runs (%d seeds, %.1f s)   ", sc.Name, done, total, o.repeat, time.Since(start).Seconds())
+	})
+	if err != nil {
+		return err
 	}
 	fmt.Fprintln(errw)
+	if ctx.Err() != nil {
+		fmt.Fprintln(errw, "interrupted: the summary covers the seeds that finished")
+	}
 	if len(runs) == 0 {
 		return errors.New("interrupted before the first seed finished")
 	}

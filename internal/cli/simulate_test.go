@@ -119,3 +119,55 @@ func TestSimulateRepeat(t *testing.T) {
 		t.Errorf("trace m.csv: %v, %d lines", err, strings.Count(string(data), "\n"))
 	}
 }
+
+// TestSimulateSweep: --sweep writes the points, the costs at equal
+// attainment and the frontier plot, with the documented JSON keys; bad
+// sweep flags are refused before anything runs.
+func TestSimulateSweep(t *testing.T) {
+	file := tempFile(t, "s.yaml", shortScenario)
+	out := t.TempDir()
+	stdout, stderr, code := run(t, "simulate", "-f", file, "--sweep", "--repeat", "2", "--autoscalers", "hpa,clairvoyant",
+		"--grid", "hpa.kvTarget=0.4,0.8", "--grid", "hpa.queueTarget=3", "--grid", "clairvoyant.margin=0.5", "--attainment", "90,99", "--out", out, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"scenario", "seeds", "points", "atAttainment"} {
+		if _, ok := r[k]; !ok {
+			t.Errorf("no %q in %v", k, r)
+		}
+	}
+	points := r["points"].([]any)
+	if len(points) != 5 { // hpa: kvTarget {0.4, 0.5, 0.8} × queueTarget {3}; clairvoyant {0, 0.5}
+		t.Errorf("%d points", len(points))
+	}
+	for _, k := range []string{"autoscaler", "label", "default", "sloAttainmentPct", "cost", "frontier"} {
+		if _, ok := points[0].(map[string]any)[k]; !ok {
+			t.Errorf("a point lacks %q", k)
+		}
+	}
+	if at := r["atAttainment"].([]any); len(at) != 4 {
+		t.Errorf("atAttainment %v", at)
+	}
+	for _, f := range []string{"sweep.csv", "attainment.csv", "sweep.json", "frontier.png", "frontier.svg"} {
+		if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	for _, bad := range [][]string{
+		{"--grid", "hpa.kvTarget=0.5"},            // needs --sweep
+		{"--sweep", "--grid", "hpa.kvTarget=2"},   // out of range
+		{"--sweep", "--grid", "nope=1"},           // unknown knob
+		{"--sweep", "--attainment", "0"},          // not a percentage
+		{"--sweep", "--parallel", "0"},            // no workers
+		{"--sweep", "--autoscalers", "wva,bogus"}, // unknown autoscaler
+	} {
+		_, stderr, code := run(t, append([]string{"simulate", "-f", file, "--no-files"}, bad...)...)
+		if code == 0 || stderr == "" {
+			t.Errorf("%v: exit %d", bad, code)
+		}
+	}
+}

@@ -16,7 +16,15 @@ import (
 // called once per cycle for each variant with a decision; it reports
 // whether the target now runs the desired count.
 type Actuator interface {
-	Apply(ctx context.Context, va *wvav1.VariantAutoscaling, target *appsv1.Deployment, desired int32) (Actuation, error)
+	Apply(ctx context.Context, va *wvav1.VariantAutoscaling, target *appsv1.Deployment, s Scaling) (Actuation, error)
+}
+
+// Scaling is the decision an actuator applies.
+type Scaling struct {
+	Desired int32
+	// Victims are the pods the engine would remove first on a scale-down
+	// (least loaded, never saturated), in order.
+	Victims []string
 }
 
 // Actuation is what an actuator did.
@@ -51,25 +59,41 @@ func NewActuators(c client.Client) map[string]Actuator {
 func ActuatorNames() []string { return actuators.Names() }
 
 func init() {
-	RegisterActuator(wvav1.ActuatorMetricsOnly, func(client.Client) Actuator { return metricsOnly{} })
-	RegisterActuator(wvav1.ActuatorDirect, func(c client.Client) Actuator { return direct{c: c} })
+	RegisterActuator(wvav1.ActuatorMetricsOnly, func(c client.Client) Actuator { return metricsOnly{marker: newVictimMarker(c)} })
+	RegisterActuator(wvav1.ActuatorDirect, func(c client.Client) Actuator { return direct{c: c, marker: newVictimMarker(c)} })
 }
 
 // metricsOnly leaves the scaling to HPA or KEDA, which read
-// inferno_desired_replicas; it only observes whether they applied it.
-type metricsOnly struct{}
+// inferno_desired_replicas; it only observes whether they applied it. On
+// a scale-down it marks the victims, so that the ReplicaSet controller
+// removes them when HPA or KEDA lowers the replica count.
+type metricsOnly struct{ marker *victimMarker }
 
-func (metricsOnly) Apply(_ context.Context, _ *wvav1.VariantAutoscaling, d *appsv1.Deployment, desired int32) (Actuation, error) {
-	return observe(d, desired), nil
+func (a metricsOnly) Apply(ctx context.Context, va *wvav1.VariantAutoscaling, d *appsv1.Deployment, s Scaling) (Actuation, error) {
+	res := observe(d, s.Desired)
+	if err := a.marker.update(ctx, va, specReplicas(d), s); err != nil {
+		res.Message = joinMessage(res.Message, err.Error())
+	}
+	return res, nil
 }
 
-// direct patches the target's /scale subresource.
-type direct struct{ c client.Client }
+// direct patches the target's /scale subresource. Before a scale-down it
+// marks the victims with the lowest pod-deletion-cost.
+type direct struct {
+	c      client.Client
+	marker *victimMarker
+}
 
-func (a direct) Apply(ctx context.Context, va *wvav1.VariantAutoscaling, d *appsv1.Deployment, desired int32) (Actuation, error) {
-	desired = bounded(va, desired)
-	if specReplicas(d) == desired {
-		return observe(d, desired), nil
+func (a direct) Apply(ctx context.Context, va *wvav1.VariantAutoscaling, d *appsv1.Deployment, s Scaling) (Actuation, error) {
+	desired := bounded(va, s.Desired)
+	current := specReplicas(d)
+	markErr := a.marker.update(ctx, va, current, Scaling{Desired: desired, Victims: s.Victims})
+	if current == desired {
+		res := observe(d, desired)
+		if markErr != nil {
+			res.Message = joinMessage(res.Message, markErr.Error())
+		}
+		return res, nil
 	}
 	scale := &autoscalingv1.Scale{}
 	if err := a.c.SubResource("scale").Get(ctx, d, scale); err != nil {
@@ -79,7 +103,18 @@ func (a direct) Apply(ctx context.Context, va *wvav1.VariantAutoscaling, d *apps
 	if err := a.c.SubResource("scale").Update(ctx, d, client.WithSubResourceBody(scale)); err != nil {
 		return Actuation{}, fmt.Errorf("scaling deployment %s/%s to %d: %w", d.Namespace, d.Name, desired, err)
 	}
-	return Actuation{Patched: true, Message: fmt.Sprintf("scaled deployment %s to %d replicas", d.Name, desired)}, nil
+	res := Actuation{Patched: true, Message: fmt.Sprintf("scaled deployment %s to %d replicas", d.Name, desired)}
+	if markErr != nil {
+		res.Message = joinMessage(res.Message, markErr.Error())
+	}
+	return res, nil
+}
+
+func joinMessage(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // bounded applies the VariantAutoscaling's bounds once more (the engine

@@ -864,7 +864,7 @@ func (p *Planner) actuate(ctx context.Context, dec *Decision, v *variant, now ti
 		dec.Actuation = observe(v.target, int32(dec.Decision.Desired))
 		return
 	}
-	res, err := a.Apply(ctx, v.va, v.target, int32(dec.Decision.Desired))
+	res, err := a.Apply(ctx, v.va, v.target, Scaling{Desired: int32(dec.Decision.Desired), Victims: dec.Decision.Victims})
 	if err != nil {
 		dec.ActuationErr = err.Error()
 		p.Log.Error(err, "actuation", "variant", v.key)

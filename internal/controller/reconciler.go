@@ -22,7 +22,7 @@ import (
 // +kubebuilder:rbac:groups=llmd.ai,resources=variantautoscalings/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=deployments/scale,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list
 // +kubebuilder:rbac:groups="",namespace=workload-variant-autoscaler-system,resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=events.k8s.io,namespace=workload-variant-autoscaler-system,resources=events,verbs=create;patch

@@ -193,6 +193,13 @@ func (c *cycle) stabilize(vs *variantState) {
 		rec = max(vs.target-vs.spare-vs.transient, 0)
 	case vs.capTarget:
 		rec = max(vs.target-vs.capTransient, 0)
+		// Before the model can size (cold start), a group waiting for its
+		// replicas to start holds its size, but that is no new need: the
+		// last recommendation stands, so that a backlog's transient
+		// scale-up is not recorded while it starts.
+		if g := vs.sat; g != nil && vs.modelTarget < 0 && g.pending > 0 && !g.d.ScaleUp && len(keep) > 0 {
+			rec = min(rec, keep[len(keep)-1].Replica)
+		}
 	}
 	keep = append(keep, Recommendation{Time: c.now, Replica: rec})
 	c.e.state.Recommendations[vs.key] = keep

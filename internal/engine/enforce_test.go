@@ -277,3 +277,43 @@ func TestHoldCause(t *testing.T) {
 		}
 	}
 }
+
+// TestColdStartBacklogReleased: before the model can size, a backlog's
+// scale-up is transient, and the cycles that wait for its replicas to
+// start do not record it in the scale-down window either, so the fleet
+// shrinks as soon as the backlog is gone.
+func TestColdStartBacklogReleased(t *testing.T) {
+	e := New(nil)
+	at := func(minutes int, b *variantB) VariantDecision {
+		s := snapshot(ModeHybrid, b)
+		s.Time = t0.Add(timeMinutes(minutes))
+		d := decision(t, plan(t, e, s), "v")
+		if d.ModelTarget >= 0 {
+			t.Fatalf("minute %d: the model sized (%d) without parameters", minutes, d.ModelTarget)
+		}
+		return d
+	}
+	// One saturated replica with a backlog of 20: each replica supplies
+	// 5 − 3 = 2 of queue, so the deficit 20 − 2 asks for 9 more; the KV in
+	// use needs ⌈1.0/(0.8−0.1)⌉ = 2.
+	up := at(0, variant("v", "H100").pods(1.0, 20).traffic(2, 512, 128, 900, 15))
+	if up.Desired != 10 || up.Reason != ReasonSaturationScaleUp {
+		t.Fatalf("backlog: %+v", up)
+	}
+	// A minute later one replica is ready and the queue has drained; nine
+	// are starting: the group holds.
+	hold := at(1, variant("v", "H100").replicas(10, 1).pods(0.3, 0).traffic(2, 512, 128, 900, 15))
+	if hold.Desired != 10 {
+		t.Fatalf("while starting: %+v", hold)
+	}
+	// All are ready and idle: the transient part goes at once, down to the
+	// 2 the KV load needed (the window's record), not held for 300 s at 10.
+	var kvq []float64
+	for range 10 {
+		kvq = append(kvq, 0.05, 0)
+	}
+	down := at(2, variant("v", "H100").pods(kvq...).traffic(0.2, 512, 128, 50, 15))
+	if down.Desired != 2 {
+		t.Fatalf("after the backlog: %+v (%s)", down, down.Explanation)
+	}
+}

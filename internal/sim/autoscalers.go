@@ -32,7 +32,8 @@ func NewAutoscaler(name string, sc *Scenario) (Autoscaler, error) {
 				// hold at once: its batch size or what its KV cache fits.
 				t := c.Autoscalers.KEDA.Threshold
 				if t == 0 {
-					t = math.Max(1, math.Min(float64(v.MaxBatchSize), math.Floor(float64(v.KVBlocks*v.BlockSize)/tokens)))
+					fit := math.Min(float64(v.MaxBatchSize), math.Floor(float64(v.KVBlocks*v.BlockSize)/tokens))
+					t = math.Max(1, c.Autoscalers.KEDA.ThresholdFraction*fit)
 				}
 				k.threshold = append(k.threshold, t)
 			}
@@ -397,8 +398,8 @@ func (w *WVA) snapshot(v *View) *engine.Snapshot {
 		Config: engine.Config{TuningEnabled: tuning, SaturationPolicy: w.cfg.SaturationPolicy, SpareQuantile: w.cfg.SpareQuantile,
 			DisableForecast: w.cfg.DisableForecast, TTFTAttainment: w.cfg.TTFTAttainment, ProvisioningSeconds: w.cfg.ProvisioningSeconds,
 			ScaleDownStabilizationSeconds: w.cfg.ScaleDownStabilizationSeconds}}
-	if n := w.cfg.MinNonSaturatedReplicas; n > 0 {
-		s.Saturation = &engine.SaturationConfig{MinNonSaturatedReplicasForScaleDown: n}
+	if n, kv := w.cfg.MinNonSaturatedReplicas, w.cfg.KVCacheThreshold; n > 0 || kv > 0 {
+		s.Saturation = &engine.SaturationConfig{MinNonSaturatedReplicasForScaleDown: n, KVCacheThreshold: kv}
 	}
 	// Pod metrics come through the controller's metrics-source seam, as
 	// the controller's planner reads them from Prometheus.

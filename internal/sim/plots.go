@@ -154,8 +154,11 @@ func overlayPanels(rs []*Result, slo float64) ([]*plot.Plot, error) {
 
 // savePanels stacks the panels into one figure and writes it as PNG and SVG.
 func savePanels(dir, base string, panels []*plot.Plot) ([]string, error) {
-	const w, hPer = 10 * vg.Inch, 2.6 * vg.Inch
-	h := hPer * vg.Length(len(panels))
+	return saveFigure(dir, base, panels, 10*vg.Inch, 2.6*vg.Inch*vg.Length(len(panels)))
+}
+
+// saveFigure writes the panels, stacked, in a w × h figure.
+func saveFigure(dir, base string, panels []*plot.Plot, w, h vg.Length) ([]string, error) {
 	var names []string
 	for _, kind := range []string{"png", "svg"} {
 		var c draw.Canvas

@@ -50,16 +50,8 @@ func BuiltinNames(fsys fs.FS) []string {
 // (the same requests arrive in every run), and returns the results in the
 // order asked.
 func Compare(ctx context.Context, sc Scenario, names []string, progress func(name string, simTime, total float64)) ([]*Result, error) {
-	for i, m := range sc.Models {
-		w := m.Workload
-		if w.Trace != "" && w.rows == nil {
-			return nil, fmt.Errorf("models[%d].workload.trace %q is not loaded: read scenarios that name files with LoadFile", i, w.Trace)
-		}
-		for _, t := range []Tokens{w.Input, w.Output} {
-			if w.Trace == "" && t.File != "" && len(t.Values) == 0 {
-				return nil, fmt.Errorf("models[%d].workload: token file %q is not loaded: read scenarios that name files with LoadFile", i, t.File)
-			}
-		}
+	if err := sc.checkLoaded(); err != nil {
+		return nil, err
 	}
 	full := sc.withDefaults()
 	if len(names) == 0 {
@@ -83,4 +75,74 @@ func Compare(ctx context.Context, sc Scenario, names []string, progress func(nam
 		}
 	}
 	return out, nil
+}
+
+// CompareSeeds runs Compare for each seed, spreading the runs (one per seed
+// and autoscaler) over parallel workers. It returns the seeds that
+// finished, in order, with their results; when ctx is cancelled the seeds
+// with a missing run are left out. progress (may be nil) is called after
+// each run with the runs done and the total.
+func CompareSeeds(ctx context.Context, sc Scenario, names []string, seeds []uint64, parallel int, progress func(done, total int)) ([]uint64, [][]*Result, error) {
+	if len(names) == 0 {
+		names = sc.withDefaults().Autoscalers.Default
+	}
+	for _, n := range names {
+		if _, err := NewAutoscaler(n, &sc); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := sc.checkLoaded(); err != nil {
+		return nil, nil, err
+	}
+	runs := make([][]*Result, len(seeds))
+	for i := range runs {
+		runs[i] = make([]*Result, len(names))
+	}
+	err := runParallel(ctx, len(seeds)*len(names), parallel, func(k int) error {
+		i, j := k/len(names), k%len(names)
+		s := sc
+		s.Seed = seeds[i]
+		a, err := NewAutoscaler(names[j], &s)
+		if err != nil {
+			return err
+		}
+		r := New(s, a).Run(ctx, nil)
+		if ctx.Err() == nil {
+			runs[i][j] = r
+		}
+		return nil
+	}, progress)
+	if err != nil {
+		return nil, nil, err
+	}
+	var doneSeeds []uint64
+	var doneRuns [][]*Result
+	for i, rs := range runs {
+		complete := true
+		for _, r := range rs {
+			complete = complete && r != nil
+		}
+		if complete {
+			doneSeeds = append(doneSeeds, seeds[i])
+			doneRuns = append(doneRuns, rs)
+		}
+	}
+	return doneSeeds, doneRuns, nil
+}
+
+// checkLoaded fails when the scenario names files (a trace, token values)
+// that were not read: only LoadFile reads them.
+func (sc *Scenario) checkLoaded() error {
+	for i, m := range sc.Models {
+		w := m.Workload
+		if w.Trace != "" && w.rows == nil {
+			return fmt.Errorf("models[%d].workload.trace %q is not loaded: read scenarios that name files with LoadFile", i, w.Trace)
+		}
+		for _, t := range []Tokens{w.Input, w.Output} {
+			if w.Trace == "" && t.File != "" && len(t.Values) == 0 {
+				return fmt.Errorf("models[%d].workload: token file %q is not loaded: read scenarios that name files with LoadFile", i, t.File)
+			}
+		}
+	}
+	return nil
 }

@@ -283,6 +283,10 @@ type WVAConfig struct {
 	// MinNonSaturatedReplicas overrides the saturation analyzer's
 	// minNonSaturatedReplicasForScaleDown.
 	MinNonSaturatedReplicas int `json:"minNonSaturatedReplicas,omitempty"`
+	// KVCacheThreshold overrides the saturation analyzer's
+	// kvCacheThreshold (the KV-cache usage at which a replica counts as
+	// saturated; default 0.8).
+	KVCacheThreshold float64 `json:"kvCacheThreshold,omitempty"`
 }
 
 // HPAConfig is the Kubernetes HPA algorithm per variant.
@@ -297,7 +301,12 @@ type HPAConfig struct {
 // KEDAConfig is threshold scaling on requests in the system.
 type KEDAConfig struct {
 	PollingSeconds    float64 `json:"pollingSeconds,omitempty"`  // default 30
-	Threshold         float64 `json:"threshold,omitempty"`       // requests (waiting + running) per replica, default 40
+	// Threshold: requests (waiting + running) per replica. Unset, it is
+	// ThresholdFraction of what a replica holds at once: its batch size or
+	// what its KV cache fits of a mean request, whichever is less.
+	Threshold float64 `json:"threshold,omitempty"`
+	// ThresholdFraction scales the default threshold (default 1).
+	ThresholdFraction float64 `json:"thresholdFraction,omitempty"`
 	Activation        float64 `json:"activation,omitempty"`      // requests that wake a zero-replica variant, default 0
 	CooldownSeconds   float64 `json:"cooldownSeconds,omitempty"` // idle time before scale to zero, default 300
 	MinReplicaCount   int     `json:"minReplicaCount,omitempty"` // default: the variant's minReplicas
@@ -326,6 +335,7 @@ func (s *Scenario) withDefaults() Scenario {
 	def(&c.Autoscalers.KEDA.PollingSeconds, 30)
 	def(&c.Autoscalers.KEDA.CooldownSeconds, 300)
 	def(&c.Autoscalers.KEDA.StabilizationSecs, 300)
+	def(&c.Autoscalers.KEDA.ThresholdFraction, 1)
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
@@ -468,6 +478,7 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	validateWVA("autoscalers.wva", s.Autoscalers.WVA, add)
+	validateBaselines(s.Autoscalers, add)
 	if m := s.Autoscalers.ClairvoyantMargin; !(m >= 0) || math.IsInf(m, 0) {
 		add("autoscalers.clairvoyantMargin", "must be a finite number ≥ 0, got %v", m)
 	}
@@ -492,8 +503,27 @@ func validateWVA(p string, w WVAConfig, add func(string, string, ...any)) {
 			add(p+"."+f.name, "must be a finite number of seconds ≥ 0 (0: the default), got %v", f.v)
 		}
 	}
+	if !(w.KVCacheThreshold >= 0 && w.KVCacheThreshold <= 1) {
+		add(p+".kvCacheThreshold", "must be a KV-cache utilisation in (0, 1] (0: the default 0.8), got %v", w.KVCacheThreshold)
+	}
 	if w.MinNonSaturatedReplicas < 0 {
 		add(p+".minNonSaturatedReplicas", "must be ≥ 0 (0: the default), got %d", w.MinNonSaturatedReplicas)
+	}
+}
+
+// validateBaselines checks the HPA's and KEDA's targets (0 is their
+// default).
+func validateBaselines(a Autoscalers, add func(string, string, ...any)) {
+	if k := a.HPA.KVTarget; !(k >= 0 && k <= 1) {
+		add("autoscalers.hpa.kvTarget", "must be a KV-cache utilisation in (0, 1] (0: the default 0.5), got %v", k)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"hpa.queueTarget", a.HPA.QueueTarget}, {"keda.threshold", a.KEDA.Threshold}, {"keda.thresholdFraction", a.KEDA.ThresholdFraction}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			add("autoscalers."+f.name, "must be a finite number > 0 (0: the default), got %v", f.v)
+		}
 	}
 }
 

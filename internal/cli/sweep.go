@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llm-d-incubation/wva/internal/sim"
+)
+
+// runSweep runs --sweep: every autoscaler over its settings' grid, each
+// setting over --repeat seeds, and writes the frontiers.
+func (o *simulateOptions) runSweep(cmd *cobra.Command, ctx context.Context, sc sim.Scenario, names []string) error {
+	errw := cmd.ErrOrStderr()
+	if len(names) == 0 {
+		names = []string{"wva", "hpa", "keda", "clairvoyant"}
+	}
+	spec := sim.SweepSpec{Autoscalers: names, Grids: map[string][]float64{}, Targets: o.attainment, Parallel: o.parallel}
+	for _, g := range o.grids {
+		key, vs, err := sim.ParseGrid(g)
+		if err != nil {
+			return fmt.Errorf("--grid: %w", err)
+		}
+		spec.Grids[key] = vs
+	}
+	first := sc.Seed
+	if first == 0 {
+		first = 1
+	}
+	for i := range o.repeat {
+		spec.Seeds = append(spec.Seeds, first+uint64(i))
+	}
+	if n := sim.SweepRuns(sc, spec); n > 20000 {
+		return fmt.Errorf("--sweep: %d simulations (settings × seeds) is more than 20 000; narrow --grid or --repeat", n)
+	}
+	if !o.noFiles {
+		if err := os.MkdirAll(o.out, 0o750); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	start := time.Now()
+	var last time.Time
+	res, err := sim.Sweep(ctx, sc, spec, func(done, total int) {
+		if time.Since(last) < time.Second && done < total {
+			return
+		}
+		last = time.Now()
+		fmt.Fprintf(errw, "\r%s sweep: %d of %d runs (%.0f s)   ", sc.Name, done, total, time.Since(start).Seconds())
+	})
+	fmt.Fprintln(errw)
+	if err != nil {
+		return err
+	}
+	if res.Interrupted {
+		fmt.Fprintln(errw, "interrupted: the results cover the settings whose seeds all finished")
+	}
+	if !o.noFiles {
+		if err := writeSweepFiles(errw, o.out, res); err != nil {
+			return err
+		}
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	return sim.WriteSweepTable(cmd.OutOrStdout(), res)
+}
+
+func writeSweepFiles(errw io.Writer, dir string, res *sim.SweepResult) error {
+	files := []struct {
+		name  string
+		write func(io.Writer) error
+	}{
+		{"sweep.csv", func(w io.Writer) error { return sim.WriteSweepCSV(w, res) }},
+		{"attainment.csv", func(w io.Writer) error { return sim.WriteAttainmentCSV(w, res) }},
+		{"sweep.json", func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(res)
+		}},
+	}
+	for _, f := range files {
+		if err := createFile(filepath.Join(dir, f.name), f.write); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	plots, err := sim.WriteSweepPlot(dir, res)
+	if err != nil {
+		return fmt.Errorf("plots: %w", err)
+	}
+	fmt.Fprintf(errw, "wrote %d files to %s (sweep.csv, attainment.csv, sweep.json, %s, …)\n", len(files)+len(plots), dir, plots[0])
+	return nil
+}

@@ -1,0 +1,492 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// A knob is one autoscaler setting a sweep varies: the autoscaler it
+// belongs to, its default grid and how it is written into a scenario.
+type knob struct {
+	autoscaler string
+	grid       []float64
+	set        func(*Autoscalers, float64)
+	check      func(float64) error
+}
+
+func inRange(lo, hi float64, loOpen, hiOpen bool) func(float64) error {
+	return func(v float64) error {
+		ok := !math.IsNaN(v) && (v > lo || !loOpen && v == lo) && (v < hi || !hiOpen && v == hi)
+		if !ok {
+			l, h := "[", "]"
+			if loOpen {
+				l = "("
+			}
+			if hiOpen {
+				h = ")"
+			}
+			return fmt.Errorf("must be in %s%g, %g%s, got %g", l, lo, hi, h, v)
+		}
+		return nil
+	}
+}
+
+// knobs are the settings a sweep can vary, by key. The defaults' value of
+// every knob is always added to its grid, so the sweep contains the
+// default point of each autoscaler.
+var knobs = map[string]knob{
+	"hpa.kvTarget": {"hpa", []float64{0.3, 0.5, 0.7, 0.9},
+		func(a *Autoscalers, v float64) { a.HPA.KVTarget = v }, inRange(0, 1, true, false)},
+	"hpa.queueTarget": {"hpa", []float64{1, 3, 10},
+		func(a *Autoscalers, v float64) { a.HPA.QueueTarget = v }, inRange(0, 1e6, true, false)},
+	"keda.thresholdFraction": {"keda", []float64{0.25, 0.5, 0.75, 1},
+		func(a *Autoscalers, v float64) { a.KEDA.ThresholdFraction = v }, inRange(0, 100, true, false)},
+	"keda.threshold": {"keda", nil,
+		func(a *Autoscalers, v float64) { a.KEDA.Threshold = v }, inRange(0, 1e6, true, false)},
+	"wva.spareQuantile": {"wva", []float64{0.5, 0.8, 0.95, 0.99},
+		func(a *Autoscalers, v float64) { a.WVA.SpareQuantile = v }, inRange(0, 1, true, true)},
+	"wva.ttftAttainment": {"wva", []float64{0, 0.99},
+		func(a *Autoscalers, v float64) { a.WVA.TTFTAttainment = v }, inRange(0, 1, false, true)},
+	"wva.kvCacheThreshold": {"wva", []float64{0.7, 0.8, 0.9},
+		func(a *Autoscalers, v float64) { a.WVA.KVCacheThreshold = v }, inRange(0, 1, true, false)},
+	"clairvoyant.margin": {"clairvoyant", []float64{0, 0.15, 0.3, 0.5, 0.75, 1},
+		func(a *Autoscalers, v float64) { a.ClairvoyantMargin = v }, inRange(0, 100, false, false)},
+}
+
+// KnobKeys lists the settings a sweep can vary.
+func KnobKeys() []string {
+	out := make([]string, 0, len(knobs))
+	for k := range knobs {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// DefaultGrid returns a knob's default values.
+func DefaultGrid(key string) []float64 { return append([]float64(nil), knobs[key].grid...) }
+
+// ParseGrid reads "KEY=V1,V2,…" (one --grid flag).
+func ParseGrid(s string) (string, []float64, error) {
+	key, list, ok := strings.Cut(s, "=")
+	key = strings.TrimSpace(key)
+	k, known := knobs[key]
+	if !ok || !known {
+		return "", nil, fmt.Errorf("%q: want KEY=V1,V2,… with KEY one of %s", s, strings.Join(KnobKeys(), ", "))
+	}
+	var vs []float64
+	for _, f := range strings.Split(list, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil {
+			return "", nil, fmt.Errorf("%s: %q is not a number", key, f)
+		}
+		if err := k.check(v); err != nil {
+			return "", nil, fmt.Errorf("%s: %w", key, err)
+		}
+		vs = append(vs, v)
+	}
+	if len(vs) > 50 {
+		return "", nil, fmt.Errorf("%s: at most 50 values, got %d", key, len(vs))
+	}
+	return key, vs, nil
+}
+
+// SweepSpec says what a sweep runs.
+type SweepSpec struct {
+	// Autoscalers to sweep (default: wva, hpa, keda, clairvoyant). One
+	// without knobs (oracle, static:N) is a single point.
+	Autoscalers []string
+	// Grids overrides the default values of knobs, by key (KnobKeys).
+	Grids map[string][]float64
+	// Seeds every point runs with (the same for all: common random
+	// numbers make the points comparable).
+	Seeds []uint64
+	// Targets are the SLO attainments (percent) at which each
+	// autoscaler's cost is read off its frontier (default 95, 99).
+	Targets []float64
+	// Parallel runs this many simulations at once (default 1).
+	Parallel int
+}
+
+// SweepPoint is one setting of one autoscaler, over the seeds.
+type SweepPoint struct {
+	Autoscaler string `json:"autoscaler"`
+	// Settings are the knob values, by key; Label writes them out.
+	Settings map[string]float64 `json:"settings,omitempty"`
+	Label    string             `json:"label"`
+	// Default marks the point with the autoscaler's default settings
+	// (the scenario's own, where it sets them).
+	Default       bool `json:"default"`
+	SLOAttainment Stat `json:"sloAttainmentPct"`
+	Cost          Stat `json:"cost"`
+	// Frontier marks the points no other point of the same autoscaler
+	// beats on both mean SLO attainment and mean cost.
+	Frontier bool `json:"frontier"`
+}
+
+// AtAttainment is an autoscaler's cost at a given SLO attainment, read off
+// its frontier by linear interpolation between the two frontier points
+// around it (mixing the two settings in time costs that much).
+type AtAttainment struct {
+	Autoscaler string  `json:"autoscaler"`
+	TargetPct  float64 `json:"targetPct"`
+	// Reached is false when no setting reaches the target; Cost is then 0.
+	Reached bool    `json:"reached"`
+	Cost    float64 `json:"cost,omitempty"`
+	// UpperBound: even the cheapest setting swept exceeds the target,
+	// so the cost there is at most Cost.
+	UpperBound bool `json:"upperBound,omitempty"`
+}
+
+// Dominance compares one autoscaler's frontier with another's: A
+// dominates B when, at every SLO attainment one of B's frontier points
+// reaches, A's frontier costs no more.
+type Dominance struct {
+	A         string `json:"a"`
+	B         string `json:"b"`
+	Dominates bool   `json:"dominates"`
+	// Beaten lists B's frontier points that A does not match, as
+	// "slo% @ cost".
+	Beaten []string `json:"beaten,omitempty"`
+}
+
+// SweepResult is a scenario's sweep.
+type SweepResult struct {
+	Scenario     string         `json:"scenario"`
+	Seeds        []uint64       `json:"seeds"`
+	Points       []SweepPoint   `json:"points"`
+	AtAttainment []AtAttainment `json:"atAttainment"`
+	Dominance    []Dominance    `json:"dominance,omitempty"`
+	// Interrupted: the run was stopped; points missing a seed are left out.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// sweepPoints expands the spec into the points to run, with the scenario
+// each runs (the knob values written into a copy of sc's autoscalers).
+func sweepPoints(sc Scenario, spec SweepSpec) ([]SweepPoint, []Scenario) {
+	var points []SweepPoint
+	var scs []Scenario
+	base := sc.withDefaults().Autoscalers
+	for _, name := range spec.Autoscalers {
+		var keys []string
+		for _, k := range KnobKeys() {
+			if knobs[k].autoscaler == name && (len(knobs[k].grid) > 0 || len(spec.Grids[k]) > 0) {
+				keys = append(keys, k)
+			}
+		}
+		combos := []map[string]float64{{}}
+		for _, k := range keys {
+			grid := spec.Grids[k]
+			if grid == nil {
+				grid = knobs[k].grid
+			}
+			grid = withValue(grid, knobValue(base, k))
+			var next []map[string]float64
+			for _, c := range combos {
+				for _, v := range grid {
+					m := map[string]float64{k: v}
+					for kk, vv := range c {
+						m[kk] = vv
+					}
+					next = append(next, m)
+				}
+			}
+			combos = next
+		}
+		for _, c := range combos {
+			s := sc
+			s.Autoscalers = base
+			s.Autoscalers.Default = nil
+			def := true
+			var parts []string
+			for _, k := range keys {
+				knobs[k].set(&s.Autoscalers, c[k])
+				def = def && c[k] == knobValue(base, k)
+				parts = append(parts, strings.TrimPrefix(k, name+".")+"="+strconv.FormatFloat(c[k], 'g', -1, 64))
+			}
+			if len(c) == 0 {
+				c = nil
+			}
+			points = append(points, SweepPoint{Autoscaler: name, Settings: c, Label: strings.Join(parts, " "), Default: def})
+			scs = append(scs, s)
+		}
+	}
+	return points, scs
+}
+
+// knobValue is the value a knob has in a (defaulted) configuration, as
+// the sweep writes it.
+func knobValue(a Autoscalers, key string) float64 {
+	switch key {
+	case "hpa.kvTarget":
+		return a.HPA.KVTarget
+	case "hpa.queueTarget":
+		return a.HPA.QueueTarget
+	case "keda.thresholdFraction":
+		return a.KEDA.ThresholdFraction
+	case "keda.threshold":
+		return a.KEDA.Threshold
+	case "wva.spareQuantile":
+		if a.WVA.SpareQuantile == 0 {
+			return 0.95 // the engine's default (engine.DefaultConfig)
+		}
+		return a.WVA.SpareQuantile
+	case "wva.ttftAttainment":
+		return a.WVA.TTFTAttainment
+	case "wva.kvCacheThreshold":
+		if a.WVA.KVCacheThreshold == 0 {
+			return 0.8 // the saturation analyzer's default
+		}
+		return a.WVA.KVCacheThreshold
+	case "clairvoyant.margin":
+		return a.ClairvoyantMargin
+	}
+	return 0
+}
+
+// withValue returns grid with v added (sorted, no duplicates).
+func withValue(grid []float64, v float64) []float64 {
+	out := append([]float64(nil), grid...)
+	if !containsFloat(out, v) {
+		out = append(out, v)
+	}
+	sort.Float64s(out)
+	return out
+}
+
+func containsFloat(xs []float64, v float64) bool {
+	for _, x := range xs {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// SweepRuns is the number of simulations a sweep makes.
+func SweepRuns(sc Scenario, spec SweepSpec) int {
+	p, _ := sweepPoints(sc, spec)
+	return len(p) * len(spec.Seeds)
+}
+
+// Sweep runs every point of the spec with every seed, spread over
+// spec.Parallel workers, and returns the points with their frontier, the
+// cost of each autoscaler at the target attainments and the dominance of
+// the first autoscaler's frontier over each other's. progress (may be
+// nil) is called after each run with the runs done and the total.
+func Sweep(ctx context.Context, sc Scenario, spec SweepSpec, progress func(done, total int)) (*SweepResult, error) {
+	if len(spec.Seeds) == 0 {
+		return nil, fmt.Errorf("sweep: no seeds")
+	}
+	if err := sc.checkLoaded(); err != nil {
+		return nil, err
+	}
+	for _, n := range spec.Autoscalers {
+		if _, err := NewAutoscaler(n, &sc); err != nil {
+			return nil, err
+		}
+	}
+	points, scs := sweepPoints(sc, spec)
+	slo := make([][]float64, len(points))
+	cost := make([][]float64, len(points))
+	for i := range points {
+		slo[i] = make([]float64, len(spec.Seeds))
+		cost[i] = make([]float64, len(spec.Seeds))
+	}
+	done := make([][]bool, len(points))
+	for i := range done {
+		done[i] = make([]bool, len(spec.Seeds))
+	}
+	var jobs [][2]int
+	for i := range points {
+		for j := range spec.Seeds {
+			jobs = append(jobs, [2]int{i, j})
+		}
+	}
+	err := runParallel(ctx, len(jobs), spec.Parallel, func(k int) error {
+		i, j := jobs[k][0], jobs[k][1]
+		s := scs[i]
+		s.Seed = spec.Seeds[j]
+		a, err := NewAutoscaler(points[i].Autoscaler, &s)
+		if err != nil {
+			return err
+		}
+		r := New(s, a).Run(ctx, nil)
+		if ctx.Err() != nil {
+			return nil
+		}
+		slo[i][j], cost[i][j], done[i][j] = 100*r.SLOAttainment, r.Cost, true
+		return nil
+	}, progress)
+	if err != nil {
+		return nil, err
+	}
+	res := &SweepResult{Scenario: sc.Name, Seeds: spec.Seeds, Interrupted: ctx.Err() != nil}
+	for i, p := range points {
+		if !allTrue(done[i]) {
+			continue
+		}
+		p.SLOAttainment, p.Cost = statOf(slo[i]), statOf(cost[i])
+		res.Points = append(res.Points, p)
+	}
+	markFrontiers(res.Points)
+	targets := spec.Targets
+	if len(targets) == 0 {
+		targets = []float64{95, 99}
+	}
+	for _, name := range spec.Autoscalers {
+		fr := frontier(res.Points, name)
+		if len(fr) == 0 {
+			continue
+		}
+		for _, t := range targets {
+			res.AtAttainment = append(res.AtAttainment, costAt(fr, name, t))
+		}
+	}
+	if len(spec.Autoscalers) > 0 {
+		a := spec.Autoscalers[0]
+		for _, b := range spec.Autoscalers[1:] {
+			if b == "oracle" || b == "clairvoyant" {
+				continue // bounds, not rivals
+			}
+			if d, ok := dominance(res.Points, a, b); ok {
+				res.Dominance = append(res.Dominance, d)
+			}
+		}
+	}
+	return res, nil
+}
+
+func allTrue(bs []bool) bool {
+	for _, b := range bs {
+		if !b {
+			return false
+		}
+	}
+	return true
+}
+
+// runParallel calls run(0…n−1) on up to workers goroutines, stopping at
+// the first error or when ctx is done, and reports progress after each.
+func runParallel(ctx context.Context, n, workers int, run func(int) error, progress func(done, total int)) error {
+	workers = max(1, min(workers, n))
+	next := make(chan int)
+	var mu sync.Mutex
+	var first error
+	finished := 0
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range next {
+				err := run(k)
+				mu.Lock()
+				if err != nil && first == nil {
+					first = err
+				}
+				finished++
+				if progress != nil {
+					progress(finished, n)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for k := range n {
+		mu.Lock()
+		failed := first != nil
+		mu.Unlock()
+		if failed {
+			break
+		}
+		select {
+		case next <- k:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	return first
+}
+
+// markFrontiers sets Frontier on every point that no other point of its
+// autoscaler beats: none has a mean SLO attainment at least as high and a
+// mean cost at most as high, one of them strictly.
+func markFrontiers(ps []SweepPoint) {
+	for i := range ps {
+		ps[i].Frontier = true
+		for j := range ps {
+			if i == j || ps[i].Autoscaler != ps[j].Autoscaler {
+				continue
+			}
+			a, b := ps[i], ps[j]
+			if b.SLOAttainment.Mean >= a.SLOAttainment.Mean && b.Cost.Mean <= a.Cost.Mean &&
+				(b.SLOAttainment.Mean > a.SLOAttainment.Mean || b.Cost.Mean < a.Cost.Mean || j < i) {
+				ps[i].Frontier = false
+				break
+			}
+		}
+	}
+}
+
+// frontier returns an autoscaler's frontier points by increasing cost
+// (and so increasing SLO attainment).
+func frontier(ps []SweepPoint, name string) []SweepPoint {
+	var out []SweepPoint
+	for _, p := range ps {
+		if p.Autoscaler == name && p.Frontier {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Cost.Mean < out[j].Cost.Mean })
+	return out
+}
+
+// interpolate reads the cost at SLO attainment t off a frontier sorted by
+// cost: ok is false when no point reaches t; lowest is true when the
+// cheapest point already does.
+func interpolate(fr []SweepPoint, t float64) (cost float64, ok, lowest bool) {
+	for i, p := range fr {
+		if p.SLOAttainment.Mean < t {
+			continue
+		}
+		if i == 0 {
+			return p.Cost.Mean, true, true
+		}
+		q := fr[i-1]
+		w := (t - q.SLOAttainment.Mean) / (p.SLOAttainment.Mean - q.SLOAttainment.Mean)
+		return q.Cost.Mean + w*(p.Cost.Mean-q.Cost.Mean), true, false
+	}
+	return 0, false, false
+}
+
+func costAt(fr []SweepPoint, name string, t float64) AtAttainment {
+	c, ok, lowest := interpolate(fr, t)
+	return AtAttainment{Autoscaler: name, TargetPct: t, Reached: ok, Cost: c, UpperBound: lowest}
+}
+
+// dominance checks a's frontier against each of b's frontier points; ok is
+// false when either has no points.
+func dominance(ps []SweepPoint, a, b string) (Dominance, bool) {
+	fa, fb := frontier(ps, a), frontier(ps, b)
+	if len(fa) == 0 || len(fb) == 0 {
+		return Dominance{}, false
+	}
+	d := Dominance{A: a, B: b, Dominates: true}
+	for _, p := range fb {
+		c, ok, _ := interpolate(fa, p.SLOAttainment.Mean)
+		if !ok || c > p.Cost.Mean*(1+1e-9) {
+			d.Dominates = false
+			d.Beaten = append(d.Beaten, fmt.Sprintf("%.2f%% @ %.3f (%s)", p.SLOAttainment.Mean, p.Cost.Mean, p.Label))
+		}
+	}
+	return d, true
+}

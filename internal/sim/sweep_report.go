@@ -1,0 +1,223 @@
+package sim
+
+import (
+	"encoding/csv"
+	"fmt"
+	"image/color"
+	"io"
+	"sort"
+	"strconv"
+	"text/tabwriter"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// WriteSweepTable prints the frontier points of each autoscaler (and its
+// default point), then the cost at the target attainments and the
+// dominance checks.
+func WriteSweepTable(w io.Writer, r *SweepResult) error {
+	if len(r.Seeds) > 0 {
+		fmt.Fprintf(w, "%s: %d settings over %d seeds (%d–%d); frontier points (*) and the defaults (d), mean ± sd\n\n",
+			r.Scenario, len(r.Points), len(r.Seeds), r.Seeds[0], r.Seeds[len(r.Seeds)-1])
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "AUTOSCALER\tSETTINGS\t\tSLO %\tCOST")
+	for _, p := range r.Points {
+		if !p.Frontier && !p.Default {
+			continue
+		}
+		mark := ""
+		if p.Frontier {
+			mark += "*"
+		}
+		if p.Default {
+			mark += "d"
+		}
+		label := p.Label
+		if label == "" {
+			label = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f ± %.2f\t%.3f ± %.3f\n", p.Autoscaler, label, mark,
+			p.SLOAttainment.Mean, p.SLOAttainment.SD, p.Cost.Mean, p.Cost.SD)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\ncost at equal SLO attainment (interpolated on each frontier; ≤: the cheapest setting already exceeds it)")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	targets := attainmentTargets(r)
+	fmt.Fprint(tw, "AUTOSCALER\t")
+	for _, t := range targets {
+		fmt.Fprintf(tw, "AT %g %%\t", t)
+	}
+	fmt.Fprintln(tw)
+	for _, name := range attainmentNames(r) {
+		fmt.Fprintf(tw, "%s\t", name)
+		for _, t := range targets {
+			fmt.Fprintf(tw, "%s\t", formatAt(findAt(r, name, t)))
+		}
+		fmt.Fprintln(tw)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, d := range r.Dominance {
+		if d.Dominates {
+			fmt.Fprintf(w, "%s's frontier dominates %s's\n", d.A, d.B)
+			continue
+		}
+		fmt.Fprintf(w, "%s's frontier does not dominate %s's: %d of its points are cheaper, e.g. %s\n", d.A, d.B, len(d.Beaten), d.Beaten[0])
+	}
+	if r.Interrupted {
+		fmt.Fprintln(w, "interrupted: points missing a seed are left out")
+	}
+	return nil
+}
+
+func formatAt(a AtAttainment, ok bool) string {
+	switch {
+	case !ok:
+		return ""
+	case !a.Reached:
+		return "not reached"
+	case a.UpperBound:
+		return "≤ " + strconv.FormatFloat(a.Cost, 'f', 3, 64)
+	}
+	return strconv.FormatFloat(a.Cost, 'f', 3, 64)
+}
+
+func attainmentTargets(r *SweepResult) []float64 {
+	var ts []float64
+	for _, a := range r.AtAttainment {
+		if !containsFloat(ts, a.TargetPct) {
+			ts = append(ts, a.TargetPct)
+		}
+	}
+	sort.Float64s(ts)
+	return ts
+}
+
+func attainmentNames(r *SweepResult) []string {
+	var ns []string
+	for _, a := range r.AtAttainment {
+		if len(ns) == 0 || ns[len(ns)-1] != a.Autoscaler {
+			ns = append(ns, a.Autoscaler)
+		}
+	}
+	return ns
+}
+
+func findAt(r *SweepResult, name string, t float64) (AtAttainment, bool) {
+	for _, a := range r.AtAttainment {
+		if a.Autoscaler == name && a.TargetPct == t {
+			return a, true
+		}
+	}
+	return AtAttainment{}, false
+}
+
+// WriteSweepCSV writes one row per point.
+func WriteSweepCSV(w io.Writer, r *SweepResult) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"autoscaler", "settings", "default", "frontier", "seeds",
+		"slo_attainment_pct_mean", "slo_attainment_pct_sd", "slo_attainment_pct_min", "slo_attainment_pct_max",
+		"cost_mean", "cost_sd", "cost_min", "cost_max"})
+	for _, p := range r.Points {
+		s, c := p.SLOAttainment, p.Cost
+		_ = cw.Write([]string{p.Autoscaler, p.Label, strconv.FormatBool(p.Default), strconv.FormatBool(p.Frontier),
+			strconv.Itoa(len(r.Seeds)), f(s.Mean), f(s.SD), f(s.Min), f(s.Max), f(c.Mean), f(c.SD), f(c.Min), f(c.Max)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteAttainmentCSV writes the cost of each autoscaler at each target
+// attainment (empty when not reached).
+func WriteAttainmentCSV(w io.Writer, r *SweepResult) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"autoscaler", "target_slo_attainment_pct", "reached", "cost", "upper_bound"})
+	for _, a := range r.AtAttainment {
+		c := ""
+		if a.Reached {
+			c = f(a.Cost)
+		}
+		_ = cw.Write([]string{a.Autoscaler, f(a.TargetPct), strconv.FormatBool(a.Reached), c, strconv.FormatBool(a.UpperBound)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteSweepPlot draws every point (cost against SLO attainment), each
+// autoscaler's frontier as a line, its default point ringed, and the
+// targets as dashed lines, as dir/frontier.png and .svg.
+func WriteSweepPlot(dir string, r *SweepResult) ([]string, error) {
+	p := plot.New()
+	p.Title.Text = r.Scenario + ": cost against SLO attainment (frontier lines; defaults ringed)"
+	p.X.Label.Text = "SLO attainment (%), mean over seeds"
+	p.Y.Label.Text = "cost, mean over seeds"
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+	var names []string
+	for _, pt := range r.Points {
+		if len(names) == 0 || names[len(names)-1] != pt.Autoscaler {
+			names = append(names, pt.Autoscaler)
+		}
+	}
+	lo, hi := 100.0, 0.0
+	for i, name := range names {
+		c := colors[i%len(colors)]
+		var all, def plotter.XYs
+		for _, pt := range r.Points {
+			if pt.Autoscaler != name {
+				continue
+			}
+			xy := plotter.XY{X: pt.SLOAttainment.Mean, Y: pt.Cost.Mean}
+			all = append(all, xy)
+			if pt.Default {
+				def = append(def, xy)
+			}
+			lo, hi = min(lo, xy.X), max(hi, xy.X)
+		}
+		if err := scatter(p, all, c, draw.CircleGlyph{}, 2.5); err != nil {
+			return nil, err
+		}
+		if err := scatter(p, def, c, draw.RingGlyph{}, 6); err != nil {
+			return nil, err
+		}
+		var fr plotter.XYs
+		for _, pt := range frontier(r.Points, name) {
+			fr = append(fr, plotter.XY{X: pt.SLOAttainment.Mean, Y: pt.Cost.Mean})
+		}
+		if err := line(p, name, fr, c, false); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range attainmentTargets(r) {
+		if t < lo || t > hi {
+			continue
+		}
+		_, ymax := p.Y.Min, p.Y.Max
+		if err := line(p, "", plotter.XYs{{X: t, Y: 0}, {X: t, Y: ymax}}, color.Gray{Y: 0x90}, true); err != nil {
+			return nil, err
+		}
+	}
+	p.Y.Min = 0
+	return saveFigure(dir, "frontier", []*plot.Plot{p}, 9*vg.Inch, 6*vg.Inch)
+}
+
+func scatter(p *plot.Plot, xys plotter.XYs, c color.Color, g draw.GlyphDrawer, r float64) error {
+	if len(xys) == 0 {
+		return nil
+	}
+	s, err := plotter.NewScatter(xys)
+	if err != nil {
+		return err
+	}
+	s.GlyphStyle = draw.GlyphStyle{Color: c, Radius: vg.Points(r), Shape: g}
+	p.Add(s)
+	return nil
+}
