@@ -300,7 +300,7 @@ type HPAConfig struct {
 
 // KEDAConfig is threshold scaling on requests in the system.
 type KEDAConfig struct {
-	PollingSeconds    float64 `json:"pollingSeconds,omitempty"`  // default 30
+	PollingSeconds float64 `json:"pollingSeconds,omitempty"` // default 30
 	// Threshold: requests (waiting + running) per replica. Unset, it is
 	// ThresholdFraction of what a replica holds at once: its batch size or
 	// what its KV cache fits of a mean request, whichever is less.
