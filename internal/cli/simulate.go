@@ -111,22 +111,8 @@ defaults' value is always added, so the defaults' point is in the sweep.`,
 }
 
 func (o *simulateOptions) run(cmd *cobra.Command) error {
-	if err := checkOutput(o.output); err != nil {
+	if err := o.validate(cmd); err != nil {
 		return err
-	}
-	if o.repeat < 1 || o.repeat > 1000 {
-		return fmt.Errorf("--repeat: must be 1 to 1000, got %d", o.repeat)
-	}
-	if o.parallel < 1 || o.parallel > 256 {
-		return fmt.Errorf("--parallel: must be 1 to 256, got %d", o.parallel)
-	}
-	if !o.sweep && (len(o.grids) > 0 || cmd.Flags().Changed("attainment")) {
-		return errors.New("--grid and --attainment need --sweep")
-	}
-	for _, a := range o.attainment {
-		if !(a > 0 && a <= 100) {
-			return fmt.Errorf("--attainment: each must be a percentage in (0, 100], got %v", a)
-		}
 	}
 	sc, err := o.load()
 	if err != nil {
@@ -191,6 +177,28 @@ func (o *simulateOptions) run(cmd *cobra.Command) error {
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "%s (seed %d, %.0f s): %s\n\n", sc.Name, sc.Seed, sc.DurationSeconds, sc.Description)
 	return sim.WriteTable(cmd.OutOrStdout(), rs)
+}
+
+// validate checks the flags that need no scenario.
+func (o *simulateOptions) validate(cmd *cobra.Command) error {
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	if o.repeat < 1 || o.repeat > 1000 {
+		return fmt.Errorf("--repeat: must be 1 to 1000, got %d", o.repeat)
+	}
+	if o.parallel < 1 || o.parallel > 256 {
+		return fmt.Errorf("--parallel: must be 1 to 256, got %d", o.parallel)
+	}
+	if !o.sweep && (len(o.grids) > 0 || cmd.Flags().Changed("attainment")) {
+		return errors.New("--grid and --attainment need --sweep")
+	}
+	for _, a := range o.attainment {
+		if !(a > 0 && a <= 100) {
+			return fmt.Errorf("--attainment: each must be a percentage in (0, 100], got %v", a)
+		}
+	}
+	return nil
 }
 
 // writeFiles writes the results and plots to --out, unless --no-files.

@@ -88,6 +88,33 @@ func (s *ScaleFromZero) idleModels(ctx context.Context, set Settings) (map[colle
 	return groups, busy, nil
 }
 
+// wakeChoice applies the engine's wake rule (the simulator's as well) to a
+// model's variants at zero.
+func wakeChoice(t collector.Target, cs []candidate, waiting float64) (candidate, engine.VariantDecision, bool) {
+	m := engine.Model{ID: t.Model, Namespace: t.Namespace, GatewayWaitingRequests: waiting}
+	for _, c := range cs {
+		v := engine.Variant{Name: c.va.Name, Accelerator: acceleratorOf(c.va, c.d), Cost: c.cost}
+		if lo := c.va.Spec.MinReplicas; lo != nil {
+			n := int(*lo)
+			v.MinReplicas = &n
+		}
+		if hi := c.va.Spec.MaxReplicas; hi != nil {
+			v.MaxReplicas = int(*hi)
+		}
+		m.Variants = append(m.Variants, v)
+	}
+	d, ok := engine.Wake(&m)
+	if !ok {
+		return candidate{}, d, false
+	}
+	for _, c := range cs {
+		if c.va.Name == d.Variant {
+			return c, d, true
+		}
+	}
+	return candidate{}, d, false
+}
+
 // Check runs one pass and returns the variants it woke.
 func (s *ScaleFromZero) Check(ctx context.Context) ([]types.NamespacedName, error) {
 	p := s.Planner
@@ -128,19 +155,11 @@ func (s *ScaleFromZero) Check(ctx context.Context) ([]types.NamespacedName, erro
 		if busy[t] || demand[t] <= 0 {
 			continue
 		}
-		cs := groups[t]
-		sort.Slice(cs, func(i, j int) bool {
-			if cs[i].cost != cs[j].cost {
-				return cs[i].cost < cs[j].cost
-			}
-			return cs[i].va.Name < cs[j].va.Name
-		})
-		c := cs[0]
+		c, d, ok := wakeChoice(t, groups[t], demand[t])
+		if !ok {
+			continue
+		}
 		k := types.NamespacedName{Namespace: c.va.Namespace, Name: c.va.Name}
-		d := engine.VariantDecision{Model: t.Model, Namespace: t.Namespace, Variant: c.va.Name, Accelerator: acceleratorOf(c.va, c.d),
-			Current: 0, Desired: int(bounded(c.va, 1)), Action: engine.ActionScaleUp, Reason: engine.ReasonScaleFromZero,
-			Explanation:    fmt.Sprintf("%g requests wait for %s, which has no replica: waking the cheapest variant", demand[t], t.Model),
-			CapacityTarget: -1, ModelTarget: -1}
 		if prev, ok := p.Cache.Get(k); ok && prev.Decided && prev.Decision.Reason == engine.ReasonScaleFromZero && prev.Decision.Desired >= 1 &&
 			c.va.Spec.Actuator != wvav1.ActuatorDirect {
 			continue // already woken; HPA or KEDA is acting on it

@@ -317,3 +317,38 @@ func TestColdStartBacklogReleased(t *testing.T) {
 		t.Fatalf("after the backlog: %+v (%s)", down, down.Explanation)
 	}
 }
+
+// TestWake: the fast loop's rule wakes the cheapest variant allowed a
+// replica, to max(1, minReplicas), only when the whole model is at zero
+// and requests wait.
+func TestWake(t *testing.T) {
+	three, zero := 3, 0
+	m := Model{ID: "llama", Namespace: "prod", GatewayWaitingRequests: 2, Variants: []Variant{
+		{Name: "h100", Accelerator: "H100", Cost: 40},
+		{Name: "l40s", Accelerator: "L40S", Cost: 10, MaxReplicas: 0, MinReplicas: &three},
+		{Name: "a10", Accelerator: "A10", Cost: 10, MinReplicas: &zero},
+	}}
+	d, ok := Wake(&m)
+	// a10 and l40s cost the same; a10 comes first by name; minReplicas 0 → 1.
+	if !ok || d.Variant != "a10" || d.Desired != 1 || d.Reason != ReasonScaleFromZero || d.Action != ActionScaleUp {
+		t.Fatalf("wake: %+v %v", d, ok)
+	}
+	m.Variants[2].Cost = 20
+	if d, _ := Wake(&m); d.Variant != "l40s" || d.Desired != 3 {
+		t.Errorf("minReplicas 3: %+v", d)
+	}
+	m.Variants[1].MaxReplicas = 1
+	m.Variants[1].Cost = 5
+	if d, _ := Wake(&m); d.Variant != "l40s" || d.Desired != 1 {
+		t.Errorf("maxReplicas 1 caps minReplicas 3: %+v", d)
+	}
+	m.GatewayWaitingRequests = 0
+	if _, ok := Wake(&m); ok {
+		t.Error("woke with nothing waiting")
+	}
+	m.GatewayWaitingRequests = 1
+	m.Variants[0].CurrentReplicas = 1
+	if _, ok := Wake(&m); ok {
+		t.Error("woke a model that has a replica")
+	}
+}

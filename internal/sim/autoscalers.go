@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -326,9 +327,17 @@ type WVA struct {
 	// on a pod until it is set again, so marks no longer meant are reset.
 	victims map[string]bool
 	marked  map[string]bool
+	// errs counts the engine's errors by message; firstErr is the time of
+	// each one's first occurrence. Both end up as warnings on the result.
+	errs     map[string]int
+	firstErr map[string]float64
 }
 
-var _ DeletionCoster = (*WVA)(nil)
+var (
+	_ DeletionCoster = (*WVA)(nil)
+	_ FastLooper     = (*WVA)(nil)
+	_ Warner         = (*WVA)(nil)
+)
 
 // victimCost is the pod-deletion-cost WVA puts on the pods it chose to
 // remove (the ReplicaSet removes the lowest first; unmarked pods have 0).
@@ -352,7 +361,8 @@ func (w *WVA) DeletionCosts(*View) map[string]int32 {
 }
 
 func newWVA(sc *Scenario) *WVA {
-	return &WVA{cfg: sc.Autoscalers.WVA, e: engine.New(nil), victims: map[string]bool{}, marked: map[string]bool{}}
+	return &WVA{cfg: sc.Autoscalers.WVA, e: engine.New(nil), victims: map[string]bool{}, marked: map[string]bool{},
+		errs: map[string]int{}, firstErr: map[string]float64{}}
 }
 
 // Name implements Autoscaler.
@@ -363,21 +373,20 @@ func (w *WVA) Interval() float64 { return w.cfg.IntervalSeconds }
 
 // Decide implements Autoscaler.
 func (w *WVA) Decide(v *View) []int {
-	out := make([]int, len(v.Variants))
-	for i := range out {
-		out[i] = -1
-	}
+	out, pos := unchanged(v)
 	s := w.snapshot(v)
 	plan, err := w.e.Plan(s)
 	if err != nil {
+		// The controller holds every variant and reports the error on
+		// their status; the run does the same and reports it at the end.
+		if w.errs[err.Error()] == 0 {
+			w.firstErr[err.Error()] = v.Now
+		}
+		w.errs[err.Error()]++
 		return out
 	}
 	if w.trace != nil {
 		w.trace(v.Now, plan)
-	}
-	pos := map[string]int{}
-	for i, vv := range v.Variants {
-		pos[v.Scenario.Models[vv.Model].Name+"/"+vv.Name] = i
 	}
 	clear(w.victims)
 	for _, d := range plan.Variants {
@@ -387,6 +396,49 @@ func (w *WVA) Decide(v *View) []int {
 		for _, name := range d.Victims {
 			w.victims[name] = true
 		}
+	}
+	return out
+}
+
+// unchanged returns a decision that changes nothing (−1 per variant) and
+// each variant's index by "model/variant".
+func unchanged(v *View) ([]int, map[string]int) {
+	out := make([]int, len(v.Variants))
+	pos := make(map[string]int, len(v.Variants))
+	for i, vv := range v.Variants {
+		out[i] = -1
+		pos[v.Scenario.Models[vv.Model].Name+"/"+vv.Name] = i
+	}
+	return out, pos
+}
+
+// FastInterval implements FastLooper: the controller's scale-from-zero
+// loop period.
+func (w *WVA) FastInterval() float64 { return w.cfg.ScaleFromZeroIntervalSeconds }
+
+// Fast implements FastLooper with the engine's wake rule, on the same
+// snapshot the cycle builds.
+func (w *WVA) Fast(v *View) []int {
+	out, pos := unchanged(v)
+	s := w.snapshot(v)
+	for i := range s.Models {
+		if d, ok := engine.Wake(&s.Models[i]); ok {
+			out[pos[d.Model+"/"+d.Variant]] = d.Desired
+		}
+	}
+	return out
+}
+
+// Warnings implements Warner: each engine error, how often and since when.
+func (w *WVA) Warnings() []string {
+	msgs := make([]string, 0, len(w.errs))
+	for m := range w.errs {
+		msgs = append(msgs, m)
+	}
+	sort.Strings(msgs)
+	out := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		out = append(out, fmt.Sprintf("wva: the engine failed in %d cycle(s) from t=%.0f s, holding every variant: %s", w.errs[m], w.firstErr[m], m))
 	}
 	return out
 }

@@ -1,6 +1,10 @@
 package sim
 
-import "testing"
+import (
+	"context"
+	"strings"
+	"testing"
+)
 
 // TestHPAMetricsCombine: like the HPA controller, each metric proposes a
 // count and the largest wins, so an empty queue does not scale down a
@@ -65,5 +69,51 @@ func TestWVADeletionCosts(t *testing.T) {
 	}
 	if got := w.DeletionCosts(nil); len(got) != 1 || got["a-3"] != victimCost {
 		t.Errorf("unchanged marks %v", got)
+	}
+}
+
+// TestWVAFastLoopWakes: the scale-from-zero loop (every 2 s, as the
+// controller's) wakes the model within seconds of the first request, not
+// at the next 30-s cycle; the requests waiting at the gateway see it.
+func TestWVAFastLoopWakes(t *testing.T) {
+	sc := builtin(t, "scale-from-zero", 420) // first burst at 300 s
+	sc.Autoscalers.WVA.IntervalSeconds = 45  // the cycle would act at 315 s at the earliest
+	woke := func(fast float64) float64 {
+		s := sc
+		s.Autoscalers.WVA.ScaleFromZeroIntervalSeconds = fast
+		a, err := NewAutoscaler("wva", &s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sim := New(s, a)
+		at := -1.0
+		sim.check = func(sm *Sim, _ *event) {
+			if at < 0 && sm.variants[0].desired > 0 {
+				at = sm.now
+			}
+		}
+		sim.Run(context.Background(), nil)
+		return at
+	}
+	if at := woke(2); !(at > 300 && at <= 303) {
+		t.Errorf("with the 2-s loop the model woke at %.1f s, want within 3 s of the first request after 300 s", at)
+	}
+	if at := woke(3600); !(at >= 315) {
+		t.Errorf("without the fast loop the model woke at %.1f s, before the cycle could act", at)
+	}
+}
+
+// TestWVAEngineErrorsWarn: an engine error holds the variants and is
+// reported on the result rather than ignored.
+func TestWVAEngineErrorsWarn(t *testing.T) {
+	sc := builtin(t, "staircase", 120)
+	sc.Autoscalers.WVA.Optimizer = "limited" // no inventory: the engine rejects every snapshot
+	a, err := NewAutoscaler("wva", &sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(sc, a).Run(context.Background(), nil)
+	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "the engine failed in") || r.ScalingActions != 0 {
+		t.Fatalf("warnings %q, %d scaling actions", r.Warnings, r.ScalingActions)
 	}
 }

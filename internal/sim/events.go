@@ -21,6 +21,7 @@ const (
 	evGatewayTimeout
 	evScrape
 	evAutoscale
+	evFast
 	evRecord
 )
 

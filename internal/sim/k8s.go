@@ -191,6 +191,30 @@ func (s *Sim) autoscale() {
 	}
 }
 
+// fast runs the autoscaler's fast loop. It only wakes models at zero, so
+// no view is built unless requests wait for a model without replicas.
+func (s *Sim) fast(f FastLooper) {
+	waiting := false
+	for m, vs := range s.byModel {
+		if len(s.gateway[m]) == 0 {
+			continue
+		}
+		zero := true
+		for _, v := range vs {
+			zero = zero && v.desired == 0
+		}
+		waiting = waiting || zero
+	}
+	if !waiting {
+		return
+	}
+	for i, n := range f.Fast(s.view()) {
+		if n >= 0 && s.scale(s.variants[i], n, false) {
+			s.res.ScalingActions++
+		}
+	}
+}
+
 // annotate sets pod-deletion-cost annotations by pod name.
 func (s *Sim) annotate(costs map[string]int32) {
 	if len(costs) == 0 {

@@ -287,6 +287,10 @@ type WVAConfig struct {
 	// kvCacheThreshold (the KV-cache usage at which a replica counts as
 	// saturated; default 0.8).
 	KVCacheThreshold float64 `json:"kvCacheThreshold,omitempty"`
+	// ScaleFromZeroIntervalSeconds: the period of the fast loop that
+	// wakes a model at zero with requests waiting (default 2, the
+	// controller's WVA_SCALE_FROM_ZERO_INTERVAL).
+	ScaleFromZeroIntervalSeconds float64 `json:"scaleFromZeroIntervalSeconds,omitempty"`
 }
 
 // HPAConfig is the Kubernetes HPA algorithm per variant.
@@ -327,6 +331,7 @@ func (s *Scenario) withDefaults() Scenario {
 	def(&c.Scrape.DelaySeconds, 15)
 	def(&c.Autoscalers.OracleIntervalSeconds, 60)
 	def(&c.Autoscalers.WVA.IntervalSeconds, 30)
+	def(&c.Autoscalers.WVA.ScaleFromZeroIntervalSeconds, 2)
 	def(&c.Autoscalers.HPA.SyncSeconds, 15)
 	def(&c.Autoscalers.HPA.QueueTarget, 3)
 	def(&c.Autoscalers.HPA.KVTarget, 0.5)
@@ -498,7 +503,8 @@ func validateWVA(p string, w WVAConfig, add func(string, string, ...any)) {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"provisioningSeconds", w.ProvisioningSeconds}, {"scaleDownStabilizationSeconds", w.ScaleDownStabilizationSeconds}} {
+	}{{"provisioningSeconds", w.ProvisioningSeconds}, {"scaleDownStabilizationSeconds", w.ScaleDownStabilizationSeconds},
+		{"scaleFromZeroIntervalSeconds", w.ScaleFromZeroIntervalSeconds}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			add(p+"."+f.name, "must be a finite number of seconds ≥ 0 (0: the default), got %v", f.v)
 		}

@@ -61,6 +61,21 @@ type Autoscaler interface {
 	Decide(v *View) []int
 }
 
+// FastLooper is an autoscaler with a second, faster loop between its
+// decisions: WVA's scale-from-zero loop, which the controller runs every
+// WVA_SCALE_FROM_ZERO_INTERVAL (2 s).
+type FastLooper interface {
+	// FastInterval is how often Fast runs, in seconds (0: never).
+	FastInterval() float64
+	// Fast returns the desired replicas per variant like Decide; a
+	// negative entry means "no change".
+	Fast(v *View) []int
+}
+
+// Warner is an autoscaler that reports problems of its run (engine errors)
+// as warnings on the result.
+type Warner interface{ Warnings() []string }
+
 // New prepares a run of the scenario under the autoscaler.
 func New(sc Scenario, a Autoscaler) *Sim {
 	sc = sc.withDefaults()
@@ -100,6 +115,9 @@ func (s *Sim) Run(ctx context.Context, progress func(simTime float64)) *Result {
 	}
 	s.schedule(&event{t: s.sc.Scrape.IntervalSeconds, kind: evScrape})
 	s.schedule(&event{t: 0, kind: evAutoscale})
+	if f, ok := s.scaler.(FastLooper); ok && f.FastInterval() > 0 {
+		s.schedule(&event{t: f.FastInterval(), kind: evFast})
+	}
 	s.schedule(&event{t: s.sc.RecordSeconds, kind: evRecord})
 	next := 0.0
 	var ev event
@@ -135,6 +153,9 @@ func (s *Sim) Run(ctx context.Context, progress func(simTime float64)) *Result {
 		s.advance(s.horizon())
 	}
 	s.finish()
+	if w, ok := s.scaler.(Warner); ok {
+		s.res.Warnings = append(s.res.Warnings, w.Warnings()...)
+	}
 	return s.res
 }
 
@@ -227,6 +248,10 @@ func (s *Sim) dispatch(e *event) {
 	case evAutoscale:
 		s.autoscale()
 		s.schedule(&event{t: s.now + math.Max(s.scaler.Interval(), 1), kind: evAutoscale})
+	case evFast:
+		f := s.scaler.(FastLooper)
+		s.fast(f)
+		s.schedule(&event{t: s.now + math.Max(f.FastInterval(), 0.1), kind: evFast})
 	case evRecord:
 		s.record()
 		s.schedule(&event{t: s.now + s.sc.RecordSeconds, kind: evRecord})

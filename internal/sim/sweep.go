@@ -19,18 +19,20 @@ type knob struct {
 	check      func(float64) error
 }
 
-func inRange(lo, hi float64, loOpen, hiOpen bool) func(float64) error {
+// fromZero checks that a value lies between 0 and hi, each end open or
+// closed.
+func fromZero(hi float64, zeroOpen, hiOpen bool) func(float64) error {
 	return func(v float64) error {
-		ok := !math.IsNaN(v) && (v > lo || !loOpen && v == lo) && (v < hi || !hiOpen && v == hi)
+		ok := !math.IsNaN(v) && (v > 0 || !zeroOpen && v == 0) && (v < hi || !hiOpen && v == hi)
 		if !ok {
 			l, h := "[", "]"
-			if loOpen {
+			if zeroOpen {
 				l = "("
 			}
 			if hiOpen {
 				h = ")"
 			}
-			return fmt.Errorf("must be in %s%g, %g%s, got %g", l, lo, hi, h, v)
+			return fmt.Errorf("must be in %s0, %g%s, got %g", l, hi, h, v)
 		}
 		return nil
 	}
@@ -41,21 +43,21 @@ func inRange(lo, hi float64, loOpen, hiOpen bool) func(float64) error {
 // default point of each autoscaler.
 var knobs = map[string]knob{
 	"hpa.kvTarget": {"hpa", []float64{0.3, 0.5, 0.7, 0.9},
-		func(a *Autoscalers, v float64) { a.HPA.KVTarget = v }, inRange(0, 1, true, false)},
+		func(a *Autoscalers, v float64) { a.HPA.KVTarget = v }, fromZero(1, true, false)},
 	"hpa.queueTarget": {"hpa", []float64{1, 3, 10},
-		func(a *Autoscalers, v float64) { a.HPA.QueueTarget = v }, inRange(0, 1e6, true, false)},
+		func(a *Autoscalers, v float64) { a.HPA.QueueTarget = v }, fromZero(1e6, true, false)},
 	"keda.thresholdFraction": {"keda", []float64{0.25, 0.5, 0.75, 1},
-		func(a *Autoscalers, v float64) { a.KEDA.ThresholdFraction = v }, inRange(0, 100, true, false)},
+		func(a *Autoscalers, v float64) { a.KEDA.ThresholdFraction = v }, fromZero(100, true, false)},
 	"keda.threshold": {"keda", nil,
-		func(a *Autoscalers, v float64) { a.KEDA.Threshold = v }, inRange(0, 1e6, true, false)},
+		func(a *Autoscalers, v float64) { a.KEDA.Threshold = v }, fromZero(1e6, true, false)},
 	"wva.spareQuantile": {"wva", []float64{0.5, 0.8, 0.95, 0.99},
-		func(a *Autoscalers, v float64) { a.WVA.SpareQuantile = v }, inRange(0, 1, true, true)},
+		func(a *Autoscalers, v float64) { a.WVA.SpareQuantile = v }, fromZero(1, true, true)},
 	"wva.ttftAttainment": {"wva", []float64{0, 0.99},
-		func(a *Autoscalers, v float64) { a.WVA.TTFTAttainment = v }, inRange(0, 1, false, true)},
+		func(a *Autoscalers, v float64) { a.WVA.TTFTAttainment = v }, fromZero(1, false, true)},
 	"wva.kvCacheThreshold": {"wva", []float64{0.7, 0.8, 0.9},
-		func(a *Autoscalers, v float64) { a.WVA.KVCacheThreshold = v }, inRange(0, 1, true, false)},
+		func(a *Autoscalers, v float64) { a.WVA.KVCacheThreshold = v }, fromZero(1, true, false)},
 	"clairvoyant.margin": {"clairvoyant", []float64{0, 0.15, 0.3, 0.5, 0.75, 1},
-		func(a *Autoscalers, v float64) { a.ClairvoyantMargin = v }, inRange(0, 100, false, false)},
+		func(a *Autoscalers, v float64) { a.ClairvoyantMargin = v }, fromZero(100, false, false)},
 }
 
 // KnobKeys lists the settings a sweep can vary.
@@ -111,6 +113,7 @@ type SweepSpec struct {
 	Targets []float64
 	// Parallel runs this many simulations at once (default 1).
 	Parallel int
+	progress func(done, total int)
 }
 
 // SweepPoint is one setting of one autoscaler, over the seeds.
@@ -169,8 +172,8 @@ type SweepResult struct {
 // sweepPoints expands the spec into the points to run, with the scenario
 // each runs (the knob values written into a copy of sc's autoscalers).
 func sweepPoints(sc Scenario, spec SweepSpec) ([]SweepPoint, []Scenario) {
-	var points []SweepPoint
-	var scs []Scenario
+	points := make([]SweepPoint, 0, 64)
+	scs := make([]Scenario, 0, 64)
 	base := sc.withDefaults().Autoscalers
 	for _, name := range spec.Autoscalers {
 		var keys []string
@@ -203,7 +206,7 @@ func sweepPoints(sc Scenario, spec SweepSpec) ([]SweepPoint, []Scenario) {
 			s.Autoscalers = base
 			s.Autoscalers.Default = nil
 			def := true
-			var parts []string
+			parts := make([]string, 0, len(keys))
 			for _, k := range keys {
 				knobs[k].set(&s.Autoscalers, c[k])
 				def = def && c[k] == knobValue(base, k)
@@ -280,6 +283,7 @@ func SweepRuns(sc Scenario, spec SweepSpec) int {
 // the first autoscaler's frontier over each other's. progress (may be
 // nil) is called after each run with the runs done and the total.
 func Sweep(ctx context.Context, sc Scenario, spec SweepSpec, progress func(done, total int)) (*SweepResult, error) {
+	spec.progress = progress
 	if len(spec.Seeds) == 0 {
 		return nil, fmt.Errorf("sweep: no seeds")
 	}
@@ -292,37 +296,7 @@ func Sweep(ctx context.Context, sc Scenario, spec SweepSpec, progress func(done,
 		}
 	}
 	points, scs := sweepPoints(sc, spec)
-	slo := make([][]float64, len(points))
-	cost := make([][]float64, len(points))
-	for i := range points {
-		slo[i] = make([]float64, len(spec.Seeds))
-		cost[i] = make([]float64, len(spec.Seeds))
-	}
-	done := make([][]bool, len(points))
-	for i := range done {
-		done[i] = make([]bool, len(spec.Seeds))
-	}
-	var jobs [][2]int
-	for i := range points {
-		for j := range spec.Seeds {
-			jobs = append(jobs, [2]int{i, j})
-		}
-	}
-	err := runParallel(ctx, len(jobs), spec.Parallel, func(k int) error {
-		i, j := jobs[k][0], jobs[k][1]
-		s := scs[i]
-		s.Seed = spec.Seeds[j]
-		a, err := NewAutoscaler(points[i].Autoscaler, &s)
-		if err != nil {
-			return err
-		}
-		r := New(s, a).Run(ctx, nil)
-		if ctx.Err() != nil {
-			return nil
-		}
-		slo[i][j], cost[i][j], done[i][j] = 100*r.SLOAttainment, r.Cost, true
-		return nil
-	}, progress)
+	slo, cost, done, err := runPoints(ctx, points, scs, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -334,6 +308,14 @@ func Sweep(ctx context.Context, sc Scenario, spec SweepSpec, progress func(done,
 		p.SLOAttainment, p.Cost = statOf(slo[i]), statOf(cost[i])
 		res.Points = append(res.Points, p)
 	}
+	res.compare(spec)
+	return res, nil
+}
+
+// compare marks the frontiers, reads each autoscaler's cost at the target
+// attainments and checks the first autoscaler's frontier against each
+// rival's (not the bounds').
+func (res *SweepResult) compare(spec SweepSpec) {
 	markFrontiers(res.Points)
 	targets := spec.Targets
 	if len(targets) == 0 {
@@ -341,25 +323,24 @@ func Sweep(ctx context.Context, sc Scenario, spec SweepSpec, progress func(done,
 	}
 	for _, name := range spec.Autoscalers {
 		fr := frontier(res.Points, name)
-		if len(fr) == 0 {
+		for _, t := range targets {
+			if len(fr) > 0 {
+				res.AtAttainment = append(res.AtAttainment, costAt(fr, name, t))
+			}
+		}
+	}
+	if len(spec.Autoscalers) == 0 {
+		return
+	}
+	a := spec.Autoscalers[0]
+	for _, b := range spec.Autoscalers[1:] {
+		if b == "oracle" || b == "clairvoyant" {
 			continue
 		}
-		for _, t := range targets {
-			res.AtAttainment = append(res.AtAttainment, costAt(fr, name, t))
+		if d, ok := dominance(res.Points, a, b); ok {
+			res.Dominance = append(res.Dominance, d)
 		}
 	}
-	if len(spec.Autoscalers) > 0 {
-		a := spec.Autoscalers[0]
-		for _, b := range spec.Autoscalers[1:] {
-			if b == "oracle" || b == "clairvoyant" {
-				continue // bounds, not rivals
-			}
-			if d, ok := dominance(res.Points, a, b); ok {
-				res.Dominance = append(res.Dominance, d)
-			}
-		}
-	}
-	return res, nil
 }
 
 func allTrue(bs []bool) bool {
@@ -489,4 +470,33 @@ func dominance(ps []SweepPoint, a, b string) (Dominance, bool) {
 		}
 	}
 	return d, true
+}
+
+// runPoints runs every point with every seed; done says which runs
+// finished (all of them unless ctx was cancelled).
+func runPoints(ctx context.Context, points []SweepPoint, scs []Scenario, spec SweepSpec) (slo, cost [][]float64, done [][]bool, err error) {
+	slo = make([][]float64, len(points))
+	cost = make([][]float64, len(points))
+	done = make([][]bool, len(points))
+	for i := range points {
+		slo[i] = make([]float64, len(spec.Seeds))
+		cost[i] = make([]float64, len(spec.Seeds))
+		done[i] = make([]bool, len(spec.Seeds))
+	}
+	n := len(spec.Seeds)
+	err = runParallel(ctx, len(points)*n, spec.Parallel, func(k int) error {
+		i, j := k/n, k%n
+		s := scs[i]
+		s.Seed = spec.Seeds[j]
+		a, err := NewAutoscaler(points[i].Autoscaler, &s)
+		if err != nil {
+			return err
+		}
+		r := New(s, a).Run(ctx, nil)
+		if !r.Interrupted {
+			slo[i][j], cost[i][j], done[i][j] = 100*r.SLOAttainment, r.Cost, true
+		}
+		return nil
+	}, spec.progress)
+	return slo, cost, done, err
 }
