@@ -253,9 +253,13 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// DefaultKVCacheThreshold is the KV-cache usage at which the saturation
+// analyzer counts a replica as saturated, unless configured.
+const DefaultKVCacheThreshold = 0.80
+
 // defaultSaturation are seed 002's thresholds.
 var defaultSaturation = SaturationConfig{
-	KVCacheThreshold: 0.80, QueueLengthThreshold: 5, KVSpareTrigger: 0.10, QueueSpareTrigger: 3,
+	KVCacheThreshold: DefaultKVCacheThreshold, QueueLengthThreshold: 5, KVSpareTrigger: 0.10, QueueSpareTrigger: 3,
 	MinNonSaturatedReplicasForScaleDown: 1,
 }
 

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/llm-d-incubation/wva/internal/engine"
 )
 
 // A knob is one autoscaler setting a sweep varies: the autoscaler it
@@ -236,14 +238,14 @@ func knobValue(a Autoscalers, key string) float64 {
 		return a.KEDA.Threshold
 	case "wva.spareQuantile":
 		if a.WVA.SpareQuantile == 0 {
-			return 0.95 // the engine's default (engine.DefaultConfig)
+			return engine.DefaultSpareQuantile
 		}
 		return a.WVA.SpareQuantile
 	case "wva.ttftAttainment":
 		return a.WVA.TTFTAttainment
 	case "wva.kvCacheThreshold":
 		if a.WVA.KVCacheThreshold == 0 {
-			return 0.8 // the saturation analyzer's default
+			return engine.DefaultKVCacheThreshold
 		}
 		return a.WVA.KVCacheThreshold
 	case "clairvoyant.margin":
