@@ -28,6 +28,7 @@ func DefaultMain() Main {
 		CapacitySource:        DefaultCapacitySource,
 		ScaleFromZeroInterval: DefaultScaleFromZeroInterval,
 		ScaleFromZeroQuery:    DefaultScaleFromZeroQuery,
+		GatewayRateQuery:      DefaultGatewayRateQuery,
 	}
 }
 
@@ -118,6 +119,11 @@ var mainKeys = map[string]setter{
 	"WVA_CAPACITY_SOURCE":          setCapacitySource,
 	"WVA_SCALE_FROM_ZERO_INTERVAL": setScaleFromZeroInterval,
 	"WVA_SCALE_FROM_ZERO_QUERY":    func(m *Main, v string) error { m.ScaleFromZeroQuery = v; return nil },
+	"WVA_GATEWAY_RATE_QUERY":       func(m *Main, v string) error { m.GatewayRateQuery = v; return nil },
+	"WVA_SURGE": func(m *Main, v string) (err error) {
+		m.Surge, err = parseBool(v)
+		return err
+	},
 	"WVA_POD_VARIANT_LABEL": func(m *Main, v string) (err error) {
 		m.PodVariantLabel, err = parseLabel(v)
 		return err

@@ -120,7 +120,7 @@ func TestDefaultMain(t *testing.T) {
 	}
 	want := Main{
 		Interval: 60 * time.Second, Optimizer: engine.OptimizerUnlimited, CapacitySource: "nodes",
-		ScaleFromZeroInterval: 2 * time.Second, ScaleFromZeroQuery: DefaultScaleFromZeroQuery,
+		ScaleFromZeroInterval: 2 * time.Second, ScaleFromZeroQuery: DefaultScaleFromZeroQuery, GatewayRateQuery: DefaultGatewayRateQuery,
 	}
 	if !reflect.DeepEqual(m, want) {
 		t.Errorf("defaults = %+v, want %+v", m, want)
@@ -188,8 +188,11 @@ func TestParseMainValues(t *testing.T) {
 			"WVA_CAPACITY_SOURCE":          "configmap",
 			"WVA_SCALE_FROM_ZERO_INTERVAL": "500ms",
 			"WVA_SCALE_FROM_ZERO_QUERY":    "sum by (namespace, model_name) (my_queue)",
+			"WVA_GATEWAY_RATE_QUERY":       "none",
+			"WVA_SURGE":                    "true",
 			"WVA_POD_VARIANT_LABEL":        "variant",
 		}, func(m *Main) {
+			m.GatewayRateQuery, m.Surge = GatewayRateQueryOff, true
 			m.Interval, m.ScaleToZero, m.Mode, m.Optimizer = 30*time.Second, true, engine.ModeHybrid, engine.OptimizerLimited
 			m.CapacitySource, m.ScaleFromZeroInterval = "configmap", 500*time.Millisecond
 			m.ScaleFromZeroQuery, m.PodVariantLabel = "sum by (namespace, model_name) (my_queue)", "variant"

@@ -36,6 +36,18 @@ const (
 // label).
 const DefaultScaleFromZeroQuery = `sum by (namespace, model_name) (llm_d_epp_flow_control_queue_size or inference_extension_flow_control_queue_size)`
 
+// DefaultGatewayRateQuery is each model's arrival rate at the inference
+// gateway: the endpoint picker's request counter (inference_objective_*
+// since the Gateway API Inference Extension's v1 API, inference_model_*
+// before), by model. Unlike the sum over the model's pods it still counts
+// requests served by pods that were removed within the window. Where the
+// gateway exports neither, the query returns nothing and the engine uses
+// the pods' rates alone. GatewayRateQueryOff disables it.
+const DefaultGatewayRateQuery = `sum by (namespace, model_name) (rate(inference_objective_request_total[1m]) or rate(inference_model_request_total[1m]))`
+
+// GatewayRateQueryOff as WVA_GATEWAY_RATE_QUERY disables the query.
+const GatewayRateQueryOff = "none"
+
 // Problem is one invalid key.
 type Problem struct {
 	ConfigMap string
@@ -85,6 +97,14 @@ type Main struct {
 	// DefaultScaleFromZeroQuery).
 	ScaleFromZeroInterval time.Duration
 	ScaleFromZeroQuery    string
+	// GatewayRateQuery is each model's arrival rate at the gateway
+	// (WVA_GATEWAY_RATE_QUERY, default DefaultGatewayRateQuery; "none":
+	// no query), read every cycle and by the fast loop's surge check.
+	GatewayRateQuery string
+	// Surge makes the fast loop run an extra cycle when a model's load
+	// outruns its last plan (WVA_SURGE, default false: on the shipped
+	// scenarios it gained nothing and cost SLO on one; docs/engine.md).
+	Surge bool
 	// PodVariantLabel, when set, is the pod label (on the vLLM series) that
 	// names the pod's VariantAutoscaling (WVA_POD_VARIANT_LABEL); when
 	// empty pods are mapped to variants through their Deployment.
@@ -92,7 +112,9 @@ type Main struct {
 	// Engine holds WVA_SCALE_TO_ZERO_RETENTION, WVA_SCALE_DOWN_STABILIZATION,
 	// WVA_METRICS_MAX_AGE (durations), WVA_TRANSIENT_DELAY (duration),
 	// WVA_MAX_QUEUE_SIZE, WVA_ALLOCATION_ALGORITHM, WVA_SATURATION_POLICY,
-	// WVA_ACCELERATOR_PENALTY_FACTOR, WVA_SLO_MULTIPLIER; zero fields take
+	// WVA_ACCELERATOR_PENALTY_FACTOR, WVA_SLO_MULTIPLIER, WVA_SPARE_QUANTILE,
+	// WVA_FORECAST, WVA_PROVISIONING_TIME, WVA_TTFT_ATTAINMENT;
+	// zero fields take
 	// the engine's defaults, and a 0 the user wrote is ExplicitZero.
 	Engine engine.Config
 }

@@ -173,6 +173,8 @@ func mergeMain(base, m config.Main, data map[string]string) config.Main {
 		"WVA_CAPACITY_SOURCE":                 func() { out.CapacitySource = m.CapacitySource },
 		"WVA_SCALE_FROM_ZERO_INTERVAL":        func() { out.ScaleFromZeroInterval = m.ScaleFromZeroInterval },
 		"WVA_SCALE_FROM_ZERO_QUERY":           func() { out.ScaleFromZeroQuery = m.ScaleFromZeroQuery },
+		"WVA_GATEWAY_RATE_QUERY":              func() { out.GatewayRateQuery = m.GatewayRateQuery },
+		"WVA_SURGE":                           func() { out.Surge = m.Surge },
 		"WVA_POD_VARIANT_LABEL":               func() { out.PodVariantLabel = m.PodVariantLabel },
 	} {
 		if set(key) {

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
-	"github.com/llm-d-incubation/wva/internal/collector"
 	"github.com/llm-d-incubation/wva/internal/collector/file"
 	"github.com/llm-d-incubation/wva/internal/config"
 	"github.com/llm-d-incubation/wva/internal/engine"
@@ -447,30 +446,6 @@ func TestUnknownServiceClass(t *testing.T) {
 	}
 }
 
-func TestIsolateInvalid(t *testing.T) {
-	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	good := engine.Model{ID: "a", Namespace: "ns", Variants: []engine.Variant{{Name: "a-h100", Accelerator: "H100", CurrentReplicas: 1, ReadyReplicas: 1,
-		Pods: []engine.Pod{{Name: "p", SampledAt: now}}}}}
-	bad := engine.Model{ID: "b", Namespace: "ns", Variants: []engine.Variant{{Name: "b-h100", Accelerator: "H100", CurrentReplicas: 2, ReadyReplicas: 2,
-		Pods: []engine.Pod{{Name: "q", SampledAt: now}, {Name: "q", SampledAt: now}}}}}
-	s := &engine.Snapshot{Time: now, Models: []engine.Model{good, bad}}
-	got := isolateInvalid(s)
-	if len(s.Models) != 1 || s.Models[0].ID != "a" || got[collector.Target{Namespace: "ns", Model: "b"}] == nil || len(got) != 1 {
-		t.Fatalf("kept %v, bad %v", s.Models, got)
-	}
-	if !strings.Contains(got[collector.Target{Namespace: "ns", Model: "b"}].Error(), `duplicates pod "q"`) {
-		t.Errorf("error: %v", got)
-	}
-	if _, err := engine.New(nil).Plan(s); err != nil {
-		t.Errorf("the remaining snapshot does not plan: %v", err)
-	}
-	// A configuration problem is everybody's: nothing is isolated.
-	cfgBad := &engine.Snapshot{Time: now, Config: engine.Config{SLOMultiplier: 0.5}, Models: []engine.Model{good}}
-	if got := isolateInvalid(cfgBad); got != nil || len(cfgBad.Models) != 1 {
-		t.Errorf("configuration problem isolated: %v", got)
-	}
-}
-
 // TestCycleAndWakeConcurrently: the planner loop and the scale-from-zero
 // loop run in separate goroutines in the manager; under -race this test
 // fails if they share state unguarded.
@@ -621,5 +596,47 @@ func TestConfigStateVersion(t *testing.T) {
 	}
 	if err := s.Apply(config.MainName, map[string]string{"GLOBAL_OPT_INTERVAL": "45s"}, true); err != nil || s.Version() != v+1 {
 		t.Errorf("a real change: version %d → %d (%v)", v, s.Version(), err)
+	}
+}
+
+// TestSurgeAsksForCycle: with WVA_SURGE on, the fast loop asks the
+// optimisation loop for an extra cycle when requests pile up at the
+// gateway for a model that has replicas, but not within 15 s of the
+// model's last cycle; with it off (the default) it never does.
+func TestSurgeAsksForCycle(t *testing.T) {
+	f := newFixture(t)
+	f.deployment("llama-h100", 2)
+	f.va("llama-h100", model, func(va *wvav1.VariantAutoscaling) { va.Spec.Actuator = wvav1.ActuatorDirect })
+	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", 2, 0.3, 0)}}})
+	sfz := &ScaleFromZero{Planner: f.planner, Clock: f.clock, Log: f.planner.Log}
+	asked := func() bool {
+		if _, err := sfz.Check(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-f.planner.Surge:
+			return true
+		default:
+			return false
+		}
+	}
+	f.cycle() // plans for 4 rps, nothing waiting
+	queue := file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", 2, 0.3, 0)}},
+		Demand: []file.Demand{{Namespace: f.ns, Model: model, Value: 8}}}
+	f.writeMetrics(queue)
+	f.clock.Step(20 * time.Second)
+	if asked() {
+		t.Fatal("surge with WVA_SURGE off")
+	}
+	if err := f.planner.Config.Apply(DefaultConfigNames().Main, map[string]string{"WVA_SURGE": "true"}, true); err != nil {
+		t.Fatal(err)
+	}
+	if !asked() {
+		t.Fatal("8 requests waiting for 2 ready replicas: no cycle asked for")
+	}
+	f.cycle() // sees the queue
+	f.clock.Step(5 * time.Second)
+	if asked() {
+		t.Error("surge 5 s after the model's last cycle")
 	}
 }

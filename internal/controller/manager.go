@@ -163,7 +163,8 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options, clk clock.Clock,
 	c := &Controller{Store: store, Config: state}
 	c.Planner = &Planner{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: clk, Config: state, Engine: engine.New(store),
 		Store: store, Emitter: emitter, Cache: NewDecisionCache(), Actuators: NewActuators(mgr.GetClient()),
-		Sources: o.sources, Notify: notify, Log: log.WithName("planner"), Wake: make(chan struct{}, 1)}
+		Sources: o.sources, Notify: notify, Log: log.WithName("planner"), Wake: make(chan struct{}, 1),
+		Surge: make(chan struct{}, 1)}
 	c.ScaleFromZero = &ScaleFromZero{Planner: c.Planner, Clock: clk, Log: log.WithName("scale-from-zero")}
 	c.Reconciler = &Reconciler{Client: mgr.GetClient(), Clock: clk, Cache: c.Planner.Cache, Config: state}
 	c.ConfigWatch = &ConfigReconciler{Client: mgr.GetClient(), Namespace: o.Namespace, Names: o.Names, State: state,

@@ -24,6 +24,7 @@ import (
 	"github.com/llm-d-incubation/wva/internal/config"
 	"github.com/llm-d-incubation/wva/internal/engine"
 	"github.com/llm-d-incubation/wva/internal/metrics"
+	"github.com/llm-d-incubation/wva/internal/snapshot"
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
@@ -64,9 +65,11 @@ type Planner struct {
 	sourceFor     *config.Main
 	lastInventory map[string]int
 	warnings      map[collector.Target][]string // this cycle's, by model
-	lastTune      time.Time
-	// Wake makes the loop run a cycle now (a configuration change).
-	Wake chan struct{}
+	builder       snapshot.Builder
+	// Wake makes the loop run a cycle now and restart its period (a
+	// configuration change); Surge makes it run an extra cycle now, the
+	// periodic one keeping its time (the fast loop's surge check).
+	Wake, Surge chan struct{}
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
@@ -80,22 +83,32 @@ func (p *Planner) Start(ctx context.Context) error {
 	} else if len(skipped) > 0 {
 		p.Log.Info("tuner state entries skipped", "entries", skipped)
 	}
-	for {
+	cycle := func() {
 		if err := p.Cycle(ctx); err != nil && ctx.Err() == nil {
 			p.Log.Error(err, "optimisation cycle")
 		}
+	}
+	for {
+		cycle()
 		interval := p.Config.Settings().Main.Interval
 		if interval <= 0 {
 			interval = time.Minute
 		}
 		t := p.Clock.NewTimer(interval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C():
-		case <-p.Wake:
-			t.Stop()
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C():
+				break wait
+			case <-p.Wake:
+				t.Stop()
+				break wait
+			case <-p.Surge:
+				cycle() // an extra cycle: the periodic one keeps its time
+			}
 		}
 	}
 }
@@ -126,12 +139,19 @@ func (p *Planner) Cycle(ctx context.Context) error {
 	}
 	c := &cycleState{now: now}
 	c.decisions, c.groups, c.keep, c.keepTuner = p.resolve(ctx, now, list.Items)
-	snap, reports, collectErrs := p.snapshot(ctx, now, set, c.groups)
+	built, reports, collectErrs := p.snapshot(ctx, now, set, c.groups)
+	snap := built.Snapshot
 	c.reports, c.collectErrs = reports, collectErrs
 	for t, err := range collectErrs {
 		p.Log.Error(err, "collecting metrics; the model's decisions are held", "namespace", t.Namespace, "model", t.Model)
 	}
-	c.hold(isolateInvalid(snap), "this model's snapshot is invalid, its decisions are held: ")
+	invalid := map[collector.Target]error{}
+	for t, err := range built.Held {
+		if collectErrs[t] == nil {
+			invalid[t] = err
+		}
+	}
+	c.hold(invalid, "this model's snapshot is invalid, its decisions are held: ")
 	before := p.tunerCounts()
 	if len(snap.Models) == 0 {
 		// Nothing to plan (no variant, or no model's metrics could be read).
@@ -140,21 +160,7 @@ func (p *Planner) Cycle(ctx context.Context) error {
 		p.Emitter.CycleDone(time.Since(start), false)
 		return nil
 	}
-	for _, m := range snap.Models {
-		for _, v := range m.Variants {
-			p.Engine.SeedScaleDownWindow(m.Namespace, m.ID, v.Name, now, v.CurrentReplicas)
-		}
-	}
-	// The previous leader's decisions, from the status, are this engine's
-	// last good ones until it makes its own.
-	for _, vs := range c.groups {
-		for _, v := range vs {
-			if a := v.va.Status.DesiredOptimizedAlloc; !a.LastRunTime.IsZero() {
-				p.Engine.SeedLastGood(v.va.Namespace, v.va.Spec.ModelID, v.va.Name, int(a.NumReplicas))
-			}
-		}
-	}
-	plan, err := p.Engine.Plan(snap)
+	plan, err := built.Plan(p.Engine)
 	if err != nil {
 		all := map[collector.Target]error{}
 		for t := range c.groups {
@@ -376,14 +382,11 @@ func sameSource(a, b config.Main) bool {
 	return a.Prometheus == b.Prometheus && a.PodVariantLabel == b.PodVariantLabel
 }
 
-// snapshot builds the engine's input: one model per (namespace, modelID),
-// one variant per VariantAutoscaling, with its pods' metrics.
+// snapshot builds the engine's input through the snapshot builder the
+// simulator shares: one model per (namespace, modelID), one variant per
+// VariantAutoscaling, with its pods' metrics and the gateway's signals.
 func (p *Planner) snapshot(ctx context.Context, now time.Time, set Settings, groups map[collector.Target][]*variant) (
-	*engine.Snapshot, map[collector.Target]collector.Report, map[collector.Target]error) {
-	mode, cfg := p.engineConfig(now, set)
-	snap := &engine.Snapshot{Time: now, Mode: mode, Optimizer: set.Main.Optimizer, Config: cfg, ServiceClasses: set.ServiceClasses}
-	sat := set.Saturation.Default
-	snap.Saturation = &sat
+	snapshot.Result, map[collector.Target]collector.Report, map[collector.Target]error) {
 	reports := map[collector.Target]collector.Report{}
 	errs := map[collector.Target]error{}
 	targets := make([]collector.Target, 0, len(groups))
@@ -392,84 +395,91 @@ func (p *Planner) snapshot(ctx context.Context, now time.Time, set Settings, gro
 	}
 	sort.Slice(targets, func(i, j int) bool { return targets[i].String() < targets[j].String() })
 	src, srcErr := p.currentSource(set.Main)
-	// The demand signal matters only to a model with no replica (scale
-	// from zero): no query when every model has one.
-	var demand map[collector.Target]float64
-	if ds, ok := src.(collector.DemandSource); ok && srcErr == nil && anyAtZero(groups) {
-		var err error
-		if demand, err = ds.Demand(ctx, now, set.Main.ScaleFromZeroQuery); err != nil {
-			p.Log.V(1).Info("demand signal unavailable", "error", err.Error())
-		}
-	}
+	gw := p.gatewaySignals(ctx, now, set.Main, src, srcErr)
 	collected := collectAll(ctx, src, srcErr, now, targets)
+	models := make([]snapshot.Model, 0, len(targets))
 	for i, t := range targets {
 		vs := groups[t]
 		sort.Slice(vs, func(i, j int) bool { return vs[i].va.Name < vs[j].va.Name })
 		if err := collected[i].err; err != nil {
 			errs[t] = err
-			continue // the model is held this cycle
-		}
-		reports[t] = collected[i].rep
-		snap.Models = append(snap.Models, p.engineModel(ctx, t, vs, set, collected[i].rep, demand[t]))
-	}
-	if snap.Optimizer == engine.OptimizerLimited {
-		inv, err := p.inventory(ctx, set)
-		switch {
-		case err == nil:
-			snap.Inventory, p.lastInventory = inv, inv
-		case p.lastInventory != nil:
-			p.Log.Error(err, "discovering accelerator inventory; using the last one discovered")
-			snap.Inventory = p.lastInventory
-		default:
-			p.Log.Error(err, "discovering accelerator inventory; none known yet, planning without limits")
-			snap.Optimizer = engine.OptimizerUnlimited
-		}
-	}
-	return snap, reports, errs
-}
-
-// isolateInvalid removes from the snapshot the models that fail the
-// engine's validation on their own, so that one bad model does not stop the
-// cycle for all (seed 002 §4.5: continue with the variants that are fine).
-// Problems that are not a single model's (the configuration) remain for
-// Plan to report.
-func isolateInvalid(s *engine.Snapshot) map[collector.Target]error {
-	if s.Validate() == nil {
-		return nil
-	}
-	bad := map[collector.Target]error{}
-	kept := make([]engine.Model, 0, len(s.Models))
-	for _, m := range s.Models {
-		one := *s
-		one.Models = []engine.Model{m}
-		if err := one.Validate(); err != nil {
-			bad[collector.Target{Namespace: m.Namespace, Model: m.ID}] = err
+			models = append(models, snapshot.Model{Model: engine.Model{ID: t.Model, Namespace: t.Namespace}, Err: err})
 			continue
 		}
-		kept = append(kept, m)
+		reports[t] = collected[i].rep
+		models = append(models, p.engineModel(ctx, t, vs, set, collected[i].rep, gw))
 	}
-	if len(kept) == 0 {
-		return nil // not a model's problem: Plan reports it
-	}
-	s.Models = kept
-	return bad
-}
-
-// anyAtZero says whether some model has no replica in any variant.
-func anyAtZero(groups map[collector.Target][]*variant) bool {
-	for _, vs := range groups {
-		zero := true
-		for _, v := range vs {
-			if specReplicas(v.target) > 0 {
-				zero = false
-				break
+	built := p.builder.Build(now, p.snapshotSettings(ctx, set), models)
+	// Each variant's pods with metrics, for its status.
+	for _, m := range built.Snapshot.Models {
+		for _, ev := range m.Variants {
+			for _, v := range groups[collector.Target{Namespace: m.Namespace, Model: m.ID}] {
+				if v.va.Name == ev.Name {
+					for _, pod := range ev.Pods {
+						v.pods = append(v.pods, pod.Name)
+					}
+				}
 			}
 		}
-		if zero {
-			return true
+	}
+	return built, reports, errs
+}
+
+// snapshotSettings resolves the cycle's configuration for the builder,
+// with the accelerator inventory in limited mode (the last one discovered
+// when discovery fails; none known yet: planning without limits).
+func (p *Planner) snapshotSettings(ctx context.Context, set Settings) snapshot.Settings {
+	cfg := set.Main.Engine
+	if cfg.SLOMultiplier == 0 {
+		cfg.SLOMultiplier = set.QueueingModel.SLOMultiplier
+	}
+	cfg.Tuner = set.Tuner.Config
+	sat := set.Saturation.Default
+	out := snapshot.Settings{Mode: set.Main.Mode, QueueingModel: set.QueueingModel.Present,
+		Tuning: set.Tuner.Enabled && set.QueueingModel.TuningEnabled, TunerPeriod: set.Tuner.Period, ScaleToZero: set.Main.ScaleToZero,
+		Optimizer: set.Main.Optimizer, Engine: cfg, Saturation: &sat, ServiceClasses: set.ServiceClasses}
+	if out.Optimizer != engine.OptimizerLimited {
+		return out
+	}
+	inv, err := p.inventory(ctx, set)
+	switch {
+	case err == nil:
+		out.Inventory, p.lastInventory = inv, inv
+	case p.lastInventory != nil:
+		p.Log.Error(err, "discovering accelerator inventory; using the last one discovered")
+		out.Inventory = p.lastInventory
+	default:
+		p.Log.Error(err, "discovering accelerator inventory; none known yet, planning without limits")
+		out.Optimizer = engine.OptimizerUnlimited
+	}
+	return out
+}
+
+// gateway are the gateway's signals per model: requests waiting in its
+// queue and the arrival rate (absent: unknown).
+type gateway struct {
+	waiting, rate map[collector.Target]float64
+}
+
+// gatewaySignals reads the gateway's queue (WVA_SCALE_FROM_ZERO_QUERY) and
+// arrival rate (WVA_GATEWAY_RATE_QUERY) when the source can. Either may be
+// missing: the engine then plans from the pods alone.
+func (p *Planner) gatewaySignals(ctx context.Context, now time.Time, m config.Main, src collector.Source, srcErr error) gateway {
+	var g gateway
+	ds, ok := src.(collector.DemandSource)
+	if !ok || srcErr != nil {
+		return g
+	}
+	var err error
+	if g.waiting, err = ds.Demand(ctx, now, m.ScaleFromZeroQuery); err != nil {
+		p.Log.V(1).Info("gateway queue unavailable", "error", err.Error())
+	}
+	if q := m.GatewayRateQuery; q != "" && q != config.GatewayRateQueryOff {
+		if g.rate, err = ds.Demand(ctx, now, q); err != nil {
+			p.Log.V(1).Info("gateway arrival rate unavailable", "error", err.Error())
 		}
 	}
-	return false
+	return g
 }
 
 // collectWorkers bounds the concurrent collections of a cycle.
@@ -505,37 +515,10 @@ func collectAll(ctx context.Context, src collector.Source, srcErr error, now tim
 	return out
 }
 
-// engineConfig resolves the mode (hybrid when the queueing-model ConfigMap
-// has a default entry, unless WVA_MODE says otherwise) and the engine's
-// settings, with tuning on when the mode uses the model and the tuner's
-// period has passed.
-func (p *Planner) engineConfig(now time.Time, set Settings) (engine.Mode, engine.Config) {
-	mode := set.Main.Mode
-	if mode == "" {
-		mode = engine.ModeCapacityOnly
-		if set.QueueingModel.Present {
-			mode = engine.ModeHybrid
-		}
-	}
-	cfg := set.Main.Engine
-	if cfg.SLOMultiplier == 0 {
-		cfg.SLOMultiplier = set.QueueingModel.SLOMultiplier
-	}
-	cfg.Tuner = set.Tuner.Config
-	cfg.TuningEnabled = mode != engine.ModeCapacityOnly && set.Tuner.Enabled && set.QueueingModel.TuningEnabled
-	if cfg.TuningEnabled && set.Tuner.Period > 0 && !p.lastTune.IsZero() && now.Sub(p.lastTune) < set.Tuner.Period {
-		cfg.TuningEnabled = false
-	}
-	if cfg.TuningEnabled {
-		p.lastTune = now
-	}
-	return mode, cfg
-}
-
-// engineModel builds one model: its SLO class, per-model settings and
-// variants.
-func (p *Planner) engineModel(ctx context.Context, t collector.Target, vs []*variant, set Settings, rep collector.Report, waiting float64) engine.Model {
-	m := engine.Model{ID: t.Model, Namespace: t.Namespace, GatewayWaitingRequests: waiting}
+// engineModel translates one model: its SLO class, per-model settings,
+// the gateway's signals and its variants.
+func (p *Planner) engineModel(ctx context.Context, t collector.Target, vs []*variant, set Settings, rep collector.Report, gw gateway) snapshot.Model {
+	m := engine.Model{ID: t.Model, Namespace: t.Namespace, GatewayWaitingRequests: gw.waiting[t], ArrivalRateRPS: gw.rate[t]}
 	if ref := classRef(vs); ref != nil {
 		// An unknown class must not fail the whole cycle (the engine
 		// rejects a snapshot naming one): the model plans without it and
@@ -557,10 +540,11 @@ func (p *Planner) engineModel(ctx context.Context, t collector.Target, vs []*var
 	}
 	m.Saturation = set.Saturation.For(t.Model, t.Namespace)
 	owners := p.podOwners(ctx, set.Main, vs)
+	out := snapshot.Model{Model: m, Report: rep}
 	for _, v := range vs {
-		m.Variants = append(m.Variants, p.engineVariant(v, set, rep, owners))
+		out.Variants = append(out.Variants, engineVariant(v, set, owners))
 	}
-	return m
+	return out
 }
 
 // classRef is the model's SLO class reference: the first variant's that
@@ -649,22 +633,18 @@ func ownedBy(pod *corev1.Pod, d *appsv1.Deployment) bool {
 	return ref.Kind == "ReplicaSet" && ref.Name == d.Name+"-"+pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
 }
 
-// engineVariant turns a VariantAutoscaling, its Deployment and its pods'
-// metrics into the engine's Variant.
-func (p *Planner) engineVariant(v *variant, set Settings, rep collector.Report, owners map[string]podInfo) engine.Variant {
+// engineVariant translates a VariantAutoscaling and its Deployment; its
+// pods are the report's that the variant label names, or else that its
+// Deployment owns.
+func engineVariant(v *variant, set Settings, owners map[string]podInfo) snapshot.Variant {
 	va, d := v.va, v.target
 	acc := acceleratorOf(va, d)
-	// During a scale-down terminating pods may still count as ready.
-	cur := int(specReplicas(d))
-	ev := engine.Variant{Name: va.Name, Accelerator: acc, CurrentReplicas: cur, ReadyReplicas: min(int(d.Status.ReadyReplicas), cur)}
+	ev := engine.Variant{Name: va.Name, Accelerator: acc, CurrentReplicas: int(specReplicas(d)), ReadyReplicas: int(d.Status.ReadyReplicas)}
 	if r := va.Spec.Role; r == "prefill" || r == "decode" {
 		ev.Role = r
 	}
 	if va.Spec.MinReplicas != nil {
 		minR := int(*va.Spec.MinReplicas)
-		if minR == 0 && !set.Main.ScaleToZero {
-			minR = 1
-		}
 		ev.MinReplicas = &minR
 	}
 	if va.Spec.MaxReplicas != nil {
@@ -679,27 +659,19 @@ func (p *Planner) engineVariant(v *variant, set Settings, rep collector.Report, 
 		}
 	}
 	ev.Cost = variantCost(va, acc, set.Accelerators)
-	now := rep.Time
-	for _, pm := range rep.Pods {
-		var mine bool
-		var ready time.Time
-		if set.Main.PodVariantLabel != "" {
-			mine = pm.Labels[set.Main.PodVariantLabel] == va.Name
-		} else {
-			info, ok := owners[pm.Pod.Name]
-			mine, ready = ok && info.variant == va.Name, info.ready
-		}
-		if !mine {
-			continue
-		}
-		pod := pm.Pod
-		v.pods = append(v.pods, pod.Name)
-		if !ready.IsZero() && pod.AgeSeconds == 0 {
-			pod.AgeSeconds = max(now.Sub(ready).Seconds(), 0)
-		}
-		ev.Pods = append(ev.Pods, pod)
+	out := snapshot.Variant{Variant: ev, LastGood: -1}
+	if a := va.Status.DesiredOptimizedAlloc; !a.LastRunTime.IsZero() {
+		out.LastGood = int(a.NumReplicas)
 	}
-	return ev
+	label := set.Main.PodVariantLabel
+	out.Owns = func(pm collector.PodMetrics) (bool, time.Time) {
+		if label != "" {
+			return pm.Labels[label] == va.Name, time.Time{}
+		}
+		info, ok := owners[pm.Pod.Name]
+		return ok && info.variant == va.Name, info.ready
+	}
+	return out
 }
 
 // acceleratorOf resolves a variant's accelerator type: the spec, the

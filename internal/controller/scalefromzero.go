@@ -16,12 +16,15 @@ import (
 	"github.com/llm-d-incubation/wva/internal/engine"
 )
 
-// ScaleFromZero is the fast loop for models with no replica: every
-// WVA_SCALE_FROM_ZERO_INTERVAL (default 2 s) it reads the demand signal
-// (WVA_SCALE_FROM_ZERO_QUERY, by default the gateway's flow-control queue)
-// and, for a model whose variants all have zero replicas and that has
-// waiting requests, scales its cheapest variant to one replica at once,
-// without waiting for the next optimisation cycle. Only the leader runs it.
+// ScaleFromZero is the fast loop: every WVA_SCALE_FROM_ZERO_INTERVAL
+// (default 2 s) it reads the gateway's signals, requests waiting in its
+// queue (WVA_SCALE_FROM_ZERO_QUERY, by default the flow-control queue) and
+// the arrival rate (WVA_GATEWAY_RATE_QUERY). For a model whose variants all
+// have zero replicas and that has waiting requests, it scales the cheapest
+// variant to one replica at once (engine.Engine.Wake). For a model with
+// replicas whose load has outrun the last plan (engine.Engine.Surge; on
+// with WVA_SURGE=true) it makes the optimisation loop run an extra cycle
+// now; the periodic cycles keep their times. Only the leader runs it.
 type ScaleFromZero struct {
 	Planner *Planner
 	Clock   clock.Clock
@@ -49,16 +52,16 @@ func (s *ScaleFromZero) Start(ctx context.Context) error {
 	}
 }
 
-// candidate is a variant at zero replicas that could be woken.
+// candidate is a variant of a model the fast loop checks.
 type candidate struct {
 	va   *wvav1.VariantAutoscaling
 	d    *appsv1.Deployment
 	cost float64
 }
 
-// idleModels groups the variants at zero replicas by model, and says which
-// models have a replica somewhere (those are not at zero).
-func (s *ScaleFromZero) idleModels(ctx context.Context, set Settings) (map[collector.Target][]candidate, map[collector.Target]bool, error) {
+// fastModels groups the variants by model and says which models have a
+// replica somewhere (those are not at zero).
+func (s *ScaleFromZero) fastModels(ctx context.Context, set Settings) (map[collector.Target][]candidate, map[collector.Target]bool, error) {
 	p := s.Planner
 	var list wvav1.VariantAutoscalingList
 	if err := p.Client.List(ctx, &list, p.ListOptions...); err != nil {
@@ -78,22 +81,23 @@ func (s *ScaleFromZero) idleModels(ctx context.Context, set Settings) (map[colle
 		t := collector.Target{Namespace: va.Namespace, Model: va.Spec.ModelID}
 		if specReplicas(&d) > 0 || d.Status.Replicas > 0 {
 			busy[t] = true
-			continue
-		}
-		if va.Spec.MaxReplicas != nil && *va.Spec.MaxReplicas < 1 {
-			continue
 		}
 		groups[t] = append(groups[t], candidate{va: va, d: &d, cost: variantCost(va, acceleratorOf(va, &d), set.Accelerators)})
 	}
 	return groups, busy, nil
 }
 
-// wakeChoice applies the engine's wake rule (the simulator's as well) to a
-// model's variants at zero.
-func wakeChoice(t collector.Target, cs []candidate, waiting float64) (candidate, engine.VariantDecision, bool) {
-	m := engine.Model{ID: t.Model, Namespace: t.Namespace, GatewayWaitingRequests: waiting}
+// fastModel is what the fast loop tells the engine about a model: its
+// variants' replica counts and bounds, and the gateway's signals.
+func fastModel(t collector.Target, cs []candidate, waiting, rate float64) engine.Model {
+	m := engine.Model{ID: t.Model, Namespace: t.Namespace, GatewayWaitingRequests: waiting, ArrivalRateRPS: rate}
 	for _, c := range cs {
-		v := engine.Variant{Name: c.va.Name, Accelerator: acceleratorOf(c.va, c.d), Cost: c.cost}
+		if hi := c.va.Spec.MaxReplicas; hi != nil && *hi < 1 {
+			continue // may have no replica (the engine reads 0 as no bound)
+		}
+		cur := int(specReplicas(c.d))
+		v := engine.Variant{Name: c.va.Name, Accelerator: acceleratorOf(c.va, c.d), Cost: c.cost, CurrentReplicas: cur,
+			ReadyReplicas: min(int(c.d.Status.ReadyReplicas), cur)}
 		if lo := c.va.Spec.MinReplicas; lo != nil {
 			n := int(*lo)
 			v.MinReplicas = &n
@@ -103,7 +107,14 @@ func wakeChoice(t collector.Target, cs []candidate, waiting float64) (candidate,
 		}
 		m.Variants = append(m.Variants, v)
 	}
-	d, ok := engine.Wake(&m)
+	return m
+}
+
+// wakeChoice applies the engine's wake rule (the simulator's as well) to a
+// model at zero.
+func (s *ScaleFromZero) wakeChoice(t collector.Target, cs []candidate, waiting float64) (candidate, engine.VariantDecision, bool) {
+	m := fastModel(t, cs, waiting, 0)
+	d, ok := s.Planner.Engine.Wake(&m)
 	if !ok {
 		return candidate{}, d, false
 	}
@@ -119,31 +130,28 @@ func wakeChoice(t collector.Target, cs []candidate, waiting float64) (candidate,
 func (s *ScaleFromZero) Check(ctx context.Context) ([]types.NamespacedName, error) {
 	p := s.Planner
 	set := p.Config.Settings()
-	groups, busy, err := s.idleModels(ctx, set)
+	groups, busy, err := s.fastModels(ctx, set)
 	if err != nil {
 		return nil, err
 	}
-	idle := 0
-	for t := range groups {
-		if !busy[t] {
-			idle++
-		}
+	surge := set.Main.Surge
+	if !surge && len(busy) == len(groups) {
+		return nil, nil // nothing at zero, and surges are off
 	}
-	if idle == 0 {
+	if len(groups) == 0 {
 		return nil, nil
 	}
 	src, err := p.currentSource(set.Main)
 	if err != nil {
 		return nil, err
 	}
-	ds, ok := src.(collector.DemandSource)
-	if !ok {
-		return nil, fmt.Errorf("the metrics source cannot read a demand signal; scale from zero waits for the optimisation cycle")
+	if _, ok := src.(collector.DemandSource); !ok {
+		return nil, fmt.Errorf("the metrics source cannot read the gateway's signals; scaling waits for the optimisation cycle")
 	}
 	now := s.Clock.Now()
-	demand, err := ds.Demand(ctx, now, set.Main.ScaleFromZeroQuery)
-	if err != nil {
-		return nil, err
+	gw := p.gatewaySignals(ctx, now, set.Main, src, nil)
+	if gw.waiting == nil && gw.rate == nil {
+		return nil, fmt.Errorf("the gateway's queue and arrival rate could not be read; scaling waits for the optimisation cycle")
 	}
 	targets := make([]collector.Target, 0, len(groups))
 	for t := range groups {
@@ -152,28 +160,58 @@ func (s *ScaleFromZero) Check(ctx context.Context) ([]types.NamespacedName, erro
 	sort.Slice(targets, func(i, j int) bool { return targets[i].String() < targets[j].String() })
 	var woke []types.NamespacedName
 	for _, t := range targets {
-		if busy[t] || demand[t] <= 0 {
+		if busy[t] {
+			if surge {
+				s.surge(t, groups[t], gw, now)
+			}
 			continue
 		}
-		c, d, ok := wakeChoice(t, groups[t], demand[t])
-		if !ok {
-			continue
+		if k, ok := s.wake(ctx, t, groups[t], gw.waiting[t], now); ok {
+			woke = append(woke, k)
 		}
-		k := types.NamespacedName{Namespace: c.va.Namespace, Name: c.va.Name}
-		if prev, ok := p.Cache.Get(k); ok && prev.Decided && prev.Decision.Reason == engine.ReasonScaleFromZero && prev.Decision.Desired >= 1 &&
-			c.va.Spec.Actuator != wvav1.ActuatorDirect {
-			continue // already woken; HPA or KEDA is acting on it
-		}
-		dec := Decision{Time: now, Decided: true, Decision: d, MetricsOK: true, MetricsReason: wvav1.ReasonMetricsFound,
-			MetricsMessage: fmt.Sprintf("demand signal: %g waiting requests", demand[t])}
-		p.actuate(ctx, &dec, &variant{va: c.va, target: c.d, key: k}, now)
-		p.Emitter.Wake(d)
-		p.Cache.Set(k, dec)
-		if p.Notify != nil {
-			p.Notify(k)
-		}
-		s.Log.Info("scaling from zero", "variant", k, "model", t.Model, "waiting", demand[t])
-		woke = append(woke, k)
 	}
 	return woke, nil
+}
+
+// surge asks the optimisation loop for a cycle now when the engine says
+// the model's load has outrun its last plan.
+func (s *ScaleFromZero) surge(t collector.Target, cs []candidate, gw gateway, now time.Time) {
+	m := fastModel(t, cs, gw.waiting[t], gw.rate[t])
+	why, ok := s.Planner.Engine.Surge(&m, now)
+	if !ok {
+		return
+	}
+	select {
+	case s.Planner.Surge <- struct{}{}:
+		s.Log.Info("load surge: running a cycle now", "model", t.Model, "namespace", t.Namespace, "why", why)
+	default: // a cycle is already asked for
+	}
+}
+
+// wake scales a model at zero with waiting requests to its cheapest
+// variant's first replica.
+func (s *ScaleFromZero) wake(ctx context.Context, t collector.Target, cs []candidate, waiting float64, now time.Time) (types.NamespacedName, bool) {
+	p := s.Planner
+	if !(waiting > 0) {
+		return types.NamespacedName{}, false
+	}
+	c, d, ok := s.wakeChoice(t, cs, waiting)
+	if !ok {
+		return types.NamespacedName{}, false
+	}
+	k := types.NamespacedName{Namespace: c.va.Namespace, Name: c.va.Name}
+	if prev, ok := p.Cache.Get(k); ok && prev.Decided && prev.Decision.Reason == engine.ReasonScaleFromZero && prev.Decision.Desired >= 1 &&
+		c.va.Spec.Actuator != wvav1.ActuatorDirect {
+		return types.NamespacedName{}, false // already woken; HPA or KEDA is acting on it
+	}
+	dec := Decision{Time: now, Decided: true, Decision: d, MetricsOK: true, MetricsReason: wvav1.ReasonMetricsFound,
+		MetricsMessage: fmt.Sprintf("demand signal: %g waiting requests", waiting)}
+	p.actuate(ctx, &dec, &variant{va: c.va, target: c.d, key: k}, now)
+	p.Emitter.Wake(d)
+	p.Cache.Set(k, dec)
+	if p.Notify != nil {
+		p.Notify(k)
+	}
+	s.Log.Info("scaling from zero", "variant", k, "model", t.Model, "waiting", waiting)
+	return k, true
 }

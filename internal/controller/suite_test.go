@@ -82,7 +82,7 @@ func newFixture(t *testing.T) *fixture {
 	f.planner = &Planner{Client: env.Client, Reader: env.Client, Clock: f.clock, Config: state, Engine: engine.New(store), Store: store,
 		Emitter: em, Cache: NewDecisionCache(), Actuators: NewActuators(env.Client), Log: logr.Discard(),
 		Sources: func(config.Main) (collector.Source, error) { return file.Source{Path: f.metrics}, nil },
-		Notify:  func(k types.NamespacedName) { f.notified = append(f.notified, k) }, Wake: make(chan struct{}, 1),
+		Notify:  func(k types.NamespacedName) { f.notified = append(f.notified, k) }, Wake: make(chan struct{}, 1), Surge: make(chan struct{}, 1),
 		ListOptions: []client.ListOption{client.InNamespace(ns)}}
 	f.rec = &Reconciler{Client: env.Client, Clock: f.clock, Cache: f.planner.Cache, Config: state}
 	f.cfg = &ConfigReconciler{Client: env.Client, Namespace: ctrlNS, Names: names, State: state}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -131,35 +130,6 @@ func cheapest(vss []*variantState) *variantState {
 
 func cheaper(a, b *Variant) bool {
 	return a.cost() < b.cost() || (a.cost() == b.cost() && a.Name < b.Name)
-}
-
-// Wake is the rule of the fast scale-from-zero loop, which the controller
-// runs every few seconds between cycles and the simulator as well: when
-// none of a model's variants has a replica and requests wait for it
-// (m.GatewayWaitingRequests), its cheapest variant allowed a replica goes
-// to max(1, minReplicas) at once. It is the same choice the cycle makes
-// (scale from zero in zero()), made without waiting for the cycle.
-func Wake(m *Model) (VariantDecision, bool) {
-	if !(m.GatewayWaitingRequests > 0) {
-		return VariantDecision{}, false
-	}
-	var best *Variant
-	for i := range m.Variants {
-		v := &m.Variants[i]
-		if v.CurrentReplicas > 0 {
-			return VariantDecision{}, false // not at zero: the cycle decides
-		}
-		if v.maxReplicas() >= 1 && (best == nil || cheaper(v, best)) {
-			best = v
-		}
-	}
-	if best == nil {
-		return VariantDecision{}, false
-	}
-	return VariantDecision{Model: m.ID, Namespace: m.Namespace, Variant: best.Name, Accelerator: best.Accelerator,
-		Desired: min(max(1, best.minReplicas()), best.maxReplicas()), Action: ActionScaleUp, Reason: ReasonScaleFromZero,
-		Explanation:    fmt.Sprintf("%g requests wait for %s, which has no replica: waking the cheapest variant", m.GatewayWaitingRequests, m.ID),
-		CapacityTarget: -1, ModelTarget: -1}, true
 }
 
 func (c *cycle) clamp(vs *variantState) {

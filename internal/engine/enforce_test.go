@@ -328,27 +328,27 @@ func TestWake(t *testing.T) {
 		{Name: "l40s", Accelerator: "L40S", Cost: 10, MaxReplicas: 0, MinReplicas: &three},
 		{Name: "a10", Accelerator: "A10", Cost: 10, MinReplicas: &zero},
 	}}
-	d, ok := Wake(&m)
+	d, ok := New(nil).Wake(&m)
 	// a10 and l40s cost the same; a10 comes first by name; minReplicas 0 → 1.
 	if !ok || d.Variant != "a10" || d.Desired != 1 || d.Reason != ReasonScaleFromZero || d.Action != ActionScaleUp {
 		t.Fatalf("wake: %+v %v", d, ok)
 	}
 	m.Variants[2].Cost = 20
-	if d, _ := Wake(&m); d.Variant != "l40s" || d.Desired != 3 {
+	if d, _ := New(nil).Wake(&m); d.Variant != "l40s" || d.Desired != 3 {
 		t.Errorf("minReplicas 3: %+v", d)
 	}
 	m.Variants[1].MaxReplicas = 1
 	m.Variants[1].Cost = 5
-	if d, _ := Wake(&m); d.Variant != "l40s" || d.Desired != 1 {
+	if d, _ := New(nil).Wake(&m); d.Variant != "l40s" || d.Desired != 1 {
 		t.Errorf("maxReplicas 1 caps minReplicas 3: %+v", d)
 	}
 	m.GatewayWaitingRequests = 0
-	if _, ok := Wake(&m); ok {
+	if _, ok := New(nil).Wake(&m); ok {
 		t.Error("woke with nothing waiting")
 	}
 	m.GatewayWaitingRequests = 1
 	m.Variants[0].CurrentReplicas = 1
-	if _, ok := Wake(&m); ok {
+	if _, ok := New(nil).Wake(&m); ok {
 		t.Error("woke a model that has a replica")
 	}
 }

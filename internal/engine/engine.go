@@ -18,6 +18,9 @@ import (
 // loop.
 type Engine struct {
 	store tuner.Store
+	// mu serialises Plan with the fast loop's Wake and Surge and with the
+	// seeding calls, which the controller makes from other goroutines.
+	mu    sync.Mutex
 	state State
 }
 
@@ -37,6 +40,9 @@ type State struct {
 	Forecasts map[string]*Forecast
 	// Provisioning learns each variant's time from scale-up to Ready.
 	Provisioning map[string]*Provisioning
+	// Planned is what each model's last cycle planned for (the fast
+	// loop's surge baseline).
+	Planned map[string]planned
 }
 
 // Recommendation is one cycle's target for a variant.
@@ -54,6 +60,7 @@ func New(store tuner.Store) *Engine {
 	return &Engine{store: store, state: State{
 		LastGood: map[string]int{}, LastTraffic: map[string]time.Time{}, Recommendations: map[string][]Recommendation{},
 		Sizing: map[string]queueing.Hints{}, Forecasts: map[string]*Forecast{}, Provisioning: map[string]*Provisioning{},
+		Planned: map[string]planned{},
 	}}
 }
 
@@ -131,6 +138,8 @@ type cycle struct {
 // field; every other problem (missing or bad metrics, an analysis that
 // fails) is reported in the plan and the affected variants hold.
 func (e *Engine) Plan(s *Snapshot) (*Plan, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -155,6 +164,7 @@ func (e *Engine) Plan(s *Snapshot) (*Plan, error) {
 	c.parallel(c.arbitrate)
 	c.enforce()
 	c.parallel(c.pickVictims)
+	c.recordPlanned()
 	return c.plan(), nil
 }
 
@@ -345,6 +355,8 @@ func (c *cycle) saturation(ms *modelState) {
 // running fleet (a new leader, a restart) then waits a full stabilisation
 // window before scaling it down, as the previous engine would have.
 func (e *Engine) SeedScaleDownWindow(namespace, model, variant string, at time.Time, replicas int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	key := variantKey(namespace, model, variant)
 	if len(e.state.Recommendations[key]) == 0 {
 		e.state.Recommendations[key] = []Recommendation{{Time: at, Replica: replicas}}
@@ -356,6 +368,8 @@ func (e *Engine) SeedScaleDownWindow(namespace, model, variant string, at time.T
 // a variant with bad metrics at the decision its predecessor made, not at
 // the replicas the variant happens to have.
 func (e *Engine) SeedLastGood(namespace, model, variant string, replicas int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	key := variantKey(namespace, model, variant)
 	if _, ok := e.state.LastGood[key]; !ok {
 		e.state.LastGood[key] = replicas

@@ -13,6 +13,7 @@ import (
 	"github.com/llm-d-incubation/wva/internal/collector"
 	"github.com/llm-d-incubation/wva/internal/engine"
 	"github.com/llm-d-incubation/wva/internal/queueing"
+	"github.com/llm-d-incubation/wva/internal/snapshot"
 )
 
 // NewAutoscaler builds an autoscaler by name: wva, hpa, keda, clairvoyant,
@@ -322,6 +323,7 @@ var wvaEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 type WVA struct {
 	cfg   WVAConfig
 	e     *engine.Engine
+	b     snapshot.Builder
 	trace func(now float64, p *engine.Plan) // tests inspect the plans
 	// victims of the last plan, and the pods marked so far: a mark stays
 	// on a pod until it is set again, so marks no longer meant are reset.
@@ -374,15 +376,20 @@ func (w *WVA) Interval() float64 { return w.cfg.IntervalSeconds }
 // Decide implements Autoscaler.
 func (w *WVA) Decide(v *View) []int {
 	out, pos := unchanged(v)
-	s := w.snapshot(v)
-	plan, err := w.e.Plan(s)
+	built := w.b.Build(wvaTime(v.Now), w.settings(v), w.models(v))
+	for t, err := range built.Held {
+		// The controller holds the model and says why on its variants'
+		// status; the run reports it at the end.
+		w.fail(v.Now, fmt.Sprintf("model %s held: %v", t.Model, err))
+	}
+	if len(built.Snapshot.Models) == 0 {
+		return out
+	}
+	plan, err := built.Plan(w.e)
 	if err != nil {
 		// The controller holds every variant and reports the error on
-		// their status; the run does the same and reports it at the end.
-		if w.errs[err.Error()] == 0 {
-			w.firstErr[err.Error()] = v.Now
-		}
-		w.errs[err.Error()]++
+		// their status; the run does the same.
+		w.fail(v.Now, "the engine failed, holding every variant: "+err.Error())
 		return out
 	}
 	if w.trace != nil {
@@ -400,6 +407,14 @@ func (w *WVA) Decide(v *View) []int {
 	return out
 }
 
+// fail counts a problem of a cycle for the run's warnings.
+func (w *WVA) fail(now float64, msg string) {
+	if w.errs[msg] == 0 {
+		w.firstErr[msg] = now
+	}
+	w.errs[msg]++
+}
+
 // unchanged returns a decision that changes nothing (−1 per variant) and
 // each variant's index by "model/variant".
 func unchanged(v *View) ([]int, map[string]int) {
@@ -412,24 +427,41 @@ func unchanged(v *View) ([]int, map[string]int) {
 	return out, pos
 }
 
-// FastInterval implements FastLooper: the controller's scale-from-zero
-// loop period.
+// FastInterval implements FastLooper: the controller's fast loop period.
 func (w *WVA) FastInterval() float64 { return w.cfg.ScaleFromZeroIntervalSeconds }
 
-// Fast implements FastLooper with the engine's wake rule, on the same
-// snapshot the cycle builds.
-func (w *WVA) Fast(v *View) []int {
+// Fast implements FastLooper with the engine's rules of the controller's
+// fast loop, on what that loop reads: the gateway's queue and arrival rate
+// and the replica counts. It wakes a model at zero, and runs the cycle now
+// when a model's load has outran its last plan.
+func (w *WVA) Fast(v *View) ([]int, bool) {
 	out, pos := unchanged(v)
-	s := w.snapshot(v)
-	for i := range s.Models {
-		if d, ok := engine.Wake(&s.Models[i]); ok {
+	now := wvaTime(v.Now)
+	cycleNow := false
+	for m, mod := range v.Scenario.Models {
+		em := engine.Model{ID: mod.Name, GatewayWaitingRequests: float64(v.GatewayWaiting[m]), ArrivalRateRPS: max(v.GatewayArrivalRPS[m], 0)}
+		for _, vv := range v.Variants {
+			if vv.Model == m {
+				lo := vv.MinReplicas
+				em.Variants = append(em.Variants, engine.Variant{Name: vv.Name, Accelerator: vv.Accelerator, Cost: vv.Cost,
+					MinReplicas: &lo, MaxReplicas: vv.MaxReplicas, CurrentReplicas: vv.Current, ReadyReplicas: vv.Ready})
+			}
+		}
+		if d, ok := w.e.Wake(&em); ok {
 			out[pos[d.Model+"/"+d.Variant]] = d.Desired
+			continue
+		}
+		if w.cfg.Surge {
+			if _, ok := w.e.Surge(&em, now); ok {
+				cycleNow = true
+			}
 		}
 	}
-	return out
+	return out, cycleNow
 }
 
-// Warnings implements Warner: each engine error, how often and since when.
+// Warnings implements Warner: each problem of the run's cycles, how often
+// and since when.
 func (w *WVA) Warnings() []string {
 	msgs := make([]string, 0, len(w.errs))
 	for m := range w.errs {
@@ -438,59 +470,60 @@ func (w *WVA) Warnings() []string {
 	sort.Strings(msgs)
 	out := make([]string, 0, len(msgs))
 	for _, m := range msgs {
-		out = append(out, fmt.Sprintf("wva: the engine failed in %d cycle(s) from t=%.0f s, holding every variant: %s", w.errs[m], w.firstErr[m], m))
+		out = append(out, fmt.Sprintf("wva: in %d cycle(s) from t=%.0f s: %s", w.errs[m], w.firstErr[m], m))
 	}
 	return out
 }
 
-func (w *WVA) snapshot(v *View) *engine.Snapshot {
+// wvaTime is the engine's clock at simulated time t.
+func wvaTime(t float64) time.Time { return wvaEpoch.Add(time.Duration(t * float64(time.Second))) }
+
+// settings are the engine's settings from the scenario, as the
+// controller's ConfigMaps would give them (scale to zero allowed: a
+// scenario's minReplicas 0 means it).
+func (w *WVA) settings(v *View) snapshot.Settings {
 	tuning := w.cfg.Tuning == nil || *w.cfg.Tuning
-	s := &engine.Snapshot{Time: wvaEpoch.Add(time.Duration(v.Now * float64(time.Second))),
-		Mode: engine.Mode(w.cfg.Mode), Optimizer: engine.OptimizerKind(w.cfg.Optimizer), Inventory: v.Scenario.Inventory,
-		Config: engine.Config{TuningEnabled: tuning, SaturationPolicy: w.cfg.SaturationPolicy, SpareQuantile: w.cfg.SpareQuantile,
-			DisableForecast: w.cfg.DisableForecast, TTFTAttainment: w.cfg.TTFTAttainment, ProvisioningSeconds: w.cfg.ProvisioningSeconds,
-			ScaleDownStabilizationSeconds: w.cfg.ScaleDownStabilizationSeconds}}
+	set := snapshot.Settings{Mode: engine.Mode(w.cfg.Mode), QueueingModel: true, Tuning: tuning, ScaleToZero: true,
+		Optimizer: engine.OptimizerKind(w.cfg.Optimizer), Inventory: v.Scenario.Inventory,
+		Engine: engine.Config{SaturationPolicy: w.cfg.SaturationPolicy, SpareQuantile: w.cfg.SpareQuantile,
+			DisableForecast: w.cfg.DisableForecast, TTFTAttainment: w.cfg.TTFTAttainment,
+			ProvisioningSeconds: w.cfg.ProvisioningSeconds, ScaleDownStabilizationSeconds: w.cfg.ScaleDownStabilizationSeconds}}
 	if n, kv := w.cfg.MinNonSaturatedReplicas, w.cfg.KVCacheThreshold; n > 0 || kv > 0 {
-		s.Saturation = &engine.SaturationConfig{MinNonSaturatedReplicasForScaleDown: n, KVCacheThreshold: kv}
+		set.Saturation = &engine.SaturationConfig{MinNonSaturatedReplicasForScaleDown: n, KVCacheThreshold: kv}
 	}
-	// Pod metrics come through the controller's metrics-source seam, as
-	// the controller's planner reads them from Prometheus.
+	return set
+}
+
+// models translates the view: pod metrics through the controller's
+// metrics-source seam (as the planner reads them from Prometheus), each
+// pod's variant named by a label.
+func (w *WVA) models(v *View) []snapshot.Model {
 	src := ViewSource{View: v}
-	reports := make([]collector.Report, len(v.Scenario.Models))
+	now := wvaTime(v.Now)
+	out := make([]snapshot.Model, 0, len(v.Scenario.Models))
 	for m, mod := range v.Scenario.Models {
-		reports[m], _ = src.Collect(context.Background(), s.Time, collector.Target{Model: mod.Name}) // a view cannot fail
-	}
-	for m, mod := range v.Scenario.Models {
+		rep, _ := src.Collect(context.Background(), now, collector.Target{Model: mod.Name}) // a view cannot fail
 		em := engine.Model{ID: mod.Name, Priority: mod.Priority, SLO: &engine.SLO{TTFTMs: mod.SLO.TTFTMs, ITLMs: mod.SLO.ITLMs},
-			GatewayWaitingRequests: float64(v.GatewayWaiting[m])}
-		if r := v.GatewayArrivalRPS[m]; r >= 0 {
-			em.ArrivalRateRPS = r
-		}
+			GatewayWaitingRequests: float64(v.GatewayWaiting[m]), ArrivalRateRPS: max(v.GatewayArrivalRPS[m], 0)}
+		sm := snapshot.Model{Model: em, Report: rep}
 		for _, vv := range v.Variants {
 			if vv.Model != m {
 				continue
 			}
-			lo, hi := vv.MinReplicas, vv.MaxReplicas
+			lo, name := vv.MinReplicas, vv.Name
 			ev := engine.Variant{Name: vv.Name, Accelerator: vv.Accelerator, AcceleratorsPerReplica: vv.AcceleratorsPerReplica,
-				Cost: vv.Cost, MinReplicas: &lo, MaxReplicas: hi, CurrentReplicas: vv.Current, ReadyReplicas: vv.Ready,
+				Cost: vv.Cost, MinReplicas: &lo, MaxReplicas: vv.MaxReplicas, CurrentReplicas: vv.Current, ReadyReplicas: vv.Ready,
 				MaxBatchSize: vv.Config.MaxBatchSize}
 			if vv.Config.Profiled && vv.Config.LatencyModel == "iteration" {
 				p := vv.Config.Params
 				ev.Params = &p
 			}
-			for _, pm := range reports[m].Pods {
-				if pm.Labels[variantLabel] == vv.Name {
-					ev.Pods = append(ev.Pods, pm.Pod)
-				}
-			}
-			// Pods without a scrape yet are ready replicas the engine would
-			// count as missing metrics; report only what Prometheus has.
-			ev.ReadyReplicas = min(ev.ReadyReplicas, len(ev.Pods))
-			em.Variants = append(em.Variants, ev)
+			sm.Variants = append(sm.Variants, snapshot.Variant{Variant: ev, LastGood: -1,
+				Owns: func(pm collector.PodMetrics) (bool, time.Time) { return pm.Labels[variantLabel] == name, time.Time{} }})
 		}
-		s.Models = append(s.Models, em)
+		out = append(out, sm)
 	}
-	return s
+	return out
 }
 
 // variantLabel is the label ViewSource puts on each pod: its variant.

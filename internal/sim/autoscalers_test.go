@@ -2,8 +2,11 @@ package sim
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
+
+	"github.com/llm-d-incubation/wva/internal/engine"
 )
 
 // TestHPAMetricsCombine: like the HPA controller, each metric proposes a
@@ -113,7 +116,40 @@ func TestWVAEngineErrorsWarn(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := New(sc, a).Run(context.Background(), nil)
-	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "the engine failed in") || r.ScalingActions != 0 {
+	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "the engine failed, holding every variant") || r.ScalingActions != 0 {
 		t.Fatalf("warnings %q, %d scaling actions", r.Warnings, r.ScalingActions)
+	}
+}
+
+// TestWVASurgeExtraCycles: with surge on, the fast loop runs extra cycles
+// when requests pile up at the gateway (mixed-slo's 3.5× step at 600 s,
+// gateway saturation on); the periodic cycles keep their times. With it
+// off (the default) every cycle is a periodic one.
+func TestWVASurgeExtraCycles(t *testing.T) {
+	sc := builtin(t, "mixed-slo", 900)
+	sc.Autoscalers.WVA.IntervalSeconds = 60
+	cycles := func(surge bool) (periodic, extra int) {
+		s := sc
+		s.Autoscalers.WVA.Surge = surge
+		a, err := NewAutoscaler("wva", &s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := a.(*WVA)
+		w.trace = func(now float64, _ *engine.Plan) {
+			if math.Mod(now, 60) == 0 {
+				periodic++
+			} else {
+				extra++
+			}
+		}
+		New(s, a).Run(context.Background(), nil)
+		return periodic, extra
+	}
+	if p, x := cycles(false); p != 16 || x != 0 {
+		t.Errorf("surge off: %d periodic, %d extra cycles; want 16, 0", p, x)
+	}
+	if p, x := cycles(true); p != 16 || x == 0 {
+		t.Errorf("surge on: %d periodic, %d extra cycles; want 16 and some extra", p, x)
 	}
 }

@@ -163,7 +163,7 @@ func (s *Sim) terminate(r *replica) {
 }
 
 func (s *Sim) autoscale() {
-	view := s.view()
+	view := s.view(true)
 	want := s.scaler.Decide(view)
 	if dc, ok := s.scaler.(DeletionCoster); ok {
 		// The marks of this decision, applied before the replica counts
@@ -191,28 +191,17 @@ func (s *Sim) autoscale() {
 	}
 }
 
-// fast runs the autoscaler's fast loop. It only wakes models at zero, so
-// no view is built unless requests wait for a model without replicas.
-func (s *Sim) fast(f FastLooper) {
-	waiting := false
-	for m, vs := range s.byModel {
-		if len(s.gateway[m]) == 0 {
-			continue
-		}
-		zero := true
-		for _, v := range vs {
-			zero = zero && v.desired == 0
-		}
-		waiting = waiting || zero
-	}
-	if !waiting {
-		return
-	}
-	for i, n := range f.Fast(s.view()) {
+// fast runs the autoscaler's fast loop on the gateway's signals and the
+// replica counts (no pod metrics, as the controller's loop reads none) and
+// says whether it asks for a cycle now.
+func (s *Sim) fast(f FastLooper) bool {
+	want, cycleNow := f.Fast(s.view(false))
+	for i, n := range want {
 		if n >= 0 && s.scale(s.variants[i], n, false) {
 			s.res.ScalingActions++
 		}
 	}
+	return cycleNow
 }
 
 // annotate sets pod-deletion-cost annotations by pod name.

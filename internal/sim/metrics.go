@@ -117,7 +117,9 @@ type PodMetrics struct {
 	HasRates        bool // two samples in the window
 }
 
-func (s *Sim) view() *View {
+// view is what the autoscalers see now; without pods, the pods' metrics
+// are left out (the fast loop's view).
+func (s *Sim) view(pods bool) *View {
 	v := &View{Now: s.now, Scenario: &s.sc, GatewayWaiting: make([]int, len(s.sc.Models)), GatewayArrivalRPS: make([]float64, len(s.sc.Models))}
 	for m := range s.sc.Models {
 		v.GatewayArrivalRPS[m] = s.gatewayRate(m)
@@ -140,7 +142,7 @@ func (s *Sim) view() *View {
 			case ready:
 				vv.Current++
 				vv.Ready++
-				if pm, ok := s.podMetrics(r); ok {
+				if pm, ok := s.podMetrics(r); ok && pods {
 					vv.Pods = append(vv.Pods, pm)
 				}
 			}

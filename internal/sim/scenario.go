@@ -275,8 +275,12 @@ type WVAConfig struct {
 	SaturationPolicy string `json:"saturationPolicy,omitempty"`
 	// The engine's settings of the same names (docs/configuration.md);
 	// zero means the engine's default.
-	SpareQuantile                 float64 `json:"spareQuantile,omitempty"`
-	DisableForecast               bool    `json:"disableForecast,omitempty"`
+	SpareQuantile   float64 `json:"spareQuantile,omitempty"`
+	DisableForecast bool    `json:"disableForecast,omitempty"`
+	// Surge makes the fast loop run an extra cycle when the gateway's
+	// queue or arrival rate outruns the last plan (the controller's
+	// WVA_SURGE; default false).
+	Surge                         bool    `json:"surge,omitempty"`
 	TTFTAttainment                float64 `json:"ttftAttainment,omitempty"`
 	ProvisioningSeconds           float64 `json:"provisioningSeconds,omitempty"`
 	ScaleDownStabilizationSeconds float64 `json:"scaleDownStabilizationSeconds,omitempty"`

@@ -62,14 +62,17 @@ type Autoscaler interface {
 }
 
 // FastLooper is an autoscaler with a second, faster loop between its
-// decisions: WVA's scale-from-zero loop, which the controller runs every
-// WVA_SCALE_FROM_ZERO_INTERVAL (2 s).
+// decisions: WVA's fast loop, which the controller runs every
+// WVA_SCALE_FROM_ZERO_INTERVAL (2 s) on the gateway's signals.
 type FastLooper interface {
 	// FastInterval is how often Fast runs, in seconds (0: never).
 	FastInterval() float64
-	// Fast returns the desired replicas per variant like Decide; a
-	// negative entry means "no change".
-	Fast(v *View) []int
+	// Fast sees a view without pod metrics (the gateway's queue and
+	// arrival rate, and the replica counts). It returns the desired
+	// replicas per variant like Decide (a negative entry means "no
+	// change"), and whether to run an extra autoscaling cycle now (the
+	// periodic cycles keep their times, as the controller's do).
+	Fast(v *View) (want []int, cycleNow bool)
 }
 
 // Warner is an autoscaler that reports problems of its run (engine errors)
@@ -250,7 +253,9 @@ func (s *Sim) dispatch(e *event) {
 		s.schedule(&event{t: s.now + math.Max(s.scaler.Interval(), 1), kind: evAutoscale})
 	case evFast:
 		f := s.scaler.(FastLooper)
-		s.fast(f)
+		if s.fast(f) {
+			s.autoscale() // an extra cycle: the periodic ones keep their times
+		}
 		s.schedule(&event{t: s.now + math.Max(f.FastInterval(), 0.1), kind: evFast})
 	case evRecord:
 		s.record()
