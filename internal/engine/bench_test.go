@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // fleet builds models × variants × pods with random load, profiled
@@ -72,5 +73,29 @@ func BenchmarkCycleUnlimitedSteady(b *testing.B) {
 		if _, err := e.Plan(s); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkCycleForecastAttainment is the steady cycle with the issue's
+// full sizing on: each cycle 30 s after the last (so every model's
+// arrival-rate forecaster updates and the spare is sized for its 0.95
+// quantile over the provisioning horizon) and replicas sized for 99 %
+// TTFT attainment instead of the mean (budget: 50 ms).
+func BenchmarkCycleForecastAttainment(b *testing.B) {
+	s := fleet(1000, 4, 8, 4, 1)
+	s.Config.TTFTAttainment = 0.99
+	e := New(nil)
+	for range 3 {
+		if _, err := e.Plan(s); err != nil {
+			b.Fatal(err)
+		}
+		s.Time = s.Time.Add(30 * time.Second)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Plan(s); err != nil {
+			b.Fatal(err)
+		}
+		s.Time = s.Time.Add(30 * time.Second)
 	}
 }

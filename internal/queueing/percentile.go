@@ -55,18 +55,37 @@ func (q *Queue) waitWithin(lambda, t, below, pN float64) float64 {
 		// admitted waiting mass Σ_{j<Q} p_N·r^j in closed form.
 		return math.Min(below+math.Exp(logPN+geomLogSum(lr, q.maxQueue)-lr), 1)
 	}
-	// P(Poisson(x) ≥ j+1) = 1 − F(j); F is accumulated from the pmf in log
-	// space so that a large x does not underflow e^{−x}.
-	logX := math.Log(x)
-	cdf, sum := 0.0, 0.0
+	// P(Poisson(x) ≥ j+1) = 1 − F(j), F accumulated from the pmf. Where
+	// e^{−x} and p_N are representable the pmf and the weights p_N·r^j
+	// follow by recurrence (one multiplication each per term); otherwise
+	// each term is computed in log space so that nothing underflows.
 	end := q.maxQueue
 	if x > 0 {
 		end = min(end, int(x+12*math.Sqrt(x)+40))
 	}
-	for j := range end {
-		if x <= 0 {
-			break // no completion can happen in no time
+	if x <= 0 {
+		return below // no completion can happen in no time
+	}
+	sum := 0.0
+	if r := math.Exp(lr); x < 700 && pN > 1e-290 && r > 0 && !math.IsInf(r, 0) {
+		pmf, w, cdf := math.Exp(-x), pN, 0.0
+		for j := range end {
+			if j > 0 {
+				pmf *= x / float64(j)
+				w *= r
+			}
+			cdf += pmf
+			tail := 1 - cdf
+			if tail <= 0 {
+				break
+			}
+			sum += w * tail
 		}
+		return math.Min(below+sum, 1)
+	}
+	logX := math.Log(x)
+	cdf := 0.0
+	for j := range end {
 		lg, _ := math.Lgamma(float64(j) + 1)
 		cdf += math.Exp(-x + float64(j)*logX - lg)
 		tail := 1 - cdf

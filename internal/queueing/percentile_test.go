@@ -201,3 +201,32 @@ func TestTTFTPercentileBlocked(t *testing.T) {
 		t.Error("percentile 1 accepted")
 	}
 }
+
+// TestWaitWithinPathsAgree: the waiting-time tail is summed by recurrence
+// while e^{−x} (x the expected completions within t) is representable and
+// in log space beyond x = 700; the two must meet there (the function is
+// continuous in t) and both match M/M/1's closed form.
+func TestWaitWithinPathsAgree(t *testing.T) {
+	mu, r := 1000.0, 0.998
+	q, err := NewQueue([]float64{mu}, 20000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(x float64) float64 {
+		got, err := q.WaitWithin(r*mu, x/mu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	lo, hi := at(699.999), at(700.001)
+	if math.Abs(lo-hi) > 1e-6 {
+		t.Errorf("P(W ≤ t) jumps at x = 700: %.9f → %.9f", lo, hi)
+	}
+	for _, x := range []float64{100, 699.999, 700.001, 1500} {
+		want := 1 - r*math.Exp(-mu*(1-r)*x/mu)
+		if got := at(x); math.Abs(got-want) > 1e-6 {
+			t.Errorf("x=%v: P(W ≤ t) = %.9f, want %.9f", x, got, want)
+		}
+	}
+}
