@@ -395,7 +395,7 @@ func (p *Planner) snapshot(ctx context.Context, now time.Time, set Settings, gro
 	}
 	sort.Slice(targets, func(i, j int) bool { return targets[i].String() < targets[j].String() })
 	src, srcErr := p.currentSource(set.Main)
-	gw := p.gatewaySignals(ctx, now, set.Main, src, srcErr)
+	gw := p.gatewaySignals(ctx, now, set.Main, src, srcErr, true)
 	collected := collectAll(ctx, src, srcErr, now, targets)
 	models := make([]snapshot.Model, 0, len(targets))
 	for i, t := range targets {
@@ -411,13 +411,17 @@ func (p *Planner) snapshot(ctx context.Context, now time.Time, set Settings, gro
 	}
 	built := p.builder.Build(now, p.snapshotSettings(ctx, set), models)
 	// Each variant's pods with metrics, for its status.
+	byKey := map[types.NamespacedName]*variant{}
+	for _, vs := range groups {
+		for _, v := range vs {
+			byKey[v.key] = v
+		}
+	}
 	for _, m := range built.Snapshot.Models {
 		for _, ev := range m.Variants {
-			for _, v := range groups[collector.Target{Namespace: m.Namespace, Model: m.ID}] {
-				if v.va.Name == ev.Name {
-					for _, pod := range ev.Pods {
-						v.pods = append(v.pods, pod.Name)
-					}
+			if v := byKey[types.NamespacedName{Namespace: m.Namespace, Name: ev.Name}]; v != nil {
+				for _, pod := range ev.Pods {
+					v.pods = append(v.pods, pod.Name)
 				}
 			}
 		}
@@ -461,10 +465,10 @@ type gateway struct {
 	waiting, rate map[collector.Target]float64
 }
 
-// gatewaySignals reads the gateway's queue (WVA_SCALE_FROM_ZERO_QUERY) and
-// arrival rate (WVA_GATEWAY_RATE_QUERY) when the source can. Either may be
-// missing: the engine then plans from the pods alone.
-func (p *Planner) gatewaySignals(ctx context.Context, now time.Time, m config.Main, src collector.Source, srcErr error) gateway {
+// gatewaySignals reads the gateway's queue (WVA_SCALE_FROM_ZERO_QUERY) and,
+// when asked, its arrival rate (WVA_GATEWAY_RATE_QUERY), where the source
+// can. Either may be missing: the engine then plans from the pods alone.
+func (p *Planner) gatewaySignals(ctx context.Context, now time.Time, m config.Main, src collector.Source, srcErr error, rate bool) gateway {
 	var g gateway
 	ds, ok := src.(collector.DemandSource)
 	if !ok || srcErr != nil {
@@ -474,7 +478,7 @@ func (p *Planner) gatewaySignals(ctx context.Context, now time.Time, m config.Ma
 	if g.waiting, err = ds.Demand(ctx, now, m.ScaleFromZeroQuery); err != nil {
 		p.Log.V(1).Info("gateway queue unavailable", "error", err.Error())
 	}
-	if q := m.GatewayRateQuery; q != "" && q != config.GatewayRateQueryOff {
+	if q := m.GatewayRateQuery; rate && q != "" && q != config.GatewayRateQueryOff {
 		if g.rate, err = ds.Demand(ctx, now, q); err != nil {
 			p.Log.V(1).Info("gateway arrival rate unavailable", "error", err.Error())
 		}

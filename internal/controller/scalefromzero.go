@@ -149,7 +149,7 @@ func (s *ScaleFromZero) Check(ctx context.Context) ([]types.NamespacedName, erro
 		return nil, fmt.Errorf("the metrics source cannot read the gateway's signals; scaling waits for the optimisation cycle")
 	}
 	now := s.Clock.Now()
-	gw := p.gatewaySignals(ctx, now, set.Main, src, nil)
+	gw := p.gatewaySignals(ctx, now, set.Main, src, nil, surge) // waking needs only the queue
 	if gw.waiting == nil && gw.rate == nil {
 		return nil, fmt.Errorf("the gateway's queue and arrival rate could not be read; scaling waits for the optimisation cycle")
 	}

@@ -142,7 +142,10 @@ func (s *Sim) view(pods bool) *View {
 			case ready:
 				vv.Current++
 				vv.Ready++
-				if pm, ok := s.podMetrics(r); ok && pods {
+				if !pods {
+					continue
+				}
+				if pm, ok := s.podMetrics(r); ok {
 					vv.Pods = append(vv.Pods, pm)
 				}
 			}
