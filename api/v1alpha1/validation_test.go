@@ -94,6 +94,10 @@ func TestValidation(t *testing.T) {
 		{"zero-acc-count", "  modelID: m\n  modelProfile:\n    accelerators:\n    - acc: H100\n      accCount: 0\n", "accCount: Invalid value: 0"},
 		{"slo-ref-no-key", "  modelID: m\n  sloClassRef: {name: service-classes-config}\n", "spec.sloClassRef.key: Required value"},
 		{"bad-role", "  modelID: m\n  role: encode\n", "spec.role: Unsupported value"},
+		{"scale-up-limit", "  modelID: m\n  scaleUpLimit: {factor: \"1.5\", replicas: 2}\n", ""},
+		{"scale-up-factor-below-1", "  modelID: m\n  scaleUpLimit: {factor: \"0.5\"}\n", "factor must be at least 1"},
+		{"scale-up-factor-word", "  modelID: m\n  scaleUpLimit: {factor: double}\n", "spec.scaleUpLimit.factor"},
+		{"scale-up-zero-replicas", "  modelID: m\n  scaleUpLimit: {replicas: 0}\n", "spec.scaleUpLimit.replicas"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -33,6 +33,7 @@ const (
 	ReasonMetricsMissing        = "MetricsMissing"
 	ReasonMetricsStale          = "MetricsStale"
 	ReasonMetricsInvalid        = "MetricsInvalid"
+	ReasonMetricsImplausible    = "MetricsImplausible"
 	ReasonPrometheusError       = "PrometheusError"
 	ReasonOptimizationSucceeded = "OptimizationSucceeded"
 	ReasonMetricsUnavailable    = "MetricsUnavailable"
@@ -158,6 +159,11 @@ type VariantAutoscalingSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
+	// ScaleUpLimit bounds how far one optimisation cycle may scale the
+	// variant up. When omitted, the controller's WVA_SCALE_UP_LIMIT_FACTOR
+	// and WVA_SCALE_UP_LIMIT_REPLICAS (×4 or +8, whichever is larger).
+	// +optional
+	ScaleUpLimit *ScaleUpLimit `json:"scaleUpLimit,omitempty"`
 	// VariantCost is the relative cost of one replica, a decimal string
 	// (seed 004 §III.E). When omitted: the accelerator's unit cost times
 	// the accelerators per replica, or 10.
@@ -187,6 +193,23 @@ type VariantAutoscalingSpec struct {
 	// +kubebuilder:default=metrics-only
 	// +optional
 	Actuator string `json:"actuator,omitempty"`
+}
+
+// ScaleUpLimit: one cycle scales a variant to at most
+// max(current × factor, current + replicas), and never below minReplicas.
+type ScaleUpLimit struct {
+	// Factor is a decimal string ≥ 1, such as "2" or "1.5". When omitted,
+	// the controller's.
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=16
+	// +kubebuilder:validation:XValidation:rule="double(self) >= 1.0",message="factor must be at least 1"
+	// +optional
+	Factor string `json:"factor,omitempty"`
+	// Replicas is the number of replicas a cycle may always add. When
+	// omitted, the controller's.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
 }
 
 // Allocation is what the variant has now.

@@ -198,3 +198,38 @@ func TestTransitionPenalty(t *testing.T) {
 		t.Errorf("type change: %v, want 0.1·220 + 20 = 42", p)
 	}
 }
+
+// TestCoverHugeDemand: a demand beyond any fleet is answered at once and
+// without overflow: the exact search skips the counts its bound rules out
+// instead of trying one replica at a time (a billion here), and ⌈x⌉ never
+// wraps to a negative count.
+func TestCoverHugeDemand(t *testing.T) {
+	opts := []Option{
+		{Name: "a100", Cost: 1, Capacity: 1},
+		{Name: "h100", Cost: 2.5, Capacity: 2},
+	}
+	c := CheapestCover(opts, 1e9)
+	if !c.Feasible || c.Replicas[0] != 1e9 || c.Replicas[1] != 0 {
+		t.Errorf("1e9 rps: %+v", c)
+	}
+	// 1e9 of capacity 1 plus one of capacity 2 would cost more than 1e9+1
+	// of the cheaper: check a mix is found when it is cheaper.
+	opts[1].Cost = 1.5 // 0.75 per unit: now the better ratio
+	c = CheapestCover(opts, 5)
+	if !c.Feasible || c.Replicas[0] != 1 || c.Replicas[1] != 2 {
+		t.Errorf("5 rps: %+v, want 1 a100 + 2 h100", c)
+	}
+	for _, d := range []float64{1e25, math.Inf(1)} {
+		for name, cover := range map[string]func([]Option, float64) Cover{"exact": CheapestCover, "greedy": GreedyCover} {
+			c := cover(opts, d)
+			if c.Feasible {
+				t.Errorf("%s, %g rps: feasible %+v", name, d, c)
+			}
+			for i, n := range c.Replicas {
+				if n != opts[i].max() {
+					t.Errorf("%s, %g rps: %s at %d, want its maximum %d", name, d, opts[i].Name, n, opts[i].max())
+				}
+			}
+		}
+	}
+}

@@ -59,6 +59,9 @@ const coverEps = 1e-9
 // the linear-programming bound (the remaining demand at the best remaining
 // ratio). Ties go to fewer replicas, then to the earlier option.
 func CheapestCover(opts []Option, demand float64) Cover {
+	if !(demand <= math.MaxFloat64) { // +Inf or NaN: no fleet covers it
+		return GreedyCover(opts, math.Inf(1))
+	}
 	base := make([]int, len(opts))
 	need := demand
 	for i, o := range opts {
@@ -112,8 +115,17 @@ func (s *search) dfs(k int, need, cost, demand float64) {
 		return
 	}
 	room := o.max() - s.cur[i]
-	most := min(room, int(math.Ceil(need/o.Capacity-coverEps)))
+	most := ceilCount(need/o.Capacity-coverEps, room)
+	// The bound cost + x·c_i + (need − x·cap_i)·ratio[k+1] does not fall as
+	// x falls (option i is the most efficient from k on), so once it
+	// exceeds the incumbent no smaller x can do better: the loop visits
+	// only the counts near the optimum, however large the demand.
+	slope := o.Cost - o.Capacity*s.ratio[k+1]
 	for x := most; x >= 0; x-- {
+		if k+1 < len(s.order) && !math.IsInf(s.ratio[k+1], 1) && slope <= 0 &&
+			cost+float64(x)*o.Cost+(need-float64(x)*o.Capacity)*s.ratio[k+1] > s.best+1e-12 {
+			break
+		}
 		s.cur[i] += x
 		s.dfs(k+1, need-float64(x)*o.Capacity, cost+float64(x)*o.Cost, demand)
 		s.cur[i] -= x
@@ -136,7 +148,7 @@ func GreedyCover(opts []Option, demand float64) Cover {
 			continue
 		}
 		for c.Capacity < demand*(1-coverEps) && c.Replicas[i] < o.max() {
-			add := min(o.max()-c.Replicas[i], int(math.Ceil((demand-c.Capacity)/o.Capacity-coverEps)))
+			add := ceilCount((demand-c.Capacity)/o.Capacity-coverEps, o.max()-c.Replicas[i])
 			add = max(add, 1)
 			c.Replicas[i] += add
 			c.Capacity += float64(add) * o.Capacity
@@ -145,6 +157,16 @@ func GreedyCover(opts []Option, demand float64) Cover {
 	}
 	c.Feasible = c.Capacity >= demand*(1-coverEps)
 	return c
+}
+
+// ceilCount is ⌈x⌉ as a replica count, at most limit: a demand beyond any
+// fleet (or an infinite one) reads as the limit instead of overflowing the
+// conversion to int.
+func ceilCount(x float64, limit int) int {
+	if !(x < float64(limit)) { // also NaN
+		return limit
+	}
+	return max(int(math.Ceil(x)), 0)
 }
 
 // efficiencyOrder sorts option indices by cost per unit of capacity (the

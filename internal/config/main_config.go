@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"strings"
@@ -142,7 +143,23 @@ var mainKeys = map[string]setter{
 		return err
 	},
 	"WVA_MAX_QUEUE_SIZE": func(m *Main, v string) (err error) {
-		m.Engine.MaxQueueSize, err = parseInt(v, 1)
+		m.Engine.MaxQueueSize, err = parseIntIn(v, 1, engine.MaxQueueSizeLimit)
+		return err
+	},
+	"WVA_MAX_REPLICAS_DEFAULT": func(m *Main, v string) (err error) {
+		m.Engine.MaxReplicasDefault, err = parseIntIn(v, 1, math.MaxInt32)
+		return err
+	},
+	"WVA_SCALE_UP_LIMIT_FACTOR": func(m *Main, v string) (err error) {
+		m.Engine.ScaleUpLimitFactor, err = parseFloat(v, rule{"a number ≥ 1", func(x float64) bool { return x >= 1 }})
+		return err
+	},
+	"WVA_SCALE_UP_LIMIT_REPLICAS": func(m *Main, v string) (err error) {
+		m.Engine.ScaleUpLimitReplicas, err = parseIntIn(v, 1, math.MaxInt32)
+		return err
+	},
+	"WVA_MAX_POD_ARRIVAL_RATE": func(m *Main, v string) (err error) {
+		m.Engine.MaxPodArrivalRPS, err = parseFloat(v, above(0))
 		return err
 	},
 	"WVA_ALLOCATION_ALGORITHM": func(m *Main, v string) (err error) {

@@ -224,6 +224,15 @@ func parseFloat(v string, r rule) (float64, error) {
 }
 
 // parseInt reads a whole number ≥ lo.
+// parseIntIn reads a whole number in [lo, hi].
+func parseIntIn(v string, lo, hi int) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, fmt.Errorf("want a whole number from %d to %d, got %q", lo, hi, v)
+	}
+	return n, nil
+}
+
 func parseInt(v string, lo int) (int, error) {
 	n, err := strconv.Atoi(v)
 	if err != nil || n < lo {

@@ -175,6 +175,45 @@ func TestBadMetricsHold(t *testing.T) {
 	}
 }
 
+// TestAbsurdMetricsBounded: with direct actuation and no maxReplicas, a
+// pod reporting a million requests/s holds the Deployment with reason
+// MetricsImplausible, and a genuine but huge backlog scales it by at most
+// the per-cycle limit (2 → 10: +8 beats ×4), not by thousands.
+func TestAbsurdMetricsBounded(t *testing.T) {
+	f := newFixture(t)
+	d := f.deployment("llama-h100", 2)
+	f.va("llama-h100", model, func(va *wvav1.VariantAutoscaling) { va.Spec.Actuator = wvav1.ActuatorDirect })
+	replicas := func() int32 {
+		t.Helper()
+		var got appsv1.Deployment
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(d), &got); err != nil {
+			t.Fatal(err)
+		}
+		return *got.Spec.Replicas
+	}
+
+	absurd := pods("llama-h100", 2, 0.5, 0)
+	absurd[0].ArrivalRateRPS = 1e6
+	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: absurd}}})
+	f.cycle()
+	va := f.reconcile("llama-h100")
+	c := wantCond(t, va, wvav1.ConditionMetricsAvailable, metav1.ConditionFalse, wvav1.ReasonMetricsImplausible)
+	if !strings.Contains(c.Message, "llama-h100-0") {
+		t.Errorf("message does not name the pod: %q", c.Message)
+	}
+	if got := replicas(); got != 2 {
+		t.Fatalf("implausible metrics scaled the deployment to %d", got)
+	}
+
+	backlog := pods("llama-h100", 2, 1, 1e6)
+	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: backlog}}})
+	f.clock.Step(60e9)
+	f.cycle()
+	if got := replicas(); got != 10 {
+		t.Fatalf("a backlog of 2 million scaled 2 replicas to %d in one cycle, want 10", got)
+	}
+}
+
 // TestOneStatusWrite: a reconcile with nothing new does not write.
 func TestOneStatusWrite(t *testing.T) {
 	f := newFixture(t)
@@ -506,9 +545,10 @@ func TestPrometheusDown(t *testing.T) {
 
 func TestHoldReason(t *testing.T) {
 	for cause, want := range map[engine.HoldCause]string{
-		engine.HoldMissing: wvav1.ReasonMetricsMissing,
-		engine.HoldStale:   wvav1.ReasonMetricsStale,
-		engine.HoldInvalid: wvav1.ReasonMetricsInvalid,
+		engine.HoldMissing:     wvav1.ReasonMetricsMissing,
+		engine.HoldStale:       wvav1.ReasonMetricsStale,
+		engine.HoldInvalid:     wvav1.ReasonMetricsInvalid,
+		engine.HoldImplausible: wvav1.ReasonMetricsImplausible,
 	} {
 		if got := holdReason(cause, nil); got != want {
 			t.Errorf("%q: %s, want %s", cause, got, want)

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -654,6 +655,14 @@ func engineVariant(v *variant, set Settings, owners map[string]podInfo) snapshot
 	if va.Spec.MaxReplicas != nil {
 		ev.MaxReplicas = int(*va.Spec.MaxReplicas)
 	}
+	if l := va.Spec.ScaleUpLimit; l != nil {
+		if l.Replicas != nil {
+			ev.ScaleUpLimitReplicas = int(*l.Replicas)
+		}
+		if f, err := strconv.ParseFloat(l.Factor, 64); err == nil && f >= 1 && f <= math.MaxFloat64 {
+			ev.ScaleUpLimitFactor = f
+		}
+	}
 	prof := profileFor(va, acc)
 	if prof != nil {
 		ev.AcceleratorsPerReplica = int(prof.AccCount)
@@ -789,12 +798,17 @@ var invalidWord = regexp.MustCompile(`\b(NaN|[+-]?Inf|negative|invalid)\b`)
 // invalid; only the text after the pod's name is read, so names never
 // classify.
 func holdReason(cause engine.HoldCause, probs []string) string {
+	if cause == engine.HoldImplausible {
+		return wvav1.ReasonMetricsImplausible
+	}
 	for _, pr := range probs {
 		if j := strings.Index(pr, ": "); j >= 0 && invalidWord.MatchString(pr[j+2:]) {
 			return wvav1.ReasonMetricsInvalid
 		}
 	}
 	switch cause {
+	case engine.HoldImplausible:
+		return wvav1.ReasonMetricsImplausible
 	case engine.HoldInvalid:
 		return wvav1.ReasonMetricsInvalid
 	case engine.HoldStale:

@@ -71,7 +71,11 @@ func (c *cycle) drain(ms *modelState) {
 	if need <= 0 {
 		return
 	}
-	k := min(int(math.Ceil(need/best.maxRate)), best.v.maxReplicas()-best.modelTarget)
+	room := best.v.maxReplicas() - best.modelTarget
+	k := room
+	if x := math.Ceil(need / best.maxRate); x < float64(room) {
+		k = int(x)
+	}
 	best.modelTarget += k
 	best.transient = k
 	best.note("drain: %.0f request(s) waiting, %.0f expected in %.0f s; +%d to clear them within another %.0f s",

@@ -12,8 +12,8 @@ import (
 )
 
 // enforce applies, in order: holds on bad metrics, scale to and from zero,
-// min/max, the inventory (limited mode), and the scale-down stabilisation
-// window.
+// min/max, the per-cycle scale-up limit, the inventory (limited mode), and
+// the scale-down stabilisation window.
 func (c *cycle) enforce() {
 	for _, vs := range c.all {
 		c.hold(vs)
@@ -23,6 +23,7 @@ func (c *cycle) enforce() {
 	}
 	for _, vs := range c.all {
 		c.clamp(vs)
+		c.limitScaleUp(vs)
 	}
 	if c.s.Optimizer == OptimizerLimited && c.mode != ModeModelOnly {
 		c.inventory()
@@ -140,6 +141,32 @@ func (c *cycle) clamp(vs *variantState) {
 	if hi := vs.v.maxReplicas(); vs.target > hi {
 		vs.note("capped from %d at maxReplicas %d", vs.target, hi)
 		vs.target, vs.reason = hi, ReasonMaxReplicas
+	}
+}
+
+// limitScaleUp bounds one cycle's scale-up to max(current × factor,
+// current + replicas), never below minReplicas: a legitimate step takes a
+// cycle or two more at most, and no metric, however wrong, orders
+// thousands of replicas at once.
+func (c *cycle) limitScaleUp(vs *variantState) {
+	cur := vs.v.CurrentReplicas
+	if vs.target <= cur {
+		return
+	}
+	f, n := c.cfg.ScaleUpLimitFactor, c.cfg.ScaleUpLimitReplicas
+	if vs.v.ScaleUpLimitFactor > 0 {
+		f = vs.v.ScaleUpLimitFactor
+	}
+	if vs.v.ScaleUpLimitReplicas > 0 {
+		n = vs.v.ScaleUpLimitReplicas
+	}
+	limit := max(cur+n, vs.v.minReplicas())
+	if byFactor := float64(cur) * f; byFactor > float64(limit) {
+		limit = int(math.Min(byFactor, float64(vs.v.maxReplicas())))
+	}
+	if vs.target > limit {
+		vs.note("scale-up limited from %d to %d this cycle (at most ×%g or +%d per cycle)", vs.target, limit, f, n)
+		vs.target, vs.reason = limit, ReasonScaleUpLimited
 	}
 }
 

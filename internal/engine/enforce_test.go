@@ -174,9 +174,10 @@ func TestLimitedModelOnly(t *testing.T) {
 func TestValidationNamesFields(t *testing.T) {
 	lo, hi := 3, 1
 	s := &Snapshot{Mode: "turbo", Models: []Model{{ID: "m", ServiceClass: "gold", Variants: []Variant{
-		{Name: "v", Accelerator: "H100", MinReplicas: &lo, MaxReplicas: hi, CurrentReplicas: 1, ReadyReplicas: 2},
-		{Name: "v", Accelerator: ""},
+		{Name: "v", Accelerator: "H100", MinReplicas: &lo, MaxReplicas: hi, CurrentReplicas: 1, ReadyReplicas: 2, ScaleUpLimitFactor: 0.5},
+		{Name: "v", Accelerator: "", ScaleUpLimitReplicas: -1},
 	}}}}
+	s.Config = Config{MaxQueueSize: 100_000_000, MaxReplicasDefault: -1, ScaleUpLimitFactor: math.Inf(1), MaxPodArrivalRPS: -5}
 	err := s.Validate()
 	var fe *FieldError
 	if !errors.As(err, &fe) {
@@ -189,6 +190,12 @@ func TestValidationNamesFields(t *testing.T) {
 		"models[0].variants[0].readyReplicas: must be between 0 and currentReplicas (1), got 2",
 		`models[0].variants[1].name: duplicates variants[0] ("v")`,
 		"models[0].variants[1].accelerator: must not be empty",
+		"models[0].variants[0].scaleUpLimitFactor: must be ≥ 1 (0 means the default 4), got 0.5",
+		"models[0].variants[1].scaleUpLimitReplicas: must be ≥ 1 (0 means the default 8), got -1",
+		"config.maxQueueSize: must be between 0 and 1000000, got 100000000",
+		"config.maxReplicasDefault: must be ≥ 1 (0 means the default 1000), got -1",
+		"config.scaleUpLimitFactor: must be ≥ 1 (0 means the default 4), got +Inf",
+		"config.maxPodArrivalRPS: must be a positive number of requests/s (0 means the default 10000), got -5",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in\n%v", want, err)
@@ -287,6 +294,7 @@ func TestColdStartBacklogReleased(t *testing.T) {
 	at := func(minutes int, b *variantB) VariantDecision {
 		s := snapshot(ModeHybrid, b)
 		s.Time = t0.Add(timeMinutes(minutes))
+		s.Config.ScaleUpLimitReplicas = 9 // the backlog's 1 → 10 in one cycle
 		d := decision(t, plan(t, e, s), "v")
 		if d.ModelTarget >= 0 {
 			t.Fatalf("minute %d: the model sized (%d) without parameters", minutes, d.ModelTarget)

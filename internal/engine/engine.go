@@ -204,7 +204,7 @@ func (c *cycle) prepare() {
 		ms.sum = ModelSummary{Model: m.ID, Namespace: m.Namespace}
 		var wIn, wOut, wTTFT, wITL float64
 		for j := range m.Variants {
-			v := &m.Variants[j]
+			v := c.variant(&m.Variants[j])
 			vs := &variantState{model: ms, v: v, key: variantKey(m.Namespace, m.ID, v.Name), capTarget: -1, modelTarget: -1}
 			vs.hints = c.e.state.Sizing[vs.key]
 			c.checkPods(vs)
@@ -234,10 +234,78 @@ func (c *cycle) prepare() {
 				ms.demand = r
 			}
 		}
+		c.plausible(ms)
 		ms.sum.DemandRPS = ms.demand
 		c.learn(ms)
 		c.models = append(c.models, ms)
 	}
+}
+
+// variant is the cycle's copy of a snapshot variant, capped at the
+// configured default when its maxReplicas is unset (never below its
+// minimum or what it runs now: the cap bounds growth, it does not shrink a
+// fleet).
+func (c *cycle) variant(src *Variant) *Variant {
+	v := *src
+	if v.MaxReplicas == 0 {
+		v.MaxReplicas = max(c.cfg.MaxReplicasDefault, v.minReplicas(), v.CurrentReplicas)
+	}
+	return &v
+}
+
+// plausible holds every variant of a model whose demand no server could
+// have produced: a pod over MaxPodArrivalRPS (podProblem), the gateway's
+// rate beyond what MaxPodArrivalRPS allows every replica, or a pod serving
+// ImplausibleCapacityFactor times what its variant's known parameters
+// allow one replica. A wrong counter must not order
+// replicas: the model holds its last good decision, as on missing metrics.
+func (c *cycle) plausible(ms *modelState) {
+	why := ""
+	if r := ms.m.ArrivalRateRPS; r > c.cfg.MaxPodArrivalRPS*float64(max(ms.current, 1)+c.cfg.ScaleUpLimitReplicas) {
+		why = fmt.Sprintf("the gateway reports %.3g requests/s, beyond %g per replica", r, c.cfg.MaxPodArrivalRPS)
+	}
+	for _, vs := range ms.variants {
+		if vs.holdCause == HoldImplausible && why == "" {
+			why = vs.v.Name + "'s " + vs.holdWhy
+		}
+	}
+	for _, vs := range ms.variants {
+		if why != "" || ms.demand == 0 {
+			break
+		}
+		if vs.held || len(vs.pods) == 0 {
+			continue
+		}
+		limit := c.podRateLimit(ms, vs)
+		for _, p := range vs.pods {
+			if p.ArrivalRateRPS > limit {
+				why = fmt.Sprintf("pod %s reports %.3g requests/s, over %g× the %.3g one replica of %s can serve",
+					p.Name, p.ArrivalRateRPS, ImplausibleCapacityFactor, limit/ImplausibleCapacityFactor, vs.v.Name)
+				break
+			}
+		}
+	}
+	if why == "" {
+		return
+	}
+	for _, vs := range ms.variants {
+		vs.held, vs.holdCause, vs.holdWhy = true, HoldImplausible, "implausible metrics: "+why
+	}
+}
+
+// podRateLimit is ImplausibleCapacityFactor times the most requests/s one
+// replica of the variant can serve at the model's token counts, from its
+// profiled or learned parameters; +Inf when they are unknown.
+func (c *cycle) podRateLimit(ms *modelState, vs *variantState) float64 {
+	p, _, _ := c.params(vs)
+	if p == nil {
+		return math.Inf(1)
+	}
+	a, err := c.analyzer(ms, vs, p)
+	if err != nil {
+		return math.Inf(1)
+	}
+	return ImplausibleCapacityFactor * a.MaxRate()
 }
 
 // learn feeds the model's forecaster with this cycle's demand (when every
@@ -320,6 +388,9 @@ func (c *cycle) podProblem(p *Pod) (HoldCause, string) {
 	}
 	if p.KVCacheUsage > 1.001 {
 		return HoldInvalid, fmt.Sprintf("kvCacheUsage is %v (above 1)", p.KVCacheUsage)
+	}
+	if p.ArrivalRateRPS > c.cfg.MaxPodArrivalRPS {
+		return HoldImplausible, fmt.Sprintf("arrivalRate is %.3g requests/s, above the plausible %g per pod", p.ArrivalRateRPS, c.cfg.MaxPodArrivalRPS)
 	}
 	return "", ""
 }

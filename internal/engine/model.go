@@ -198,13 +198,7 @@ func (c *cycle) size(ms *modelState, vs *variantState, p *tuner.Params, slo queu
 	if p == nil {
 		return errNoParams
 	}
-	var model queueing.ServiceModel = queueing.Iteration{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma}
-	if vs.v.serviceModel() == tuner.ModelLinear {
-		model = queueing.Linear{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma, Delta: p.Delta}
-	}
-	a, err := queueing.NewAnalyzer(queueing.Config{Model: model,
-		Workload:     queueing.Workload{InputTokens: ms.inTok, OutputTokens: math.Max(ms.outTok, 1)},
-		MaxBatchSize: c.effectiveBatch(vs, c.maxBatch(vs, 0), ms.inTok, math.Max(ms.outTok, 1)), MaxQueueSize: c.cfg.MaxQueueSize})
+	a, err := c.analyzer(ms, vs, p)
 	if err != nil {
 		return err
 	}
@@ -219,6 +213,19 @@ func (c *cycle) size(ms *modelState, vs *variantState, p *tuner.Params, slo queu
 	vs.detail.SupplyRPS = float64(vs.v.ReadyReplicas) * sz.CapacityRPS
 	vs.detail.Binding = sz.Binding
 	return nil
+}
+
+// analyzer is the queueing model of one replica of the variant with
+// parameters p, at the model's token counts and the variant's effective
+// batch.
+func (c *cycle) analyzer(ms *modelState, vs *variantState, p *tuner.Params) (*queueing.Analyzer, error) {
+	var model queueing.ServiceModel = queueing.Iteration{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma}
+	if vs.v.serviceModel() == tuner.ModelLinear {
+		model = queueing.Linear{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma, Delta: p.Delta}
+	}
+	in, out := ms.inTok, math.Max(ms.outTok, 1)
+	return queueing.NewAnalyzer(queueing.Config{Model: model, Workload: queueing.Workload{InputTokens: in, OutputTokens: out},
+		MaxBatchSize: c.effectiveBatch(vs, c.maxBatch(vs, 0), in, out), MaxQueueSize: c.cfg.MaxQueueSize})
 }
 
 // resolveSLO is seed 001 §3: explicit targets (the model's, then its

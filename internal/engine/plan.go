@@ -39,6 +39,7 @@ const (
 	ReasonMaxReplicas         Reason = "max-replicas"
 	ReasonStabilized          Reason = "scale-down-stabilized"
 	ReasonInventoryLimited    Reason = "inventory-limited"
+	ReasonScaleUpLimited      Reason = "scale-up-limited"
 )
 
 // HoldCause says why a variant's metrics could not be used.
@@ -49,12 +50,18 @@ const (
 	HoldInvalid HoldCause = "invalid" // NaN, infinite, negative or out of range
 	HoldMissing HoldCause = "missing" // no series, or a pod without metrics
 	HoldStale   HoldCause = "stale"   // older than MetricsMaxAgeSeconds
+	// HoldImplausible: finite values no server could produce, such as a
+	// pod completing far more requests per second than its batch and
+	// speed allow.
+	HoldImplausible HoldCause = "implausible"
 )
 
 // severity orders the causes when a variant's pods have several: invalid
 // values, then stale samples, then missing ones.
 func (h HoldCause) severity() int {
 	switch h {
+	case HoldImplausible:
+		return 4
 	case HoldInvalid:
 		return 3
 	case HoldStale:

@@ -278,12 +278,23 @@ func (g *satGroup) scaleUp() {
 		}
 		perKV := g.unit(vs) * (cfg.KVCacheThreshold - cfg.KVSpareTrigger)
 		perQ := cfg.QueueLengthThreshold - cfg.QueueSpareTrigger
-		for vs.capTarget < vs.v.maxReplicas() && (kvDef > 0 || qDef > 0) {
-			vs.capTarget++
-			d.ExtraReplicas++
-			kvDef -= perKV
-			qDef -= perQ
+		// Each replica added closes perKV of the KV deficit and perQ of the
+		// queue's: enough replicas for the larger, within the maximum.
+		n := vs.v.maxReplicas() - vs.capTarget
+		need := 0.0
+		if kvDef > 0 {
+			need = math.Max(need, kvDef/perKV)
 		}
+		if qDef > 0 {
+			need = math.Max(need, qDef/perQ)
+		}
+		if need < float64(n) { // also NaN-safe: a non-positive step leaves n
+			n = max(int(math.Ceil(need)), 0)
+		}
+		vs.capTarget += n
+		d.ExtraReplicas += n
+		kvDef -= float64(n) * perKV
+		qDef -= float64(n) * perQ
 		if kvDef <= 0 && qDef <= 0 {
 			return
 		}

@@ -97,6 +97,21 @@ type Config struct {
 	// a of the requests is predicted to meet the TTFT target, instead of
 	// the mean TTFT meeting it (0, the default, sizes for the mean).
 	TTFTAttainment float64 `json:"ttftAttainment,omitempty"`
+	// MaxReplicasDefault caps a variant whose maxReplicas is unset
+	// (default 1000). A variant already running more, or with a higher
+	// minReplicas, keeps that many as its cap.
+	MaxReplicasDefault int `json:"maxReplicasDefault,omitempty"`
+	// ScaleUpLimitFactor and ScaleUpLimitReplicas bound one cycle's
+	// scale-up of a variant to max(current × factor, current + replicas)
+	// (defaults 4 and 8), so that no metric, however wrong, can order
+	// thousands of replicas at once. A variant may set its own.
+	ScaleUpLimitFactor   float64 `json:"scaleUpLimitFactor,omitempty"`
+	ScaleUpLimitReplicas int     `json:"scaleUpLimitReplicas,omitempty"`
+	// MaxPodArrivalRPS: a pod reporting more requests/s than this has
+	// implausible metrics, and its variant holds (default 10 000). A pod
+	// that reports over ImplausibleCapacityFactor (100) times what its
+	// variant's known parameters let one replica serve is implausible too.
+	MaxPodArrivalRPS float64 `json:"maxPodArrivalRPS,omitempty"`
 	// Tuner holds the tuner's settings (the controller's tuner ConfigMap);
 	// the service model and queue size come from the variant and from
 	// MaxQueueSize.
@@ -180,7 +195,11 @@ type Variant struct {
 	ServiceModel string        `json:"serviceModel,omitempty"` // "iteration" (default) or "linear"
 	Params       *tuner.Params `json:"params,omitempty"`
 	MaxBatchSize int           `json:"maxBatchSize,omitempty"` // default: from pods, else 256
-	Pods         []Pod         `json:"pods,omitempty"`
+	// ScaleUpLimitFactor and ScaleUpLimitReplicas override the
+	// Config's per-cycle scale-up limit for this variant (0: the Config's).
+	ScaleUpLimitFactor   float64 `json:"scaleUpLimitFactor,omitempty"`
+	ScaleUpLimitReplicas int     `json:"scaleUpLimitReplicas,omitempty"`
+	Pods                 []Pod   `json:"pods,omitempty"`
 }
 
 // Pod holds one replica's metrics, as a Prometheus collector reads them
@@ -221,6 +240,17 @@ const (
 	DefaultAcceleratorPenalty   = 0.1
 	DefaultSpareQuantile        = 0.95
 	DefaultProvisioning         = 120.0
+	DefaultMaxReplicas          = 1000
+	DefaultScaleUpLimitFactor   = 4.0
+	DefaultScaleUpLimitReplicas = 8
+	DefaultMaxPodArrivalRPS     = 10000.0
+	// MaxQueueSizeLimit bounds Config.MaxQueueSize: the queueing model's
+	// memory and time grow with it.
+	MaxQueueSizeLimit = 1_000_000
+	// ImplausibleCapacityFactor: a pod reporting this many times what one
+	// replica can serve (from the variant's known parameters) has
+	// implausible metrics.
+	ImplausibleCapacityFactor = 100.0
 	// Fallback SLO (seed 001 §3.3): 1.5× observed, capped.
 	FallbackHeadroom = 1.5
 	MaxFallbackTTFT  = 10000.0
@@ -241,6 +271,14 @@ func (c Config) withDefaults() Config {
 	def(&c.AcceleratorPenaltyFactor, DefaultAcceleratorPenalty)
 	def(&c.SpareQuantile, DefaultSpareQuantile)
 	def(&c.ProvisioningSeconds, DefaultProvisioning)
+	def(&c.ScaleUpLimitFactor, DefaultScaleUpLimitFactor)
+	def(&c.MaxPodArrivalRPS, DefaultMaxPodArrivalRPS)
+	if c.MaxReplicasDefault == 0 {
+		c.MaxReplicasDefault = DefaultMaxReplicas
+	}
+	if c.ScaleUpLimitReplicas == 0 {
+		c.ScaleUpLimitReplicas = DefaultScaleUpLimitReplicas
+	}
 	if c.MaxQueueSize == 0 {
 		c.MaxQueueSize = 100
 	}

@@ -107,8 +107,15 @@ func (v *validator) config(c Config) {
 	if !(c.TTFTAttainment >= 0 && c.TTFTAttainment < 1) {
 		v.add("config.ttftAttainment", "must be in (0, 1), or 0 to size for the mean TTFT, got %v", c.TTFTAttainment)
 	}
-	if c.MaxQueueSize < 0 {
-		v.add("config.maxQueueSize", "must be ≥ 0, got %d", c.MaxQueueSize)
+	if c.MaxQueueSize < 0 || c.MaxQueueSize > MaxQueueSizeLimit {
+		v.add("config.maxQueueSize", "must be between 0 and %d, got %d", MaxQueueSizeLimit, c.MaxQueueSize)
+	}
+	if c.MaxReplicasDefault < 0 {
+		v.add("config.maxReplicasDefault", "must be ≥ 1 (0 means the default %d), got %d", DefaultMaxReplicas, c.MaxReplicasDefault)
+	}
+	v.scaleUpLimit("config", c.ScaleUpLimitFactor, c.ScaleUpLimitReplicas)
+	if c.MaxPodArrivalRPS != 0 && !(c.MaxPodArrivalRPS > 0 && c.MaxPodArrivalRPS <= math.MaxFloat64) {
+		v.add("config.maxPodArrivalRPS", "must be a positive number of requests/s (0 means the default %v), got %v", DefaultMaxPodArrivalRPS, c.MaxPodArrivalRPS)
 	}
 	switch c.AllocationAlgorithm {
 	case "", "exact", "greedy":
@@ -119,6 +126,17 @@ func (v *validator) config(c Config) {
 	case "", "None", "PriorityExhaustive", "PriorityRoundRobin", "RoundRobin":
 	default:
 		v.add("config.saturationPolicy", "must be None, PriorityExhaustive, PriorityRoundRobin or RoundRobin, got %q", c.SaturationPolicy)
+	}
+}
+
+// scaleUpLimit checks a per-cycle scale-up limit: a factor ≥ 1 and a
+// number of replicas ≥ 1, each 0 for the default.
+func (v *validator) scaleUpLimit(p string, factor float64, replicas int) {
+	if factor != 0 && !(factor >= 1 && factor <= math.MaxFloat64) {
+		v.add(p+".scaleUpLimitFactor", "must be ≥ 1 (0 means the default %v), got %v", DefaultScaleUpLimitFactor, factor)
+	}
+	if replicas < 0 {
+		v.add(p+".scaleUpLimitReplicas", "must be ≥ 1 (0 means the default %d), got %d", DefaultScaleUpLimitReplicas, replicas)
 	}
 }
 
@@ -208,6 +226,7 @@ func (v *validator) variant(p string, s *Snapshot, va *Variant) {
 		v.add(p+".maxBatchSize", "must be ≥ 1, got %d", va.MaxBatchSize)
 	}
 	v.replicas(p, va)
+	v.scaleUpLimit(p, va.ScaleUpLimitFactor, va.ScaleUpLimitReplicas)
 	v.pods(p, va)
 }
 
