@@ -131,3 +131,27 @@ func TestBoundedCycleOnAbsurdDemand(t *testing.T) {
 		t.Errorf("%d (%s), want 10 (scale-up-limited): %s", d.Desired, d.Reason, d.Explanation)
 	}
 }
+
+// TestModelOnlyKeepsSaturatedReplicas: in model-only mode, four saturated
+// replicas whose arrival counter reads almost nothing are not planned down;
+// the same replicas idle are.
+func TestModelOnlyKeepsSaturatedReplicas(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		kv, q  float64
+		want   int
+		reason Reason
+	}{
+		{"saturated KV", 0.95, 0, 4, ReasonSafetyBlock},
+		{"long queues", 0.3, 12, 4, ReasonSafetyBlock},
+		{"idle", 0.1, 0, 1, ReasonModelScaleDown},
+	} {
+		b := variant("v", "H100").params(h100Params).pods(c.kv, c.q, c.kv, c.q, c.kv, c.q, c.kv, c.q).traffic(0.01, 512, 128, 100, 20)
+		s := snapshot(ModeModelOnly, b)
+		s.Models[0].SLO = &SLO{TTFTMs: 500, ITLMs: 30}
+		d := decision(t, plan(t, nil, s), "v")
+		if d.Desired != c.want || d.Reason != c.reason {
+			t.Errorf("%s: %d (%s), want %d (%s): %s", c.name, d.Desired, d.Reason, c.want, c.reason, d.Explanation)
+		}
+	}
+}
