@@ -105,6 +105,8 @@ func TestBadInput(t *testing.T) {
 		{"negative alpha", llamaArgs("analyze", "--rate", "1", "--alpha", "-1"), "--alpha: must be a positive finite number, got -1"},
 		{"NaN gamma", llamaArgs("analyze", "--rate", "1", "--gamma", "NaN"), "--gamma: must be a finite number ≥ 0, got NaN"},
 		{"zero rate", llamaArgs("analyze", "--rate", "0"), "--rate: must be a positive finite number of requests/s, got 0"},
+		{"vanishing rate", llamaArgs("analyze", "--rate", "1e-19"), "--rate: must be at least 1e-09 requests/s"},
+		{"demand beyond any fleet", llamaArgs("size", "--target-ttft", "500", "--demand", "2e20"), "--demand: needs more than 2147483647 replicas"},
 		{"missing rate", llamaArgs("analyze"), "--rate is required"},
 		{"missing alpha", []string{"model", "size", "--target-ttft", "1"}, "--alpha is required"},
 		{"batch of zero", llamaArgs("analyze", "--rate", "1", "--max-batch-size", "0"), "--max-batch-size: must be between 1 and"},

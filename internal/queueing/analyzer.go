@@ -90,8 +90,8 @@ type Metrics struct {
 // (requests/s). Any positive finite rate is accepted, including rates far
 // above MaxRate (the queue is finite, so excess arrivals are blocked).
 func (a *Analyzer) Analyze(rateRPS float64) (Metrics, error) {
-	if !finite(rateRPS) || rateRPS <= 0 {
-		return Metrics{}, &ParamError{Param: "rate", Value: rateRPS, Reason: "must be a positive finite number of requests/s"}
+	if err := checkRate(rateRPS); err != nil {
+		return Metrics{}, err
 	}
 	return a.analyze(rateRPS), nil
 }
@@ -120,6 +120,22 @@ func (a *Analyzer) metrics(rateRPS float64, s State) Metrics {
 		MaxRateRPS:    a.MaxRate(),
 		TokensPerSec:  x * a.cfg.Workload.OutputTokens,
 	}
+}
+
+// MinRateRPS is the lightest load the analyzer accepts: one request in
+// about 30 years. Below it the solve's Little's-law ratios lose every
+// significant digit (a negative ITL at 1e-19 requests/s).
+const MinRateRPS = 1e-9
+
+// checkRate accepts a finite arrival rate of at least MinRateRPS.
+func checkRate(rateRPS float64) error {
+	switch {
+	case !finite(rateRPS) || rateRPS <= 0:
+		return &ParamError{Param: "rate", Value: rateRPS, Reason: "must be a positive finite number of requests/s"}
+	case rateRPS < MinRateRPS:
+		return &ParamError{Param: "rate", Value: rateRPS, Reason: fmt.Sprintf("must be at least %g requests/s (one request in about 30 years)", MinRateRPS)}
+	}
+	return nil
 }
 
 // ceilRatio returns ceil(num/den), forgiving a relative rounding error of

@@ -103,8 +103,8 @@ func (q *Queue) waitWithin(lambda, t, below, pN float64) float64 {
 // (deterministic given the load); the waiting time has the distribution of
 // [Queue.WaitWithin]. Blocked arrivals count as missing the target.
 func (a *Analyzer) TTFTAttainment(rateRPS, targetMs float64) (float64, error) {
-	if !finite(rateRPS) || rateRPS <= 0 {
-		return 0, &ParamError{Param: "rate", Value: rateRPS, Reason: "must be a positive finite number of requests/s"}
+	if err := checkRate(rateRPS); err != nil {
+		return 0, err
 	}
 	if err := checkNonNegative("target-ttft", targetMs); err != nil {
 		return 0, err
@@ -131,8 +131,8 @@ func (a *Analyzer) prefillMs(s State) float64 {
 // waiting time. It is +Inf when more than 1 − p of the arrivals are
 // blocked.
 func (a *Analyzer) TTFTPercentile(rateRPS, p float64) (float64, error) {
-	if !finite(rateRPS) || rateRPS <= 0 {
-		return 0, &ParamError{Param: "rate", Value: rateRPS, Reason: "must be a positive finite number of requests/s"}
+	if err := checkRate(rateRPS); err != nil {
+		return 0, err
 	}
 	if !(p > 0 && p < 1) {
 		return 0, &ParamError{Param: "percentile", Value: p, Reason: "must be between 0 and 1"}

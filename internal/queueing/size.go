@@ -1,6 +1,9 @@
 package queueing
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // Targets are the service-level objectives a replica is sized against.
 // A zero field means "no target".
@@ -325,6 +328,10 @@ func (s Sizing) Replicas(demandRPS float64) (int, error) {
 	d := math.Max(demandRPS, s.DemandFloorRPS)
 	if d == 0 {
 		return 0, nil
+	}
+	if n := d / s.CapacityRPS * (1 - 1e-9); !(n <= math.MaxInt32) {
+		return 0, &ParamError{Param: "demand", Value: demandRPS,
+			Reason: fmt.Sprintf("needs more than %d replicas of %.4g requests/s each", math.MaxInt32, s.CapacityRPS)}
 	}
 	return ceilRatio(d, s.CapacityRPS), nil
 }
