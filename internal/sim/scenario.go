@@ -3,7 +3,9 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/llm-d-incubation/wva/internal/tuner"
@@ -448,9 +450,10 @@ func (s *Scenario) Validate() error {
 	add := func(path, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
 	}
-	if !(s.DurationSeconds > 0) || math.IsInf(s.DurationSeconds, 0) {
-		add("durationSeconds", "must be > 0 seconds, got %v", s.DurationSeconds)
+	if !(s.DurationSeconds > 0 && s.DurationSeconds <= MaxDurationSeconds) {
+		add("durationSeconds", "must be > 0 seconds and at most %g (30 days), got %v", float64(MaxDurationSeconds), s.DurationSeconds)
 	}
+	s.validatePeriods(add)
 	if !(s.DrainSeconds >= 0) || math.IsInf(s.DrainSeconds, 0) {
 		add("drainSeconds", "must be ≥ 0 seconds, got %v", s.DrainSeconds)
 	}
@@ -494,6 +497,52 @@ func (s *Scenario) Validate() error {
 	return errors.Join(errs...)
 }
 
+// MaxDurationSeconds bounds a scenario's simulated time (30 days): the
+// simulator keeps every request's record in memory.
+const MaxDurationSeconds = 30 * 24 * 3600
+
+// minPeriodSeconds is the shortest period a scenario may set for a
+// recurring event (recording, scraping, an autoscaler's loop): each adds
+// events for the whole run.
+const minPeriodSeconds = 0.1
+
+// validatePeriods checks every recurring period and every time setting:
+// finite and ≥ 0 (0 is the default), and periods not below
+// minPeriodSeconds, so that no setting makes the run spin on events or
+// grow without bound.
+func (s *Scenario) validatePeriods(add func(string, string, ...any)) {
+	a := s.Autoscalers
+	for _, f := range []struct {
+		name   string
+		v      float64
+		period bool
+	}{
+		{"recordSeconds", s.RecordSeconds, true}, {"scrape.intervalSeconds", s.Scrape.IntervalSeconds, true},
+		{"scrape.windowSeconds", s.Scrape.WindowSeconds, true}, {"scrape.delaySeconds", s.Scrape.DelaySeconds, false},
+		{"autoscalers.oracleIntervalSeconds", a.OracleIntervalSeconds, true},
+		{"autoscalers.wva.intervalSeconds", a.WVA.IntervalSeconds, true},
+		{"autoscalers.hpa.syncSeconds", a.HPA.SyncSeconds, true}, {"autoscalers.hpa.stabilizationSeconds", a.HPA.StabilizationSeconds, false},
+		{"autoscalers.hpa.tolerance", a.HPA.Tolerance, false},
+		{"autoscalers.keda.pollingSeconds", a.KEDA.PollingSeconds, true}, {"autoscalers.keda.cooldownSeconds", a.KEDA.CooldownSeconds, false},
+		{"autoscalers.keda.stabilizationSeconds", a.KEDA.StabilizationSecs, false}, {"autoscalers.keda.activation", a.KEDA.Activation, false},
+	} {
+		switch {
+		case !(f.v >= 0) || math.IsInf(f.v, 0):
+			add(f.name, "must be a finite number ≥ 0 (0: the default), got %v", f.v)
+		case f.period && f.v > 0 && f.v < minPeriodSeconds:
+			add(f.name, "must be at least %g seconds (0: the default), got %v", minPeriodSeconds, f.v)
+		}
+	}
+	if a.KEDA.MinReplicaCount < 0 {
+		add("autoscalers.keda.minReplicaCount", "must be ≥ 0, got %d", a.KEDA.MinReplicaCount)
+	}
+	for _, acc := range slices.Sorted(maps.Keys(s.Inventory)) {
+		if s.Inventory[acc] < 0 {
+			add("inventory."+acc, "must be ≥ 0 accelerators, got %d", s.Inventory[acc])
+		}
+	}
+}
+
 // validateWVA checks the engine settings a scenario passes to WVA, so that a
 // bad one is an error at load time rather than a run where every cycle
 // fails.
@@ -511,6 +560,8 @@ func validateWVA(p string, w WVAConfig, add func(string, string, ...any)) {
 		{"scaleFromZeroIntervalSeconds", w.ScaleFromZeroIntervalSeconds}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			add(p+"."+f.name, "must be a finite number of seconds ≥ 0 (0: the default), got %v", f.v)
+		} else if f.name == "scaleFromZeroIntervalSeconds" && f.v > 0 && f.v < minPeriodSeconds {
+			add(p+"."+f.name, "must be at least %g seconds (0: the default), got %v", minPeriodSeconds, f.v)
 		}
 	}
 	if !(w.KVCacheThreshold >= 0 && w.KVCacheThreshold <= 1) {

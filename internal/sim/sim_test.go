@@ -219,6 +219,40 @@ models:
 			t.Errorf("missing %q in %v", want, err)
 		}
 	}
+	// Periods and times that would make the run spin or never end.
+	_, err = ParseScenario([]byte(`
+name: spin
+durationSeconds: 315360000
+recordSeconds: -15
+scrape: {intervalSeconds: 0.001, windowSeconds: -1, delaySeconds: -5}
+inventory: {H100: -2}
+autoscalers:
+  oracleIntervalSeconds: -60
+  wva: {intervalSeconds: 0.01, scaleFromZeroIntervalSeconds: 0.001}
+  hpa: {syncSeconds: -15, tolerance: -0.1}
+  keda: {pollingSeconds: 0.05, cooldownSeconds: -1, minReplicaCount: -1}
+models:
+  - name: m
+    slo: {ttftMs: 100, itlMs: 10}
+    workload: {arrival: poisson, rate: {pattern: constant, rps: 1}, input: {mean: 10}, output: {mean: 10}}
+    variants: [{name: v, accelerator: H100, params: {alpha: 1, beta: 0.1, gamma: 0.1}}]
+`))
+	if err == nil {
+		t.Fatal("accepted a scenario with bad periods")
+	}
+	for _, want := range []string{"durationSeconds: must be > 0 seconds and at most 2.592e+06 (30 days), got 3.1536e+08",
+		"recordSeconds: must be a finite number ≥ 0 (0: the default), got -15",
+		"scrape.intervalSeconds: must be at least 0.1 seconds (0: the default), got 0.001",
+		"scrape.windowSeconds: must be a finite number ≥ 0", "scrape.delaySeconds: must be a finite number ≥ 0 (0: the default), got -5",
+		"inventory.H100: must be ≥ 0 accelerators, got -2", "autoscalers.oracleIntervalSeconds: must be a finite number ≥ 0",
+		"autoscalers.wva.intervalSeconds: must be at least 0.1 seconds", "autoscalers.wva.scaleFromZeroIntervalSeconds: must be at least 0.1 seconds",
+		"autoscalers.hpa.syncSeconds: must be a finite number ≥ 0", "autoscalers.hpa.tolerance: must be a finite number ≥ 0",
+		"autoscalers.keda.pollingSeconds: must be at least 0.1 seconds", "autoscalers.keda.cooldownSeconds: must be a finite number ≥ 0",
+		"autoscalers.keda.minReplicaCount: must be ≥ 0, got -1"} {
+		if !bytes.Contains([]byte(err.Error()), []byte(want)) {
+			t.Errorf("missing %q in %v", want, err)
+		}
+	}
 	if _, err := ParseScenario([]byte("name: x\nturbo: 1\n")); err == nil {
 		t.Error("accepted an unknown field")
 	}
