@@ -672,9 +672,6 @@ func validateVariant(p string, v Variant, add func(string, string, ...any)) {
 	if v.Accelerator == "" {
 		add(p+".accelerator", "must not be empty")
 	}
-	if !(v.Cost >= 0) {
-		add(p+".cost", "must be ≥ 0")
-	}
 	switch v.LatencyModel {
 	case "", "iteration":
 		if err := v.Params.Validate(tuner.ModelIteration); err != nil {
@@ -697,6 +694,20 @@ func validateVariant(p string, v Variant, add func(string, string, ...any)) {
 	}{{"maxBatchSize", v.MaxBatchSize}, {"maxBatchedTokens", v.MaxBatchedTokens}, {"kvBlocks", v.KVBlocks}, {"blockSize", v.BlockSize}} {
 		if f.v < 0 {
 			add(p+"."+f.name, "must be > 0 (0: the default), got %d", f.v)
+		}
+	}
+	if v.AcceleratorsPerReplica < 0 {
+		add(p+".acceleratorsPerReplica", "must be ≥ 1 (0: the default 1), got %d", v.AcceleratorsPerReplica)
+	}
+	if v.MaxReplicas < 0 {
+		add(p+".maxReplicas", "must be ≥ 1 (0: the default 10), got %d", v.MaxReplicas)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"startupSeconds", v.StartupSeconds}, {"startupJitterSeconds", v.StartupJitterSeconds}, {"cost", v.Cost}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			add(p+"."+f.name, "must be a finite number ≥ 0, got %v", f.v)
 		}
 	}
 	if g := v.TerminationGracePeriodSeconds; g != nil && (!(*g >= 0) || math.IsInf(*g, 0)) {

@@ -235,7 +235,7 @@ models:
   - name: m
     slo: {ttftMs: 100, itlMs: 10}
     workload: {arrival: poisson, rate: {pattern: constant, rps: 1}, input: {mean: 10}, output: {mean: 10}}
-    variants: [{name: v, accelerator: H100, params: {alpha: 1, beta: 0.1, gamma: 0.1}}]
+    variants: [{name: v, accelerator: H100, params: {alpha: 1, beta: 0.1, gamma: 0.1}, acceleratorsPerReplica: -1, startupSeconds: -5, maxReplicas: -3}]
 `))
 	if err == nil {
 		t.Fatal("accepted a scenario with bad periods")
@@ -248,7 +248,10 @@ models:
 		"autoscalers.wva.intervalSeconds: must be at least 0.1 seconds", "autoscalers.wva.scaleFromZeroIntervalSeconds: must be at least 0.1 seconds",
 		"autoscalers.hpa.syncSeconds: must be a finite number ≥ 0", "autoscalers.hpa.tolerance: must be a finite number ≥ 0",
 		"autoscalers.keda.pollingSeconds: must be at least 0.1 seconds", "autoscalers.keda.cooldownSeconds: must be a finite number ≥ 0",
-		"autoscalers.keda.minReplicaCount: must be ≥ 0, got -1"} {
+		"autoscalers.keda.minReplicaCount: must be ≥ 0, got -1",
+		"models[0].variants[0].acceleratorsPerReplica: must be ≥ 1 (0: the default 1), got -1",
+		"models[0].variants[0].startupSeconds: must be a finite number ≥ 0, got -5",
+		"models[0].variants[0].maxReplicas: must be ≥ 1 (0: the default 10), got -3"} {
 		if !bytes.Contains([]byte(err.Error()), []byte(want)) {
 			t.Errorf("missing %q in %v", want, err)
 		}
