@@ -682,6 +682,20 @@ func validateVariant(p string, v Variant, add func(string, string, ...any)) {
 	default:
 		add(p+".latencyModel", "must be iteration or linear, got %q", v.LatencyModel)
 	}
+	validateVariantSizes(p, v, add)
+	if g := v.TerminationGracePeriodSeconds; g != nil && (!(*g >= 0) || math.IsInf(*g, 0)) {
+		add(p+".terminationGracePeriodSeconds", "must be ≥ 0 seconds, got %v", *g)
+	}
+	switch v.Shutdown {
+	case "", "abort", "drain":
+	default:
+		add(p+".shutdown", "must be abort or drain, got %q", v.Shutdown)
+	}
+}
+
+// validateVariantSizes checks a variant's replica bounds, its server's
+// sizes and its times.
+func validateVariantSizes(p string, v Variant, add func(string, string, ...any)) {
 	if v.MinReplicas < 0 || (v.MaxReplicas > 0 && v.MaxReplicas < v.MinReplicas) {
 		add(p+".maxReplicas", "must be ≥ minReplicas")
 	}
@@ -709,14 +723,6 @@ func validateVariant(p string, v Variant, add func(string, string, ...any)) {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			add(p+"."+f.name, "must be a finite number ≥ 0, got %v", f.v)
 		}
-	}
-	if g := v.TerminationGracePeriodSeconds; g != nil && (!(*g >= 0) || math.IsInf(*g, 0)) {
-		add(p+".terminationGracePeriodSeconds", "must be ≥ 0 seconds, got %v", *g)
-	}
-	switch v.Shutdown {
-	case "", "abort", "drain":
-	default:
-		add(p+".shutdown", "must be abort or drain, got %q", v.Shutdown)
 	}
 }
 
