@@ -69,7 +69,7 @@ func TestScaleUpMetricsOnly(t *testing.T) {
 	f := newFixture(t)
 	d := f.deployment("llama-h100", 2)
 	f.va("llama-h100", model, nil)
-	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", 2, 0.95, 12)}}})
+	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", 2, 0.95, 6)}}})
 	f.cycle()
 	va := f.reconcile("llama-h100")
 	want := va.Status.DesiredOptimizedAlloc.NumReplicas
