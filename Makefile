@@ -27,6 +27,7 @@ SCENARIOS := staircase stepped cost-tiering diurnal bursty shared-budget scale-f
 
 .PHONY: evaluate
 evaluate: ## rerun every shipped scenario with every autoscaler (seed 1, and SEEDS seeds) into docs/evaluation
+	@mkdir -p $(BIN)
 	@for s in $(SCENARIOS); do \
 		$(GO) run ./cmd/wva simulate --scenario $$s --autoscalers wva,hpa,keda,clairvoyant,oracle --out $(BIN)/evaluation/$$s > $(BIN)/evaluation-$$s.txt || exit 1; \
 		mkdir -p docs/evaluation/$$s; \
@@ -41,6 +42,7 @@ FRONTIER_SEEDS := 5
 
 .PHONY: frontiers
 frontiers: ## sweep every autoscaler's settings on every shipped scenario (FRONTIER_SEEDS seeds) into docs/evaluation/*/ (about 8 minutes on 2 cores)
+	@mkdir -p $(BIN)
 	@for s in $(SCENARIOS); do \
 		$(GO) run ./cmd/wva simulate --scenario $$s --sweep --repeat $(FRONTIER_SEEDS) --out $(BIN)/frontiers/$$s > $(BIN)/frontiers-$$s.txt || exit 1; \
 		mkdir -p docs/evaluation/$$s; \
