@@ -115,7 +115,7 @@ func (s *search) dfs(k int, need, cost, demand float64) {
 		return
 	}
 	room := o.max() - s.cur[i]
-	most := ceilCount(need/o.Capacity-coverEps, room)
+	most := CeilCount(need/o.Capacity-coverEps, room)
 	// The bound cost + x·c_i + (need − x·cap_i)·ratio[k+1] does not fall as
 	// x falls (option i is the most efficient from k on), so once it
 	// exceeds the incumbent no smaller x can do better: the loop visits
@@ -148,7 +148,7 @@ func GreedyCover(opts []Option, demand float64) Cover {
 			continue
 		}
 		for c.Capacity < demand*(1-coverEps) && c.Replicas[i] < o.max() {
-			add := ceilCount((demand-c.Capacity)/o.Capacity-coverEps, o.max()-c.Replicas[i])
+			add := CeilCount((demand-c.Capacity)/o.Capacity-coverEps, o.max()-c.Replicas[i])
 			add = max(add, 1)
 			c.Replicas[i] += add
 			c.Capacity += float64(add) * o.Capacity
@@ -159,10 +159,10 @@ func GreedyCover(opts []Option, demand float64) Cover {
 	return c
 }
 
-// ceilCount is ⌈x⌉ as a replica count, at most limit: a demand beyond any
-// fleet (or an infinite one) reads as the limit instead of overflowing the
-// conversion to int.
-func ceilCount(x float64, limit int) int {
+// CeilCount is ⌈x⌉ as a replica count, at least 0 and at most limit: a
+// demand beyond any fleet (or an infinite or NaN one) reads as the limit
+// instead of overflowing the conversion to int.
+func CeilCount(x float64, limit int) int {
 	if !(x < float64(limit)) { // also NaN
 		return limit
 	}

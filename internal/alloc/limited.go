@@ -152,7 +152,7 @@ func candidates(s Server, phi float64) []candidate {
 				other += float64(n) * s.Options[j].Capacity
 			}
 		}
-		n := max(r[i], ceilCount((s.Demand-other)/o.Capacity-coverEps, o.max()+1))
+		n := max(r[i], CeilCount((s.Demand-other)/o.Capacity-coverEps, o.max()+1))
 		if n > o.max() {
 			continue // this option alone cannot carry the demand
 		}

@@ -807,8 +807,6 @@ func holdReason(cause engine.HoldCause, probs []string) string {
 		}
 	}
 	switch cause {
-	case engine.HoldImplausible:
-		return wvav1.ReasonMetricsImplausible
 	case engine.HoldInvalid:
 		return wvav1.ReasonMetricsInvalid
 	case engine.HoldStale:

@@ -70,7 +70,7 @@ func (c *cycle) modelOnly(vs *variantState) {
 	vs.reason = [...]Reason{ReasonModelScaleDown, ReasonModelSteady, ReasonModelScaleUp}[direction(vs.modelTarget, cur)+1]
 	c.noteModel(vs)
 	if vs.target < cur {
-		if p := c.saturatedPod(vs); p != nil {
+		if p := saturatedPod(vs); p != nil {
 			vs.target, vs.reason = cur, ReasonSafetyBlock
 			vs.note("safety block: the model would scale down to %d, but pod %s is saturated (KV %.2f, %.0f waiting): its metrics contradict the demand",
 				vs.modelTarget, p.Name, p.KVCacheUsage, p.WaitingRequests)
@@ -83,13 +83,9 @@ func (c *cycle) modelOnly(vs *variantState) {
 // scales such a variant down: a demand low enough to remove replicas while
 // one is saturated means some metric is wrong (a missing counter read as
 // no traffic, say), and removing capacity is the unsafe reading.
-func (c *cycle) saturatedPod(vs *variantState) *Pod {
-	if len(vs.pods) == 0 {
-		return nil
-	}
-	cfg := defaultSaturation.merged(c.s.Saturation).merged(vs.model.m.Saturation)
+func saturatedPod(vs *variantState) *Pod {
 	for _, p := range vs.pods {
-		if p.KVCacheUsage >= cfg.KVCacheThreshold || p.WaitingRequests >= cfg.QueueLengthThreshold {
+		if vs.model.satCfg.saturates(p.KVCacheUsage, p.WaitingRequests) {
 			return p
 		}
 	}

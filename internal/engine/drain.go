@@ -3,6 +3,8 @@ package engine
 import (
 	"math"
 	"sort"
+
+	"github.com/llm-d-incubation/wva/internal/alloc"
 )
 
 // forecast raises the demand the allocator covers to the q-quantile of the
@@ -71,11 +73,7 @@ func (c *cycle) drain(ms *modelState) {
 	if need <= 0 {
 		return
 	}
-	room := best.v.maxReplicas() - best.modelTarget
-	k := room
-	if x := math.Ceil(need / best.maxRate); x < float64(room) {
-		k = int(x)
-	}
+	k := alloc.CeilCount(need/best.maxRate, best.v.maxReplicas()-best.modelTarget)
 	best.modelTarget += k
 	best.transient = k
 	best.note("drain: %.0f request(s) waiting, %.0f expected in %.0f s; +%d to clear them within another %.0f s",
@@ -89,7 +87,6 @@ func (c *cycle) drain(ms *modelState) {
 // controller.kubernetes.io/pod-deletion-cost before lowering the replica
 // count, so that the requests in flight on busy pods are not cut.
 func (c *cycle) pickVictims(ms *modelState) {
-	cfg := defaultSaturation.merged(c.s.Saturation).merged(ms.m.Saturation)
 	for _, vs := range ms.variants {
 		k := vs.v.CurrentReplicas - vs.target - vs.v.pending()
 		if k <= 0 || vs.held {
@@ -97,7 +94,7 @@ func (c *cycle) pickVictims(ms *modelState) {
 		}
 		var cands []*Pod
 		for _, p := range vs.pods {
-			if p.KVCacheUsage < cfg.KVCacheThreshold && p.WaitingRequests < cfg.QueueLengthThreshold {
+			if !ms.satCfg.saturates(p.KVCacheUsage, p.WaitingRequests) {
 				cands = append(cands, p)
 			}
 		}

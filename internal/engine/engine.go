@@ -84,6 +84,9 @@ type modelState struct {
 	// the measured demand, raised to the forecast's quantile over the
 	// horizon (seconds) when forecasting.
 	planned, forecastMean, horizon float64
+	// satCfg is the saturation thresholds in force for the model: the
+	// defaults, the snapshot's, then the model's own.
+	satCfg SaturationConfig
 	// reporting counts the healthy pods with metrics; current the
 	// replicas (ready or starting) of all variants.
 	reporting, current int
@@ -200,7 +203,7 @@ func (c *cycle) parallel(fn func(*modelState)) {
 func (c *cycle) prepare() {
 	for i := range c.s.Models {
 		m := &c.s.Models[i]
-		ms := &modelState{m: m, key: m.Namespace + "/" + m.ID}
+		ms := &modelState{m: m, key: m.Namespace + "/" + m.ID, satCfg: defaultSaturation.merged(c.s.Saturation).merged(m.Saturation)}
 		ms.sum = ModelSummary{Model: m.ID, Namespace: m.Namespace}
 		var wIn, wOut, wTTFT, wITL float64
 		for j := range m.Variants {
@@ -400,7 +403,7 @@ var podMetricNames = [...]string{"arrivalRate", "kvCacheUsage", "waitingRequests
 
 // saturation runs the saturation analyzer once per role of the model.
 func (c *cycle) saturation(ms *modelState) {
-	cfg := defaultSaturation.merged(c.s.Saturation).merged(ms.m.Saturation)
+	cfg := ms.satCfg
 	roles := map[string][]*variantState{}
 	var order []string
 	for _, vs := range ms.variants {

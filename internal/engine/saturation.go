@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/llm-d-incubation/wva/internal/alloc"
 )
 
 // satPod is one healthy pod as the saturation analyzer sees it.
@@ -139,7 +141,10 @@ type satGroup struct {
 // saturated is Eq. 2: KV usage at its threshold or, unless the drain
 // planner owns the queues, a queue at its threshold.
 func (g *satGroup) saturated(p satPod) bool {
-	return p.kv >= g.cfg.KVCacheThreshold || (!g.drainQueue && p.queue >= g.cfg.QueueLengthThreshold)
+	if g.drainQueue {
+		return g.cfg.saturates(p.kv, 0)
+	}
+	return g.cfg.saturates(p.kv, p.queue)
 }
 
 // downBlocked says why no scale-down of this group is safe, or "".
@@ -279,8 +284,8 @@ func (g *satGroup) scaleUp() {
 		perKV := g.unit(vs) * (cfg.KVCacheThreshold - cfg.KVSpareTrigger)
 		perQ := cfg.QueueLengthThreshold - cfg.QueueSpareTrigger
 		// Each replica added closes perKV of the KV deficit and perQ of the
-		// queue's: enough replicas for the larger, within the maximum.
-		n := vs.v.maxReplicas() - vs.capTarget
+		// queue's: enough replicas for the larger, within the maximum (all
+		// of it when a step is not positive).
 		need := 0.0
 		if kvDef > 0 {
 			need = math.Max(need, kvDef/perKV)
@@ -288,9 +293,7 @@ func (g *satGroup) scaleUp() {
 		if qDef > 0 {
 			need = math.Max(need, qDef/perQ)
 		}
-		if need < float64(n) { // also NaN-safe: a non-positive step leaves n
-			n = max(int(math.Ceil(need)), 0)
-		}
+		n := alloc.CeilCount(need, vs.v.maxReplicas()-vs.capTarget)
 		vs.capTarget += n
 		d.ExtraReplicas += n
 		kvDef -= float64(n) * perKV

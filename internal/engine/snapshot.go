@@ -301,6 +301,12 @@ var defaultSaturation = SaturationConfig{
 	MinNonSaturatedReplicasForScaleDown: 1,
 }
 
+// saturates is Eq. 2 of the saturation analyzer: a replica with this KV
+// usage and queue is saturated.
+func (base SaturationConfig) saturates(kv, queue float64) bool {
+	return kv >= base.KVCacheThreshold || queue >= base.QueueLengthThreshold
+}
+
 // merged returns base with the non-zero fields of o.
 func (base SaturationConfig) merged(o *SaturationConfig) SaturationConfig {
 	if o == nil {

@@ -521,6 +521,7 @@ func (s *Scenario) validatePeriods(add func(string, string, ...any)) {
 		{"scrape.windowSeconds", s.Scrape.WindowSeconds, true}, {"scrape.delaySeconds", s.Scrape.DelaySeconds, false},
 		{"autoscalers.oracleIntervalSeconds", a.OracleIntervalSeconds, true},
 		{"autoscalers.wva.intervalSeconds", a.WVA.IntervalSeconds, true},
+		{"autoscalers.wva.scaleFromZeroIntervalSeconds", a.WVA.ScaleFromZeroIntervalSeconds, true},
 		{"autoscalers.hpa.syncSeconds", a.HPA.SyncSeconds, true}, {"autoscalers.hpa.stabilizationSeconds", a.HPA.StabilizationSeconds, false},
 		{"autoscalers.hpa.tolerance", a.HPA.Tolerance, false},
 		{"autoscalers.keda.pollingSeconds", a.KEDA.PollingSeconds, true}, {"autoscalers.keda.cooldownSeconds", a.KEDA.CooldownSeconds, false},
@@ -556,12 +557,9 @@ func validateWVA(p string, w WVAConfig, add func(string, string, ...any)) {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"provisioningSeconds", w.ProvisioningSeconds}, {"scaleDownStabilizationSeconds", w.ScaleDownStabilizationSeconds},
-		{"scaleFromZeroIntervalSeconds", w.ScaleFromZeroIntervalSeconds}} {
+	}{{"provisioningSeconds", w.ProvisioningSeconds}, {"scaleDownStabilizationSeconds", w.ScaleDownStabilizationSeconds}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			add(p+"."+f.name, "must be a finite number of seconds ≥ 0 (0: the default), got %v", f.v)
-		} else if f.name == "scaleFromZeroIntervalSeconds" && f.v > 0 && f.v < minPeriodSeconds {
-			add(p+"."+f.name, "must be at least %g seconds (0: the default), got %v", minPeriodSeconds, f.v)
 		}
 	}
 	if !(w.KVCacheThreshold >= 0 && w.KVCacheThreshold <= 1) {
