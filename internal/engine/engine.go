@@ -206,8 +206,9 @@ func (c *cycle) prepare() {
 		ms := &modelState{m: m, key: m.Namespace + "/" + m.ID, satCfg: defaultSaturation.merged(c.s.Saturation).merged(m.Saturation)}
 		ms.sum = ModelSummary{Model: m.ID, Namespace: m.Namespace}
 		var wIn, wOut, wTTFT, wITL float64
+		copies := make([]Variant, len(m.Variants))
 		for j := range m.Variants {
-			v := c.variant(&m.Variants[j])
+			v := c.variant(&m.Variants[j], &copies[j])
 			vs := &variantState{model: ms, v: v, key: variantKey(m.Namespace, m.ID, v.Name), capTarget: -1, modelTarget: -1}
 			vs.hints = c.e.state.Sizing[vs.key]
 			c.checkPods(vs)
@@ -244,16 +245,16 @@ func (c *cycle) prepare() {
 	}
 }
 
-// variant is the cycle's copy of a snapshot variant, capped at the
+// variant makes dst the cycle's copy of a snapshot variant, capped at the
 // configured default when its maxReplicas is unset (never below its
 // minimum or what it runs now: the cap bounds growth, it does not shrink a
 // fleet).
-func (c *cycle) variant(src *Variant) *Variant {
-	v := *src
-	if v.MaxReplicas == 0 {
-		v.MaxReplicas = max(c.cfg.MaxReplicasDefault, v.minReplicas(), v.CurrentReplicas)
+func (c *cycle) variant(src, dst *Variant) *Variant {
+	*dst = *src
+	if dst.MaxReplicas == 0 {
+		dst.MaxReplicas = max(c.cfg.MaxReplicasDefault, dst.minReplicas(), dst.CurrentReplicas)
 	}
-	return &v
+	return dst
 }
 
 // plausible holds every variant of a model whose demand no server could
@@ -304,11 +305,11 @@ func (c *cycle) podRateLimit(ms *modelState, vs *variantState) float64 {
 	if p == nil {
 		return math.Inf(1)
 	}
-	a, err := c.analyzer(ms, vs, p)
+	maxRate, err := queueing.MaxRateOf(c.analyzerConfig(ms, vs, p))
 	if err != nil {
 		return math.Inf(1)
 	}
-	return ImplausibleCapacityFactor * a.MaxRate()
+	return ImplausibleCapacityFactor * maxRate
 }
 
 // learn feeds the model's forecaster with this cycle's demand (when every

@@ -198,7 +198,7 @@ func (c *cycle) size(ms *modelState, vs *variantState, p *tuner.Params, slo queu
 	if p == nil {
 		return errNoParams
 	}
-	a, err := c.analyzer(ms, vs, p)
+	a, err := queueing.NewAnalyzer(c.analyzerConfig(ms, vs, p))
 	if err != nil {
 		return err
 	}
@@ -215,17 +215,17 @@ func (c *cycle) size(ms *modelState, vs *variantState, p *tuner.Params, slo queu
 	return nil
 }
 
-// analyzer is the queueing model of one replica of the variant with
+// analyzerConfig is the queueing model of one replica of the variant with
 // parameters p, at the model's token counts and the variant's effective
 // batch.
-func (c *cycle) analyzer(ms *modelState, vs *variantState, p *tuner.Params) (*queueing.Analyzer, error) {
+func (c *cycle) analyzerConfig(ms *modelState, vs *variantState, p *tuner.Params) queueing.Config {
 	var model queueing.ServiceModel = queueing.Iteration{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma}
 	if vs.v.serviceModel() == tuner.ModelLinear {
 		model = queueing.Linear{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma, Delta: p.Delta}
 	}
 	in, out := ms.inTok, math.Max(ms.outTok, 1)
-	return queueing.NewAnalyzer(queueing.Config{Model: model, Workload: queueing.Workload{InputTokens: in, OutputTokens: out},
-		MaxBatchSize: c.effectiveBatch(vs, c.maxBatch(vs, 0), in, out), MaxQueueSize: c.cfg.MaxQueueSize})
+	return queueing.Config{Model: model, Workload: queueing.Workload{InputTokens: in, OutputTokens: out},
+		MaxBatchSize: c.effectiveBatch(vs, c.maxBatch(vs, 0), in, out), MaxQueueSize: c.cfg.MaxQueueSize}
 }
 
 // resolveSLO is seed 001 §3: explicit targets (the model's, then its

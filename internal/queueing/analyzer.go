@@ -34,27 +34,47 @@ func NewAnalyzer(cfg Config) (*Analyzer, error) {
 	if cfg.Model == nil {
 		panic("queueing: NewAnalyzer called with a nil service model")
 	}
-	if err := cfg.Model.Validate(cfg.Workload); err != nil {
+	base, slope, err := serviceLine(cfg)
+	if err != nil {
 		return nil, err
-	}
-	if cfg.MaxBatchSize < 1 || cfg.MaxBatchSize > MaxStates {
-		return nil, &ParamError{Param: "max-batch-size", Value: float64(cfg.MaxBatchSize),
-			Reason: fmt.Sprintf("must be between 1 and %d", MaxStates)}
-	}
-	// Both service models are affine in the batch size, τ(n) = τ(0) + n·(τ(1) − τ(0)),
-	// so the queue needs only those two numbers; nothing is tabulated.
-	base := cfg.Model.ServiceTime(cfg.Workload, 0)
-	slope := cfg.Model.ServiceTime(cfg.Workload, 1) - base
-	tau1, tauN := base+slope, base+slope*float64(cfg.MaxBatchSize)
-	if !(base >= 0 && slope >= 0 && tau1 > 0 && tauN <= math.MaxFloat64) { // also false for NaN
-		return nil, &ParamError{Param: "max-batch-size", Value: float64(cfg.MaxBatchSize),
-			Reason: fmt.Sprintf("service times %v ms (batch of 1) to %v ms (full batch) are not positive and finite", tau1, tauN)}
 	}
 	q, err := newAffineQueue(base, slope, cfg.MaxBatchSize, cfg.MaxQueueSize)
 	if err != nil {
 		return nil, err
 	}
 	return &Analyzer{cfg: cfg, queue: q}, nil
+}
+
+// serviceLine validates cfg's model, workload and batch size and returns
+// the service time's line: both service models are affine in the batch
+// size, τ(n) = τ(0) + n·(τ(1) − τ(0)), so the queue needs only those two
+// numbers; nothing is tabulated.
+func serviceLine(cfg Config) (base, slope float64, err error) {
+	if err := cfg.Model.Validate(cfg.Workload); err != nil {
+		return 0, 0, err
+	}
+	if cfg.MaxBatchSize < 1 || cfg.MaxBatchSize > MaxStates {
+		return 0, 0, &ParamError{Param: "max-batch-size", Value: float64(cfg.MaxBatchSize),
+			Reason: fmt.Sprintf("must be between 1 and %d", MaxStates)}
+	}
+	base = cfg.Model.ServiceTime(cfg.Workload, 0)
+	slope = cfg.Model.ServiceTime(cfg.Workload, 1) - base
+	tau1, tauN := base+slope, base+slope*float64(cfg.MaxBatchSize)
+	if !(base >= 0 && slope >= 0 && tau1 > 0 && tauN <= math.MaxFloat64) { // also false for NaN
+		return 0, 0, &ParamError{Param: "max-batch-size", Value: float64(cfg.MaxBatchSize),
+			Reason: fmt.Sprintf("service times %v ms (batch of 1) to %v ms (full batch) are not positive and finite", tau1, tauN)}
+	}
+	return base, slope, nil
+}
+
+// MaxRateOf is NewAnalyzer(cfg).MaxRate() without building the analyzer
+// (MaxQueueSize is not used): for callers that need only λmax.
+func MaxRateOf(cfg Config) (float64, error) {
+	base, slope, err := serviceLine(cfg)
+	if err != nil {
+		return 0, err
+	}
+	return maxRateFraction * (1 / (slope + base/float64(cfg.MaxBatchSize))) * 1000, nil
 }
 
 // Config returns the configuration the analyzer was built with.

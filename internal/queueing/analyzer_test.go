@@ -298,3 +298,23 @@ func TestSizeInfeasible(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxRateOf: λmax without building the analyzer is the analyzer's,
+// bit for bit, and invalid configurations fail alike.
+func TestMaxRateOf(t *testing.T) {
+	for _, n := range []int{1, 12, 256, 4096} {
+		for _, m := range []ServiceModel{Iteration{Alpha: 6, Beta: 0.0003, Gamma: 0.00001}, Linear{Alpha: 8, Beta: 0.1, Gamma: 20, Delta: 0.002}} {
+			cfg := Config{Model: m, Workload: Workload{InputTokens: 1024, OutputTokens: 256}, MaxBatchSize: n, MaxQueueSize: 100}
+			a, err := NewAnalyzer(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := MaxRateOf(cfg); err != nil || got != a.MaxRate() {
+				t.Errorf("%T, N=%d: %v (%v), analyzer %v", m, n, got, err, a.MaxRate())
+			}
+		}
+	}
+	if _, err := MaxRateOf(Config{Model: Iteration{Alpha: -1}, Workload: Workload{InputTokens: 1, OutputTokens: 1}, MaxBatchSize: 1}); err == nil {
+		t.Error("accepted a negative α")
+	}
+}
