@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -396,8 +397,12 @@ func (p *Planner) snapshot(ctx context.Context, now time.Time, set Settings, gro
 	}
 	sort.Slice(targets, func(i, j int) bool { return targets[i].String() < targets[j].String() })
 	src, srcErr := p.currentSource(set.Main)
-	gw := p.gatewaySignals(ctx, now, set.Main, src, srcErr, true)
-	collected := collectAll(ctx, src, srcErr, now, targets)
+	// A slow source must not make the cycle overrun its interval: what is
+	// not read by the deadline is held, like an unreachable source.
+	cctx, cancel := context.WithTimeout(ctx, CollectDeadline(set.Main.Interval))
+	defer cancel()
+	gw := p.gatewaySignals(cctx, now, set.Main, src, srcErr, true)
+	collected := collectAll(cctx, src, srcErr, now, targets)
 	models := make([]snapshot.Model, 0, len(targets))
 	for i, t := range targets {
 		vs := groups[t]
@@ -490,13 +495,26 @@ func (p *Planner) gatewaySignals(ctx context.Context, now time.Time, m config.Ma
 // collectWorkers bounds the concurrent collections of a cycle.
 const collectWorkers = 8
 
+// CollectDeadline is how long a cycle's collection may take: half the
+// cycle's interval, so that a slow metrics source leaves the engine and the
+// actuation their time and the next cycle starts on schedule.
+func CollectDeadline(interval time.Duration) time.Duration {
+	if interval <= 0 {
+		interval = config.DefaultInterval
+	}
+	return interval / 2
+}
+
 type collected struct {
 	rep collector.Report
 	err error
 }
 
 // collectAll reads every target's metrics, up to collectWorkers at a time
-// (a fleet of a hundred models is a hundred times fourteen queries).
+// (a fleet of a hundred models is a hundred times fourteen queries). It
+// returns when all are read or ctx ends, whichever is first: a target not
+// read by then gets ctx's error, even from a source that ignores ctx (its
+// late answer is dropped).
 func collectAll(ctx context.Context, src collector.Source, srcErr error, now time.Time, targets []collector.Target) []collected {
 	out := make([]collected, len(targets))
 	if srcErr != nil {
@@ -505,18 +523,44 @@ func collectAll(ctx context.Context, src collector.Source, srcErr error, now tim
 		}
 		return out
 	}
-	sem := make(chan struct{}, collectWorkers)
-	var wg sync.WaitGroup
-	for i, t := range targets {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			out[i].rep, out[i].err = src.Collect(ctx, now, t)
-		}()
+	type result struct {
+		i int
+		collected
 	}
-	wg.Wait()
+	results := make(chan result, len(targets)) // late senders never block
+	sem := make(chan struct{}, collectWorkers)
+	go func() {
+		for i, t := range targets {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			go func() {
+				defer func() { <-sem }()
+				rep, err := src.Collect(ctx, now, t)
+				results <- result{i, collected{rep, err}}
+			}()
+		}
+	}()
+	done := make([]bool, len(targets))
+	for range targets {
+		select {
+		case r := <-results:
+			out[r.i], done[r.i] = r.collected, true
+		case <-ctx.Done():
+			err := ctx.Err()
+			if errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("metrics not read within the cycle's collection deadline (half the optimisation interval): %w", err)
+			}
+			for i := range out {
+				if !done[i] {
+					out[i].err = err
+				}
+			}
+			return out
+		}
+	}
 	return out
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,22 +93,37 @@ func Prometheus(t testing.TB, targets map[string]map[string]string) string {
 // waiting are the gauges; a negative value leaves the series out, NaN is
 // served as NaN. It stops with the test.
 func VLLMPod(t testing.TB, model string, rps, kv, waiting float64) *httptest.Server {
+	return VLLMPodWithout(t, model, rps, kv, waiting)
+}
+
+// VLLMPodWithout is VLLMPod without the series named in omit (for example
+// "vllm:request_success_total"): a pod whose exporter lacks a counter.
+func VLLMPodWithout(t testing.TB, model string, rps, kv, waiting float64, omit ...string) *httptest.Server {
 	start := time.Now()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		n := math.Floor(time.Since(start).Seconds() * rps)
 		l := fmt.Sprintf(`{model_name=%q}`, model)
-		fmt.Fprintf(w, "vllm:request_success_total%s %g\n", l, n)
-		fmt.Fprintf(w, "vllm:request_prompt_tokens_sum%s %g\nvllm:request_prompt_tokens_count%s %g\n", l, 1000*n, l, n)
-		fmt.Fprintf(w, "vllm:request_generation_tokens_sum%s %g\nvllm:request_generation_tokens_count%s %g\n", l, 200*n, l, n)
-		fmt.Fprintf(w, "vllm:time_to_first_token_seconds_sum%s %g\nvllm:time_to_first_token_seconds_count%s %g\n", l, 0.05*n, l, n)
-		fmt.Fprintf(w, "vllm:time_per_output_token_seconds_sum%s %g\nvllm:time_per_output_token_seconds_count%s %g\n", l, 0.01*199*n, l, 199*n)
+		put := func(name string, v float64) {
+			if !slices.Contains(omit, name) {
+				fmt.Fprintf(w, "%s%s %g\n", name, l, v)
+			}
+		}
+		put("vllm:request_success_total", n)
+		put("vllm:request_prompt_tokens_sum", 1000*n)
+		put("vllm:request_prompt_tokens_count", n)
+		put("vllm:request_generation_tokens_sum", 200*n)
+		put("vllm:request_generation_tokens_count", n)
+		put("vllm:time_to_first_token_seconds_sum", 0.05*n)
+		put("vllm:time_to_first_token_seconds_count", n)
+		put("vllm:time_per_output_token_seconds_sum", 0.01*199*n)
+		put("vllm:time_per_output_token_seconds_count", 199*n)
 		if kv >= 0 || math.IsNaN(kv) {
-			fmt.Fprintf(w, "vllm:kv_cache_usage_perc%s %g\n", l, kv)
+			put("vllm:kv_cache_usage_perc", kv)
 		}
 		if waiting >= 0 {
-			fmt.Fprintf(w, "vllm:num_requests_waiting%s %g\n", l, waiting)
+			put("vllm:num_requests_waiting", waiting)
 		}
-		fmt.Fprintf(w, "vllm:num_requests_running%s 7\n", l)
+		put("vllm:num_requests_running", 7)
 		fmt.Fprintf(w, "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"1024\"} 1\n")
 	}))
 	t.Cleanup(srv.Close)

@@ -239,6 +239,7 @@ const (
 	qWaiting    = "waiting"
 	qRunning    = "running"
 	qSampled    = "sampled"
+	qSamples    = "samples"
 	qCacheBlock = "cache"
 )
 
@@ -261,6 +262,10 @@ func (s *Source) queries(t collector.Target) map[string]string {
 		qWaiting:   fmt.Sprintf("max %s (max_over_time(vllm:num_requests_waiting%s[%s]))", by, sel, w),
 		qRunning:   fmt.Sprintf("max %s (vllm:num_requests_running%s)", by, sel),
 		qSampled:   fmt.Sprintf("max %s (timestamp(vllm:num_requests_waiting%s))", by, sel),
+		// How many scrapes of the pod fall in the window: with two or more,
+		// a rate that is absent means the counter is, not that the pod is
+		// too new to have one.
+		qSamples: fmt.Sprintf("max %s (count_over_time(vllm:num_requests_waiting%s[%s]))", by, sel, w),
 		// vLLM's cache_config_info has no model_name label: read the
 		// namespace's and keep the pods the other queries found.
 		qCacheBlock: fmt.Sprintf("max %s (vllm:cache_config_info{%s=%q})", s.by("num_gpu_blocks,block_size"), s.cfg.NamespaceLabel, t.Namespace),
@@ -339,7 +344,23 @@ func (s *Source) Collect(ctx context.Context, now time.Time, t collector.Target)
 	return rep, nil
 }
 
+// counters are the rates the engine needs, each as sum and count (the
+// arrival rate alone); a pod that lacks one is Missing, not idle.
+var counters = []struct{ name, sum, count string }{
+	{"vllm:request_success_total", qArrivals, qArrivals},
+	{"vllm:request_prompt_tokens", qPromptSum, qPromptCnt},
+	{"vllm:request_generation_tokens", qGenSum, qGenCnt},
+	{"vllm:time_to_first_token_seconds", qTTFTSum, qTTFTCnt},
+	{"vllm:time_per_output_token_seconds", qITLSum, qITLCnt},
+}
+
 // fill sets a pod's record from its query values and returns its problems.
+//
+// A rate needs two samples in the window, so a pod scraped once has none
+// yet: it reads as idle, with a problem saying why. A pod scraped twice or
+// more that still lacks a counter's rate does not export it, and its zero
+// would be a lie (a saturated pod reading 0 rps looks idle): it is
+// Missing, which holds its variant.
 func fill(p *engine.Pod, v map[string]float64) []string {
 	var problems []string
 	bad := func(format string, args ...any) {
@@ -368,7 +389,20 @@ func fill(p *engine.Pod, v map[string]float64) []string {
 	default:
 		p.KVCacheUsage, p.WaitingRequests = kv, wq
 	}
-	if _, ok := v[qArrivals]; !ok && !p.Missing {
+	var absent []string
+	for _, c := range counters {
+		_, okS := v[c.sum]
+		_, okC := v[c.count]
+		if !okS || !okC {
+			absent = append(absent, c.name)
+		}
+	}
+	switch {
+	case len(absent) == 0 || p.Missing:
+	case v[qSamples] >= 2:
+		p.Missing = true
+		bad("missing %s (scraped %g times in the window, so not too new for a rate)", strings.Join(absent, ", "), v[qSamples])
+	case slices.Contains(absent, counters[0].name):
 		bad("no request rate yet (fewer than two samples in the window)")
 	}
 	if ts, ok := v[qSampled]; ok {
