@@ -14,7 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -43,8 +45,13 @@ type Config struct {
 	Timeout time.Duration
 	Retries int
 	Backoff time.Duration
-	// BearerTokenFile is read at every query (tokens rotate).
-	BearerTokenFile string
+	// BearerTokenFile is read at every query (tokens rotate). The token is
+	// sent only over https:// and only to the host of URL (not across a
+	// redirect to another host); BearerTokenOverHTTP allows plain http://
+	// too, an explicit opt-in (New refuses a token with an http:// URL
+	// without it).
+	BearerTokenFile     string
+	BearerTokenOverHTTP bool
 	// TLS: a CA bundle, a client certificate and key, and — only when set
 	// explicitly — no verification of the server's certificate.
 	CAFile, CertFile, KeyFile string
@@ -99,8 +106,13 @@ func New(cfg Config) (*Source, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("prometheus: the URL is required")
 	}
-	if !strings.HasPrefix(cfg.URL, "http://") && !strings.HasPrefix(cfg.URL, "https://") {
-		return nil, fmt.Errorf("prometheus: URL %q: want http:// or https://", cfg.URL)
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("prometheus: URL %q: want http:// or https:// and a host", cfg.URL)
+	}
+	if cfg.BearerTokenFile != "" && u.Scheme == "http" && !cfg.BearerTokenOverHTTP {
+		return nil, fmt.Errorf("prometheus: refusing to send the bearer token (%s) in clear text to %s: use an https:// URL, "+
+			"or opt in explicitly (wva controller: --prometheus-token-over-http, PROMETHEUS_BEARER_TOKEN_OVER_HTTP=true)", cfg.BearerTokenFile, cfg.URL)
 	}
 	for _, l := range append([]string{cfg.NamespaceLabel, cfg.PodLabel}, cfg.KeepLabels...) {
 		if !labelName.MatchString(l) {
@@ -158,7 +170,11 @@ func transport(cfg Config) (http.RoundTripper, error) {
 	if _, err := os.ReadFile(cfg.BearerTokenFile); err != nil {
 		return nil, fmt.Errorf("prometheus: bearer token file: %w", err)
 	}
-	return &bearer{file: cfg.BearerTokenFile, next: base}, nil
+	u, err := url.Parse(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("prometheus: URL %q: %w", cfg.URL, err)
+	}
+	return &bearer{file: cfg.BearerTokenFile, origin: origin(u), overHTTP: cfg.BearerTokenOverHTTP, next: base}, nil
 }
 
 // caFile is a CA bundle re-read when its content changes.
@@ -205,13 +221,22 @@ func (c *caFile) verify(cs tls.ConnectionState) error {
 	return err
 }
 
-// bearer adds the token from its file to every request.
+// bearer adds the token from its file to the requests to the configured
+// server: same host and port, over https (or http with overHTTP). The
+// http.Client sends a redirect's request through the same RoundTripper, so
+// a Prometheus (or anything between) that redirects to another host, or
+// down to http, does not get the token.
 type bearer struct {
-	file string
-	next http.RoundTripper
+	file     string
+	origin   string // host:port of the configured URL, lower case
+	overHTTP bool
+	next     http.RoundTripper
 }
 
 func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !b.sendsTo(r.URL) {
+		return b.next.RoundTrip(r)
+	}
 	tok, err := os.ReadFile(b.file)
 	if err != nil {
 		return nil, fmt.Errorf("bearer token file: %w", err)
@@ -219,6 +244,30 @@ func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
 	return b.next.RoundTrip(r)
+}
+
+// sendsTo says whether a request to u gets the token.
+func (b *bearer) sendsTo(u *url.URL) bool {
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !b.overHTTP {
+			return false
+		}
+	default:
+		return false
+	}
+	return origin(u) == b.origin
+}
+
+// origin is u's host and port (the scheme's default when absent), lower
+// case: https://Prom and https://prom:443 are one server.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // podKey identifies a pod's series.
@@ -455,12 +504,14 @@ func init() {
 	collector.Register("prometheus", func(set map[string]string) (collector.Source, error) {
 		cfg := Config{URL: set["url"], BearerTokenFile: set["bearerTokenFile"], CAFile: set["caFile"],
 			CertFile: set["certFile"], KeyFile: set["keyFile"], NamespaceLabel: set["namespaceLabel"], PodLabel: set["podLabel"]}
-		if v := set["insecureSkipVerify"]; v != "" {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return nil, fmt.Errorf("prometheus: insecureSkipVerify: %w", err)
+		for key, dst := range map[string]*bool{"insecureSkipVerify": &cfg.InsecureSkipVerify, "bearerTokenOverHTTP": &cfg.BearerTokenOverHTTP} {
+			if v := set[key]; v != "" {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return nil, fmt.Errorf("prometheus: %s: want true or false, got %q", key, v)
+				}
+				*dst = b
 			}
-			cfg.InsecureSkipVerify = b
 		}
 		for key, dst := range map[string]*time.Duration{"window": &cfg.Window, "timeout": &cfg.Timeout} {
 			if v := set[key]; v != "" {

@@ -128,7 +128,7 @@ func TestConfigErrors(t *testing.T) {
 		{Config{URL: "prometheus:9090"}, "want http:// or https://"},
 		{Config{URL: "http://p", CertFile: "c.pem"}, "needs both the certificate and the key file"},
 		{Config{URL: "http://p", CAFile: filepath.Join(dir, "none.pem")}, "CA file"},
-		{Config{URL: "http://p", BearerTokenFile: filepath.Join(dir, "none")}, "bearer token file"},
+		{Config{URL: "https://p", BearerTokenFile: filepath.Join(dir, "none")}, "bearer token file"},
 		{Config{URL: "http://p", KeepLabels: []string{"bad-label"}}, `"bad-label" is not a valid label name`},
 	} {
 		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -156,7 +156,7 @@ func TestBearerToken(t *testing.T) {
 		fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
 	}))
 	defer srv.Close()
-	src, err := New(Config{URL: srv.URL, BearerTokenFile: tok})
+	src, err := New(Config{URL: srv.URL, BearerTokenFile: tok, BearerTokenOverHTTP: true})
 	if err != nil {
 		t.Fatal(err)
 	}
