@@ -103,6 +103,11 @@ func New(sc Scenario, a Autoscaler) *Sim {
 	return s
 }
 
+// cancelCheckEvents is how many events Run handles between two looks at
+// its context: a few milliseconds of wall time, so that Ctrl-C stops a
+// run well within a second.
+const cancelCheckEvents = 4096
+
 // Run simulates until the scenario's end (or ctx is cancelled: the result
 // then covers the time simulated so far) and returns the result.
 func (s *Sim) Run(ctx context.Context, progress func(simTime float64)) *Result {
@@ -124,7 +129,13 @@ func (s *Sim) Run(ctx context.Context, progress func(simTime float64)) *Result {
 	s.schedule(&event{t: s.sc.RecordSeconds, kind: evRecord})
 	next := 0.0
 	var ev event
-	for len(s.events) > 0 {
+	for n := 1; len(s.events) > 0; n++ {
+		// A simulated minute can take seconds of wall time: look at ctx
+		// every cancelCheckEvents events (a few ms) as well.
+		if n%cancelCheckEvents == 0 && ctx.Err() != nil {
+			s.res.Interrupted = true
+			break
+		}
 		e := s.events.pop()
 		if e.t > s.horizon() {
 			break
