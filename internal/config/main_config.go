@@ -5,8 +5,11 @@ import (
 	"math"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/llm-d-incubation/wva/internal/engine"
 )
@@ -19,6 +22,29 @@ const (
 	// MinPrometheusWindow is the shortest PROMETHEUS_WINDOW: rate() needs
 	// at least two samples at the usual 15 s scrape interval.
 	MinPrometheusWindow = 15 * time.Second
+	// MaxPrometheusWindow is the longest: a rate over more than an hour
+	// says nothing about the current load.
+	MaxPrometheusWindow = time.Hour
+	// MaxPrometheusTimeout bounds PROMETHEUS_TIMEOUT (and the flag): a
+	// query allowed more would hold a cycle for longer than any interval
+	// worth running.
+	MaxPrometheusTimeout = 5 * time.Minute
+	// MinInterval and MaxInterval bound GLOBAL_OPT_INTERVAL (and --interval).
+	MinInterval = time.Second
+	MaxInterval = time.Hour
+	// MinScaleFromZeroInterval and MaxScaleFromZeroInterval bound
+	// WVA_SCALE_FROM_ZERO_INTERVAL.
+	MinScaleFromZeroInterval = 100 * time.Millisecond
+	MaxScaleFromZeroInterval = 10 * time.Minute
+	// MaxStabilization bounds WVA_SCALE_DOWN_STABILIZATION (as the HPA's
+	// stabilizationWindowSeconds): the engine keeps every cycle's
+	// recommendation for the window, so the window bounds that memory.
+	MaxStabilization = time.Hour
+	// MaxRetention bounds WVA_SCALE_TO_ZERO_RETENTION (a week).
+	MaxRetention = 7 * 24 * time.Hour
+	// MaxEngineDelay bounds WVA_METRICS_MAX_AGE, WVA_TRANSIENT_DELAY and
+	// WVA_PROVISIONING_TIME.
+	MaxEngineDelay = time.Hour
 )
 
 // DefaultMain returns the main configuration when the ConfigMap is empty.
@@ -53,6 +79,7 @@ func ParseMain(data map[string]string) (Main, error) {
 		}
 	}
 	checkClientCert(&ps, m.Prometheus)
+	checkBearer(&ps, m.Prometheus)
 	if err := ps.err(); err != nil {
 		return Main{}, err
 	}
@@ -75,12 +102,27 @@ func checkClientCert(ps *problems, p Prometheus) {
 	}
 }
 
+// checkBearer refuses a bearer token that would travel in clear text: a
+// token file with an http:// URL needs PROMETHEUS_BEARER_TOKEN_OVER_HTTP.
+// (The metrics source checks the same for the flags and the ConfigMap
+// together.)
+func checkBearer(ps *problems, p Prometheus) {
+	if p.BearerTokenFile != "" && strings.HasPrefix(p.URL, "http://") && !p.BearerTokenOverHTTP {
+		ps.add("PROMETHEUS_BEARER_TOKEN_FILE", "the token would be sent in clear text to %s: use an https:// PROMETHEUS_BASE_URL, "+
+			"or set PROMETHEUS_BEARER_TOKEN_OVER_HTTP to true to allow it", p.URL)
+	}
+}
+
 // setter stores a trimmed, non-empty value in m or says what is wrong.
 type setter func(m *Main, v string) error
 
 var mainKeys = map[string]setter{
 	"PROMETHEUS_BASE_URL": func(m *Main, v string) (err error) {
-		m.Prometheus.URL, err = parseURL(v)
+		m.Prometheus.URL, err = ParseURL(v)
+		return err
+	},
+	"PROMETHEUS_BEARER_TOKEN_OVER_HTTP": func(m *Main, v string) (err error) {
+		m.Prometheus.BearerTokenOverHTTP, err = parseBool(v)
 		return err
 	},
 	"PROMETHEUS_TLS_INSECURE_SKIP_VERIFY": func(m *Main, v string) (err error) {
@@ -92,11 +134,11 @@ var mainKeys = map[string]setter{
 	"PROMETHEUS_CLIENT_KEY_PATH":   func(m *Main, v string) error { m.Prometheus.KeyFile = v; return nil },
 	"PROMETHEUS_BEARER_TOKEN_FILE": func(m *Main, v string) error { m.Prometheus.BearerTokenFile = v; return nil },
 	"PROMETHEUS_TIMEOUT": func(m *Main, v string) (err error) {
-		m.Prometheus.Timeout, err = parsePositiveDuration(v, "10s")
+		m.Prometheus.Timeout, err = parseDurationIn(v, 1, MaxPrometheusTimeout, "10s")
 		return err
 	},
 	"PROMETHEUS_WINDOW": func(m *Main, v string) (err error) {
-		m.Prometheus.Window, err = parseDuration(v, MinPrometheusWindow, "1m")
+		m.Prometheus.Window, err = parseDurationIn(v, MinPrometheusWindow, MaxPrometheusWindow, "1m")
 		return err
 	},
 	"PROMETHEUS_NAMESPACE_LABEL": func(m *Main, v string) (err error) {
@@ -108,7 +150,7 @@ var mainKeys = map[string]setter{
 		return err
 	},
 	"GLOBAL_OPT_INTERVAL": func(m *Main, v string) (err error) {
-		m.Interval, err = parseDuration(v, time.Second, "60s")
+		m.Interval, err = parseDurationIn(v, MinInterval, MaxInterval, "60s")
 		return err
 	},
 	"WVA_SCALE_TO_ZERO": func(m *Main, v string) (err error) {
@@ -119,8 +161,21 @@ var mainKeys = map[string]setter{
 	"WVA_OPTIMIZER":                setOptimizer,
 	"WVA_CAPACITY_SOURCE":          setCapacitySource,
 	"WVA_SCALE_FROM_ZERO_INTERVAL": setScaleFromZeroInterval,
-	"WVA_SCALE_FROM_ZERO_QUERY":    func(m *Main, v string) error { m.ScaleFromZeroQuery = v; return nil },
-	"WVA_GATEWAY_RATE_QUERY":       func(m *Main, v string) error { m.GatewayRateQuery = v; return nil },
+	"WVA_SCALE_FROM_ZERO_QUERY": func(m *Main, v string) (err error) {
+		m.ScaleFromZeroQuery, err = ParsePromQL(v)
+		return err
+	},
+	"WVA_GATEWAY_RATE_QUERY": func(m *Main, v string) (err error) {
+		if v == GatewayRateQueryOff {
+			m.GatewayRateQuery = v
+			return nil
+		}
+		m.GatewayRateQuery, err = ParsePromQL(v)
+		if err != nil {
+			err = fmt.Errorf("%w (or %q to disable the query)", err, GatewayRateQueryOff)
+		}
+		return err
+	},
 	"WVA_SURGE": func(m *Main, v string) (err error) {
 		m.Surge, err = parseBool(v)
 		return err
@@ -130,24 +185,24 @@ var mainKeys = map[string]setter{
 		return err
 	},
 	"WVA_SCALE_TO_ZERO_RETENTION": func(m *Main, v string) (err error) {
-		m.Engine.ScaleToZeroRetentionSeconds, err = parseSeconds(v, "10m")
+		m.Engine.ScaleToZeroRetentionSeconds, err = parseSeconds(v, MaxRetention, "10m")
 		return err
 	},
 	"WVA_SCALE_DOWN_STABILIZATION": func(m *Main, v string) (err error) {
-		m.Engine.ScaleDownStabilizationSeconds, err = parseSeconds(v, "5m")
+		m.Engine.ScaleDownStabilizationSeconds, err = parseSeconds(v, MaxStabilization, "5m")
 		return err
 	},
 	"WVA_METRICS_MAX_AGE": setMetricsMaxAge,
 	"WVA_TRANSIENT_DELAY": func(m *Main, v string) (err error) {
-		m.Engine.TransientDelaySeconds, err = parseSeconds(v, "2m")
+		m.Engine.TransientDelaySeconds, err = parseSeconds(v, MaxEngineDelay, "2m")
 		return err
 	},
 	"WVA_MAX_QUEUE_SIZE": func(m *Main, v string) (err error) {
-		m.Engine.MaxQueueSize, err = parseIntIn(v, 1, engine.MaxQueueSizeLimit)
+		m.Engine.MaxQueueSize, err = parseCount(v, 1, engine.MaxQueueSizeLimit, "requests")
 		return err
 	},
 	"WVA_MAX_REPLICAS_DEFAULT": func(m *Main, v string) (err error) {
-		m.Engine.MaxReplicasDefault, err = parseIntIn(v, 1, math.MaxInt32)
+		m.Engine.MaxReplicasDefault, err = parseCount(v, 1, math.MaxInt32, "replicas")
 		return err
 	},
 	"WVA_SCALE_UP_LIMIT_FACTOR": func(m *Main, v string) (err error) {
@@ -155,11 +210,11 @@ var mainKeys = map[string]setter{
 		return err
 	},
 	"WVA_SCALE_UP_LIMIT_REPLICAS": func(m *Main, v string) (err error) {
-		m.Engine.ScaleUpLimitReplicas, err = parseIntIn(v, 1, math.MaxInt32)
+		m.Engine.ScaleUpLimitReplicas, err = parseCount(v, 1, math.MaxInt32, "replicas")
 		return err
 	},
 	"WVA_MAX_POD_ARRIVAL_RATE": func(m *Main, v string) (err error) {
-		m.Engine.MaxPodArrivalRPS, err = parseFloat(v, above(0))
+		m.Engine.MaxPodArrivalRPS, err = parseFloat(v, rule{"a number of requests/s > 0", func(x float64) bool { return x > 0 }})
 		return err
 	},
 	"WVA_ALLOCATION_ALGORITHM": func(m *Main, v string) (err error) {
@@ -189,7 +244,7 @@ var mainKeys = map[string]setter{
 		return err
 	},
 	"WVA_PROVISIONING_TIME": func(m *Main, v string) (err error) {
-		m.Engine.ProvisioningSeconds, err = parseSeconds(v, "2m")
+		m.Engine.ProvisioningSeconds, err = parseSeconds(v, MaxEngineDelay, "2m")
 		return err
 	},
 	"WVA_TTFT_ATTAINMENT": func(m *Main, v string) error {
@@ -217,23 +272,54 @@ func setCapacitySource(m *Main, v string) (err error) {
 }
 
 func setScaleFromZeroInterval(m *Main, v string) (err error) {
-	m.ScaleFromZeroInterval, err = parseDuration(v, 100*time.Millisecond, "2s")
+	m.ScaleFromZeroInterval, err = parseDurationIn(v, MinScaleFromZeroInterval, MaxScaleFromZeroInterval, "2s")
 	return err
 }
 
 // setMetricsMaxAge wants a duration > 0: with 0 every sample would be
 // stale (and engine.Config reads 0 as its default, 180 s).
 func setMetricsMaxAge(m *Main, v string) error {
-	d, err := parsePositiveDuration(v, "3m")
+	d, err := parseDurationIn(v, 1, MaxEngineDelay, "3m")
 	m.Engine.MetricsMaxAgeSeconds = d.Seconds()
 	return err
 }
 
-// parseURL checks an http:// or https:// URL with a host.
-func parseURL(v string) (string, error) {
+// ParseURL checks a Prometheus URL: http:// or https://, a host, a port
+// (if any) from 1 to 65535, no user name or password (they would be
+// logged; use PROMETHEUS_BEARER_TOKEN_FILE), no query or fragment.
+func ParseURL(v string) (string, error) {
+	const example = "https://prometheus.monitoring.svc:9090"
 	u, err := url.Parse(v)
-	if err != nil || !slices.Contains([]string{"http", "https"}, u.Scheme) || u.Host == "" {
-		return "", fmt.Errorf("want an http:// or https:// URL such as https://prometheus.monitoring.svc:9090, got %q", v)
+	if err != nil || !slices.Contains([]string{"http", "https"}, u.Scheme) || u.Host == "" || u.Hostname() == "" || u.Opaque != "" {
+		shown := v
+		if err == nil && u.User != nil {
+			shown = u.Redacted()
+		}
+		return "", fmt.Errorf("want an http:// or https:// URL such as %s, got %q", example, shown)
+	}
+	if u.User != nil {
+		return "", fmt.Errorf("want no user name or password in the URL (they would be logged; use a bearer token file), got %q", u.Redacted())
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "", fmt.Errorf("want a port from 1 to 65535, got %q in %q", p, v)
+		}
+	}
+	if u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(v, "?") || strings.HasSuffix(v, "#") {
+		return "", fmt.Errorf("want no query or fragment in the URL, such as %s, got %q", example, v)
+	}
+	return v, nil
+}
+
+// ParsePromQL checks a query with the Prometheus parser: it must parse and
+// return an instant vector (series labelled by namespace and model_name).
+func ParsePromQL(v string) (string, error) {
+	expr, err := parser.NewParser(parser.Options{}).ParseExpr(v)
+	if err != nil {
+		return "", fmt.Errorf("want a PromQL query: %s", strings.Join(strings.Fields(err.Error()), " "))
+	}
+	if t := expr.Type(); t != parser.ValueTypeVector {
+		return "", fmt.Errorf("want a PromQL query returning an instant vector (series by namespace and model_name), got a %s: %q", t, v)
 	}
 	return v, nil
 }

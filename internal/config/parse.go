@@ -223,16 +223,17 @@ func parseFloat(v string, r rule) (float64, error) {
 	return x, r.check(x)
 }
 
-// parseInt reads a whole number ≥ lo.
-// parseIntIn reads a whole number in [lo, hi].
-func parseIntIn(v string, lo, hi int) (int, error) {
+// parseCount reads a whole number of unit (requests, replicas) in
+// [lo, hi].
+func parseCount(v string, lo, hi int, unit string) (int, error) {
 	n, err := strconv.Atoi(v)
 	if err != nil || n < lo || n > hi {
-		return 0, fmt.Errorf("want a whole number from %d to %d, got %q", lo, hi, v)
+		return 0, fmt.Errorf("want a whole number of %s from %d to %d, got %q", unit, lo, hi, v)
 	}
 	return n, nil
 }
 
+// parseInt reads a whole number ≥ lo.
 func parseInt(v string, lo int) (int, error) {
 	n, err := strconv.Atoi(v)
 	if err != nil || n < lo {
@@ -262,19 +263,39 @@ func parseDuration(v string, least time.Duration, example string) (time.Duration
 	return d, nil
 }
 
-// parsePositiveDuration reads a duration > 0.
-func parsePositiveDuration(v, example string) (time.Duration, error) {
-	d, err := parseDuration(v, 0, example)
-	if err == nil && d == 0 {
-		return 0, fmt.Errorf("want a duration > 0, got %q", v)
+// parseDurationIn reads a duration in [least, most]; a least of 1 (ns)
+// means "> 0".
+func parseDurationIn(v string, least, most time.Duration, example string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("want a duration such as %s, got %q", example, v)
+	case d < least || d > most:
+		if least == 1 {
+			return 0, fmt.Errorf("want a duration > 0 and at most %s, got %q", FormatDuration(most), v)
+		}
+		return 0, fmt.Errorf("want a duration from %s to %s, got %q", FormatDuration(least), FormatDuration(most), v)
 	}
-	return d, err
+	return d, nil
 }
 
-// parseSeconds reads a duration ≥ 0 as seconds for engine.Config, where 0
-// would mean the default: it is stored as ExplicitZero.
-func parseSeconds(v, example string) (float64, error) {
-	d, err := parseDuration(v, 0, example)
+// FormatDuration writes d as a person would: 1h, 5m, 1m30s, 100ms.
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// parseSeconds reads a duration from 0 to most as seconds for
+// engine.Config, where 0 would mean the default: it is stored as
+// ExplicitZero.
+func parseSeconds(v string, most time.Duration, example string) (float64, error) {
+	d, err := parseDurationIn(v, 0, most, example)
 	return orExplicitZero(d.Seconds()), err
 }
 

@@ -164,19 +164,20 @@ func TestParseMainValues(t *testing.T) {
 		want func(*Main)
 	}{
 		{"prometheus TLS and auth", map[string]string{
-			"PROMETHEUS_BASE_URL":          " http://prometheus:9090 ",
-			"PROMETHEUS_CA_CERT_PATH":      "/etc/ca.pem",
-			"PROMETHEUS_CLIENT_CERT_PATH":  "/etc/tls.crt",
-			"PROMETHEUS_CLIENT_KEY_PATH":   "/etc/tls.key",
-			"PROMETHEUS_BEARER_TOKEN_FILE": "/var/run/token",
-			"PROMETHEUS_TIMEOUT":           "15s",
-			"PROMETHEUS_WINDOW":            "2m",
-			"PROMETHEUS_NAMESPACE_LABEL":   "exported_namespace",
-			"PROMETHEUS_POD_LABEL":         "pod_name",
+			"PROMETHEUS_BASE_URL":               " http://prometheus:9090 ",
+			"PROMETHEUS_CA_CERT_PATH":           "/etc/ca.pem",
+			"PROMETHEUS_CLIENT_CERT_PATH":       "/etc/tls.crt",
+			"PROMETHEUS_CLIENT_KEY_PATH":        "/etc/tls.key",
+			"PROMETHEUS_BEARER_TOKEN_FILE":      "/var/run/token",
+			"PROMETHEUS_BEARER_TOKEN_OVER_HTTP": "true",
+			"PROMETHEUS_TIMEOUT":                "15s",
+			"PROMETHEUS_WINDOW":                 "2m",
+			"PROMETHEUS_NAMESPACE_LABEL":        "exported_namespace",
+			"PROMETHEUS_POD_LABEL":              "pod_name",
 		}, func(m *Main) {
 			m.Prometheus = Prometheus{
 				URL: "http://prometheus:9090", CAFile: "/etc/ca.pem", CertFile: "/etc/tls.crt", KeyFile: "/etc/tls.key",
-				BearerTokenFile: "/var/run/token", Timeout: 15 * time.Second, Window: 2 * time.Minute,
+				BearerTokenFile: "/var/run/token", BearerTokenOverHTTP: true, Timeout: 15 * time.Second, Window: 2 * time.Minute,
 				NamespaceLabel: "exported_namespace", PodLabel: "pod_name",
 			}
 		}},
@@ -275,7 +276,28 @@ func TestParseMainInvalid(t *testing.T) {
 		{"interval not a duration", map[string]string{"GLOBAL_OPT_INTERVAL": "soon"},
 			p("GLOBAL_OPT_INTERVAL", `want a duration such as 60s, got "soon"`)},
 		{"interval too short", map[string]string{"GLOBAL_OPT_INTERVAL": "500ms"},
-			p("GLOBAL_OPT_INTERVAL", "at least 1s", `"500ms"`)},
+			p("GLOBAL_OPT_INTERVAL", `want a duration from 1s to 1h, got "500ms"`)},
+		{"interval too long", map[string]string{"GLOBAL_OPT_INTERVAL": "2h"},
+			p("GLOBAL_OPT_INTERVAL", `want a duration from 1s to 1h, got "2h"`)},
+		{"negative interval", map[string]string{"GLOBAL_OPT_INTERVAL": "-60s"},
+			p("GLOBAL_OPT_INTERVAL", `want a duration from 1s to 1h, got "-60s"`)},
+		{"URL with a port out of range", map[string]string{"PROMETHEUS_BASE_URL": "http://prometheus:99999"},
+			p("PROMETHEUS_BASE_URL", `want a port from 1 to 65535, got "99999" in "http://prometheus:99999"`)},
+		{"URL with port 0", map[string]string{"PROMETHEUS_BASE_URL": "https://prometheus:0"},
+			p("PROMETHEUS_BASE_URL", `want a port from 1 to 65535, got "0"`)},
+		{"URL with a malformed port", map[string]string{"PROMETHEUS_BASE_URL": "https://prometheus:90x"},
+			p("PROMETHEUS_BASE_URL", "http:// or https://", `"https://prometheus:90x"`)},
+		{"URL with a password is not echoed", map[string]string{"PROMETHEUS_BASE_URL": "https://admin:hunter2@prometheus:9090"},
+			p("PROMETHEUS_BASE_URL", "want no user name or password in the URL", `"https://admin:xxxxx@prometheus:9090"`)},
+		{"URL with a query", map[string]string{"PROMETHEUS_BASE_URL": "https://prometheus:9090/?x=1"},
+			p("PROMETHEUS_BASE_URL", "want no query or fragment")},
+		{"URL with only a port", map[string]string{"PROMETHEUS_BASE_URL": "http://:9090"},
+			p("PROMETHEUS_BASE_URL", "http:// or https://")},
+		{"bearer token over http", map[string]string{"PROMETHEUS_BASE_URL": "http://prometheus:9090", "PROMETHEUS_BEARER_TOKEN_FILE": "/var/run/token"},
+			p("PROMETHEUS_BEARER_TOKEN_FILE", "the token would be sent in clear text to http://prometheus:9090: use an https:// PROMETHEUS_BASE_URL, "+
+				"or set PROMETHEUS_BEARER_TOKEN_OVER_HTTP to true to allow it")},
+		{"token opt-in not a bool", map[string]string{"PROMETHEUS_BEARER_TOKEN_OVER_HTTP": "please"},
+			p("PROMETHEUS_BEARER_TOKEN_OVER_HTTP", `want true or false, got "please"`)},
 		{"URL without scheme", map[string]string{"PROMETHEUS_BASE_URL": "prometheus:9090"},
 			p("PROMETHEUS_BASE_URL", "http:// or https://", `"prometheus:9090"`)},
 		{"URL with another scheme", map[string]string{"PROMETHEUS_BASE_URL": "ftp://prometheus"},
@@ -289,9 +311,15 @@ func TestParseMainInvalid(t *testing.T) {
 		{"client key without cert", map[string]string{"PROMETHEUS_CLIENT_KEY_PATH": "/tls.key"},
 			p("PROMETHEUS_CLIENT_CERT_PATH", "required when PROMETHEUS_CLIENT_KEY_PATH is set")},
 		{"zero timeout", map[string]string{"PROMETHEUS_TIMEOUT": "0s"},
-			p("PROMETHEUS_TIMEOUT", `want a duration > 0, got "0s"`)},
+			p("PROMETHEUS_TIMEOUT", `want a duration > 0 and at most 5m, got "0s"`)},
+		{"negative timeout", map[string]string{"PROMETHEUS_TIMEOUT": "-5s"},
+			p("PROMETHEUS_TIMEOUT", `want a duration > 0 and at most 5m, got "-5s"`)},
+		{"timeout too long", map[string]string{"PROMETHEUS_TIMEOUT": "1h"},
+			p("PROMETHEUS_TIMEOUT", `want a duration > 0 and at most 5m, got "1h"`)},
 		{"short window", map[string]string{"PROMETHEUS_WINDOW": "10s"},
-			p("PROMETHEUS_WINDOW", "at least 15s", `"10s"`)},
+			p("PROMETHEUS_WINDOW", `want a duration from 15s to 1h, got "10s"`)},
+		{"long window", map[string]string{"PROMETHEUS_WINDOW": "24h"},
+			p("PROMETHEUS_WINDOW", `want a duration from 15s to 1h, got "24h"`)},
 		{"namespace label", map[string]string{"PROMETHEUS_NAMESPACE_LABEL": "kube-namespace"},
 			p("PROMETHEUS_NAMESPACE_LABEL", "Prometheus label name", `"kube-namespace"`)},
 		{"pod label starting with a digit", map[string]string{"PROMETHEUS_POD_LABEL": "1pod"},
@@ -305,9 +333,35 @@ func TestParseMainInvalid(t *testing.T) {
 		{"capacity source", map[string]string{"WVA_CAPACITY_SOURCE": "api"},
 			p("WVA_CAPACITY_SOURCE", "nodes, configmap")},
 		{"scale-from-zero interval", map[string]string{"WVA_SCALE_FROM_ZERO_INTERVAL": "50ms"},
-			p("WVA_SCALE_FROM_ZERO_INTERVAL", "at least 100ms")},
+			p("WVA_SCALE_FROM_ZERO_INTERVAL", `want a duration from 100ms to 10m, got "50ms"`)},
+		{"scale-from-zero interval too long", map[string]string{"WVA_SCALE_FROM_ZERO_INTERVAL": "1h"},
+			p("WVA_SCALE_FROM_ZERO_INTERVAL", `want a duration from 100ms to 10m, got "1h"`)},
+		{"scale-from-zero query not PromQL", map[string]string{"WVA_SCALE_FROM_ZERO_QUERY": "sum by (namespace, model_name) (queue"},
+			p("WVA_SCALE_FROM_ZERO_QUERY", "want a PromQL query: 1:", "unclosed left parenthesis")},
+		{"scale-from-zero query a string", map[string]string{"WVA_SCALE_FROM_ZERO_QUERY": `"queue"`},
+			p("WVA_SCALE_FROM_ZERO_QUERY", "want a PromQL query returning an instant vector (series by namespace and model_name), got a string")},
+		{"scale-from-zero query a scalar", map[string]string{"WVA_SCALE_FROM_ZERO_QUERY": "1 + 1"},
+			p("WVA_SCALE_FROM_ZERO_QUERY", "got a scalar")},
+		{"scale-from-zero query a range", map[string]string{"WVA_SCALE_FROM_ZERO_QUERY": "queue[5m]"},
+			p("WVA_SCALE_FROM_ZERO_QUERY", "got a matrix")},
+		{"gateway rate query not PromQL", map[string]string{"WVA_GATEWAY_RATE_QUERY": "rate(x[1m]"},
+			p("WVA_GATEWAY_RATE_QUERY", "want a PromQL query: 1:", `(or "none" to disable the query)`)},
+		{"gateway rate query unknown function", map[string]string{"WVA_GATEWAY_RATE_QUERY": "rates(x[1m])"},
+			p("WVA_GATEWAY_RATE_QUERY", `1:1: parse error: unknown function with name "rates"`)},
 		{"negative retention", map[string]string{"WVA_SCALE_TO_ZERO_RETENTION": "-1m"},
-			p("WVA_SCALE_TO_ZERO_RETENTION", "at least 0s", `"-1m"`)},
+			p("WVA_SCALE_TO_ZERO_RETENTION", `want a duration from 0s to 168h, got "-1m"`)},
+		{"retention over a week", map[string]string{"WVA_SCALE_TO_ZERO_RETENTION": "200h"},
+			p("WVA_SCALE_TO_ZERO_RETENTION", `want a duration from 0s to 168h, got "200h"`)},
+		{"stabilisation over an hour", map[string]string{"WVA_SCALE_DOWN_STABILIZATION": "2h"},
+			p("WVA_SCALE_DOWN_STABILIZATION", `want a duration from 0s to 1h, got "2h"`)},
+		{"negative stabilisation", map[string]string{"WVA_SCALE_DOWN_STABILIZATION": "-1s"},
+			p("WVA_SCALE_DOWN_STABILIZATION", `want a duration from 0s to 1h, got "-1s"`)},
+		{"metrics max age over an hour", map[string]string{"WVA_METRICS_MAX_AGE": "90m"},
+			p("WVA_METRICS_MAX_AGE", `want a duration > 0 and at most 1h, got "90m"`)},
+		{"negative provisioning time", map[string]string{"WVA_PROVISIONING_TIME": "-2m"},
+			p("WVA_PROVISIONING_TIME", `want a duration from 0s to 1h, got "-2m"`)},
+		{"transient delay over an hour", map[string]string{"WVA_TRANSIENT_DELAY": "3h"},
+			p("WVA_TRANSIENT_DELAY", `want a duration from 0s to 1h, got "3h"`)},
 		{"stabilisation not a duration", map[string]string{"WVA_SCALE_DOWN_STABILIZATION": "300"},
 			p("WVA_SCALE_DOWN_STABILIZATION", "want a duration such as 5m", `"300"`)},
 		{"metrics max age zero", map[string]string{"WVA_METRICS_MAX_AGE": "0s"},
@@ -315,17 +369,21 @@ func TestParseMainInvalid(t *testing.T) {
 		{"transient delay", map[string]string{"WVA_TRANSIENT_DELAY": "later"},
 			p("WVA_TRANSIENT_DELAY", "want a duration")},
 		{"queue size", map[string]string{"WVA_MAX_QUEUE_SIZE": "0"},
-			p("WVA_MAX_QUEUE_SIZE", `want a whole number from 1 to 1000000, got "0"`)},
+			p("WVA_MAX_QUEUE_SIZE", `want a whole number of requests from 1 to 1000000, got "0"`)},
 		{"queue size above the engine's limit", map[string]string{"WVA_MAX_QUEUE_SIZE": "100000000"},
-			p("WVA_MAX_QUEUE_SIZE", `want a whole number from 1 to 1000000, got "100000000"`)},
+			p("WVA_MAX_QUEUE_SIZE", `want a whole number of requests from 1 to 1000000, got "100000000"`)},
 		{"default max replicas 0", map[string]string{"WVA_MAX_REPLICAS_DEFAULT": "0"},
-			p("WVA_MAX_REPLICAS_DEFAULT", "want a whole number from 1 to")},
+			p("WVA_MAX_REPLICAS_DEFAULT", "want a whole number of replicas from 1 to 2147483647")},
+		{"default max replicas above int32", map[string]string{"WVA_MAX_REPLICAS_DEFAULT": "3000000000"},
+			p("WVA_MAX_REPLICAS_DEFAULT", `want a whole number of replicas from 1 to 2147483647, got "3000000000"`)},
 		{"scale-up factor below 1", map[string]string{"WVA_SCALE_UP_LIMIT_FACTOR": "0.5"},
 			p("WVA_SCALE_UP_LIMIT_FACTOR", "want a number ≥ 1, got 0.5")},
 		{"scale-up replicas negative", map[string]string{"WVA_SCALE_UP_LIMIT_REPLICAS": "-2"},
 			p("WVA_SCALE_UP_LIMIT_REPLICAS", `got "-2"`)},
 		{"pod arrival rate Inf", map[string]string{"WVA_MAX_POD_ARRIVAL_RATE": "Inf"},
 			p("WVA_MAX_POD_ARRIVAL_RATE", "want a finite number")},
+		{"pod arrival rate negative", map[string]string{"WVA_MAX_POD_ARRIVAL_RATE": "-5"},
+			p("WVA_MAX_POD_ARRIVAL_RATE", "want a number of requests/s > 0, got -5")},
 		{"queue size not an integer", map[string]string{"WVA_MAX_QUEUE_SIZE": "1.5"},
 			p("WVA_MAX_QUEUE_SIZE", `got "1.5"`)},
 		{"allocation algorithm", map[string]string{"WVA_ALLOCATION_ALGORITHM": "optimal"},
@@ -425,5 +483,19 @@ func TestDocExamples(t *testing.T) {
 	}
 	if len(seen) != len(parsers) {
 		t.Errorf("examples cover %d ConfigMaps, want %d", len(seen), len(parsers))
+	}
+}
+
+// TestDefaultQueriesParse: the shipped queries pass the PromQL check.
+func TestDefaultQueriesParse(t *testing.T) {
+	for _, q := range []string{DefaultScaleFromZeroQuery, DefaultGatewayRateQuery, "sum by (namespace, model_name) (my_queue)"} {
+		if _, err := ParsePromQL(q); err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
+	}
+	for _, u := range []string{"http://prometheus:9090", "https://prometheus.monitoring.svc:9090/prefix", "https://[::1]:9090", "https://p"} {
+		if _, err := ParseURL(u); err != nil {
+			t.Errorf("%s: %v", u, err)
+		}
 	}
 }

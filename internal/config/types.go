@@ -70,9 +70,12 @@ type Prometheus struct {
 	CAFile, CertFile, KeyFile string
 	InsecureSkipVerify        bool
 	BearerTokenFile           string
-	Timeout                   time.Duration // 0: the source's default
-	Window                    time.Duration // 0: the source's default (1m)
-	NamespaceLabel, PodLabel  string        // "": the source's defaults
+	// BearerTokenOverHTTP allows the token over http:// (an explicit
+	// opt-in; PROMETHEUS_BEARER_TOKEN_OVER_HTTP).
+	BearerTokenOverHTTP      bool
+	Timeout                  time.Duration // 0: the source's default
+	Window                   time.Duration // 0: the source's default (1m)
+	NamespaceLabel, PodLabel string        // "": the source's defaults
 }
 
 // Main is the main ConfigMap (MainName).

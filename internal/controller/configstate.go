@@ -162,6 +162,7 @@ func mergeMain(base, m config.Main, data map[string]string) config.Main {
 		"PROMETHEUS_CLIENT_CERT_PATH":         func() { p.CertFile = bp.CertFile },
 		"PROMETHEUS_CLIENT_KEY_PATH":          func() { p.KeyFile = bp.KeyFile },
 		"PROMETHEUS_BEARER_TOKEN_FILE":        func() { p.BearerTokenFile = bp.BearerTokenFile },
+		"PROMETHEUS_BEARER_TOKEN_OVER_HTTP":   func() { p.BearerTokenOverHTTP = bp.BearerTokenOverHTTP },
 		"PROMETHEUS_TIMEOUT":                  func() { p.Timeout = bp.Timeout },
 		"PROMETHEUS_WINDOW":                   func() { p.Window = bp.Window },
 		"PROMETHEUS_NAMESPACE_LABEL":          func() { p.NamespaceLabel = bp.NamespaceLabel },
