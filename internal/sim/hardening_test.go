@@ -3,8 +3,13 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/llm-d-incubation/wva/examples/scenarios"
 )
 
 // heavy is a scenario whose every simulated minute takes seconds of wall
@@ -85,4 +90,153 @@ func TestCancelStopsRun(t *testing.T) {
 			}
 		})
 	})
+}
+
+const validScenario = `
+name: ok
+durationSeconds: 600
+models:
+  - name: m
+    slo: {ttftMs: 1000, itlMs: 50}
+    workload: {rate: {pattern: constant, rps: 2}, input: {mean: 512}, output: {mean: 64}}
+    variants: [{name: v, accelerator: H100, cost: 1, params: {alpha: 5, beta: 0.01, gamma: 0.00001}}]
+`
+
+// TestScenarioFieldValidation: every number of the schema that is
+// negative, not finite or beyond its limit is rejected with its field path
+// and the value; the sizes that bound a run's memory and time are checked
+// before it starts.
+func TestScenarioFieldValidation(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, tc := range []struct {
+		name string
+		edit func(s *Scenario)
+		want string
+	}{
+		{"1e9 rps", func(s *Scenario) { s.Models[0].Workload.Rate.RPS = 1e9 },
+			"models[0].workload.rate: a peak of 1e+09 requests/s over durationSeconds 600 is up to 6e+11 requests, more than the 20000000 a run may simulate"},
+		{"many models", func(s *Scenario) {
+			s.Models[0].Workload.Rate.RPS = 20000
+			m := s.Models[0]
+			m.Name = "m2"
+			s.Models = append(s.Models, m)
+		}, "models: the workloads add up to 2.4e+07 requests"},
+		{"negative rps", func(s *Scenario) { s.Models[0].Workload.Rate.RPS = -1 }, "models[0].workload.rate.rps: must be a finite number ≥ 0, got -1"},
+		{"NaN rps", func(s *Scenario) { s.Models[0].Workload.Rate.RPS = nan }, "models[0].workload.rate.rps: must be a finite number ≥ 0, got NaN"},
+		{"infinite ramp", func(s *Scenario) { s.Models[0].Workload.Rate.To = inf }, "models[0].workload.rate.to: must be a finite number ≥ 0, got +Inf"},
+		{"negative step", func(s *Scenario) {
+			s.Models[0].Workload.Rate = Rate{Pattern: "staircase", Steps: []Step{{0, 1}, {60, -2}}}
+		}, "models[0].workload.rate.steps[1].rps: must be a finite number ≥ 0, got -2"},
+		{"steps out of order", func(s *Scenario) {
+			s.Models[0].Workload.Rate = Rate{Pattern: "staircase", Steps: []Step{{60, 1}, {0, 2}}}
+		}, "models[0].workload.rate.steps[1].atSeconds: steps must be in time order, got 0 after 60"},
+		{"no steps", func(s *Scenario) { s.Models[0].Workload.Rate = Rate{Pattern: "staircase"} }, "models[0].workload.rate.steps: a staircase needs at least one step"},
+		{"negative spike", func(s *Scenario) {
+			s.Models[0].Workload.Rate = Rate{Pattern: "spikes", Spikes: []Spike{{AtSeconds: 10, DurationSeconds: -5, RPS: 3}}}
+		}, "models[0].workload.rate.spikes[0].durationSeconds: must be a finite number ≥ 0, got -5"},
+		{"backward ramp", func(s *Scenario) {
+			s.Models[0].Workload.Rate = Rate{Pattern: "ramp", From: 1, To: 2, StartSeconds: 300, EndSeconds: 100}
+		}, "models[0].workload.rate.endSeconds: must be ≥ startSeconds (300), got 100"},
+		{"diurnal without period", func(s *Scenario) { s.Models[0].Workload.Rate = Rate{Pattern: "diurnal", Mean: 2} },
+			"models[0].workload.rate.periodSeconds: a diurnal pattern needs a period > 0 seconds, got 0"},
+		{"negative amplitude", func(s *Scenario) {
+			s.Models[0].Workload.Rate = Rate{Pattern: "diurnal", Mean: 2, Amplitude: -1, PeriodSeconds: 60}
+		}, "models[0].workload.rate.amplitude: must be a finite number ≥ 0, got -1"},
+		{"infinite cv", func(s *Scenario) { s.Models[0].Workload.Arrival, s.Models[0].Workload.CV = "gamma", inf },
+			"models[0].workload.cv: must be a number between 0 and 100, got +Inf"},
+		{"infinite token mean", func(s *Scenario) { s.Models[0].Workload.Input.Mean = inf },
+			"models[0].workload.input.mean: must be a token count between 1 and 10000000, got +Inf"},
+		{"negative sd", func(s *Scenario) { s.Models[0].Workload.Output.SD = -3 },
+			"models[0].workload.output.sd: must be a token count between 0 and 10000000, got -3"},
+		{"min above max", func(s *Scenario) { s.Models[0].Workload.Input.Min, s.Models[0].Workload.Input.Max = 100, 10 },
+			"models[0].workload.input.max: must be ≥ min (100), got 10"},
+		{"huge empirical value", func(s *Scenario) {
+			s.Models[0].Workload.Output = Tokens{Dist: "empirical", Values: []float64{3, 1e12}}
+		}, "models[0].workload.output.values[1]: must be a token count between 1 and 10000000, got 1e+12"},
+		{"negative prefix groups", func(s *Scenario) { s.Models[0].Workload.PrefixGroups = -1 },
+			"models[0].workload.prefixGroups: must be between 0 and 1000000, got -1"},
+		{"infinite SLO", func(s *Scenario) { s.Models[0].SLO.TTFTMs = inf }, "models[0].slo.ttftMs: must be a finite number of ms > 0, got +Inf"},
+		{"negative priority", func(s *Scenario) { s.Models[0].Priority = -1 }, "models[0].priority: must be ≥ 0"},
+		{"duplicate model", func(s *Scenario) { s.Models = append(s.Models, s.Models[0]) }, `models[1].name: duplicates models[0].name "m"`},
+		{"duplicate variant", func(s *Scenario) { v := &s.Models[0]; v.Variants = append(v.Variants, v.Variants[0]) },
+			`models[0].variants[1].name: duplicates variants[0].name "v"`},
+		{"negative kvBlocks", func(s *Scenario) { s.Models[0].Variants[0].KVBlocks = -5 },
+			"models[0].variants[0].kvBlocks: must be between 1 and 4194304 (0: the default), got -5"},
+		{"negative maxBatchSize", func(s *Scenario) { s.Models[0].Variants[0].MaxBatchSize = -1 },
+			"models[0].variants[0].maxBatchSize: must be between 1 and 65536 (0: the default), got -1"},
+		{"huge blockSize", func(s *Scenario) { s.Models[0].Variants[0].BlockSize = 1 << 20 },
+			"models[0].variants[0].blockSize: must be between 1 and 4096 (0: the default), got 1048576"},
+		{"huge maxReplicas", func(s *Scenario) { s.Models[0].Variants[0].MaxReplicas = 1e6 },
+			"models[0].variants[0].maxReplicas: must be between 1 and 1000 (0: the default 10), got 1000000"},
+		{"minReplicas above the default max", func(s *Scenario) { s.Models[0].Variants[0].MinReplicas = 50 },
+			"models[0].variants[0].minReplicas: must be between 0 and maxReplicas (10), got 50"},
+		{"default KV cache too large", func(s *Scenario) { s.Models[0].Workload.Input.Mean = 5e6 },
+			"models[0].variants[0].kvBlocks: the default, room for 256 requests of 5e+06 tokens, is 80001025 blocks of 16 tokens, more than 4194304: set kvBlocks"},
+		{"fleet KV too large", func(s *Scenario) {
+			v := &s.Models[0].Variants[0]
+			v.KVBlocks, v.MaxReplicas = 4<<20, 1000
+		}, "models: the variants' KV caches at maxReplicas add up to 4.194e+09 blocks (Σ maxReplicas × kvBlocks), more than 100000000"},
+		{"too many replicas", func(s *Scenario) {
+			m := &s.Models[0]
+			m.Variants[0].MaxReplicas, m.Variants[0].KVBlocks = 1000, 100
+			for i := range 10 {
+				v := m.Variants[0]
+				v.Name = fmt.Sprint("v", i)
+				m.Variants = append(m.Variants, v)
+			}
+		}, "models: the variants' maxReplicas add up to 11000, more than 10000"},
+		{"negative gateway timeout", func(s *Scenario) { s.Gateway.TimeoutSeconds = -1 },
+			"gateway.timeoutSeconds: must be ≥ 0 seconds and at most 2.592e+06 (0: the default 120), got -1"},
+		{"negative queue threshold", func(s *Scenario) { s.Gateway.QueueThreshold = -1 }, "gateway.queueThreshold: must be ≥ 0 waiting requests"},
+		{"NaN weight", func(s *Scenario) { s.Gateway.Weights = &ScorerWeights{KV: nan} }, "gateway.weights.kv: must be a finite number ≥ 0, got NaN"},
+		{"endless drain", func(s *Scenario) { s.DrainSeconds = 1e12 }, "drainSeconds: must be ≥ 0 seconds and at most 2.592e+06 (30 days), got 1e+12"},
+		{"unknown mode", func(s *Scenario) { s.Autoscalers.WVA.Mode = "turbo" }, `autoscalers.wva.mode: must be capacity-only, model-only or hybrid, got "turbo"`},
+		{"margin", func(s *Scenario) { s.Autoscalers.ClairvoyantMargin = 1e300 }, "autoscalers.clairvoyantMargin: must be a number between 0 and 100, got 1e+300"},
+		{"duplicate default", func(s *Scenario) { s.Autoscalers.Default = []string{"wva", "static:2", "static:02"} },
+			"autoscalers.default: static:2 is listed twice"},
+		{"huge static", func(s *Scenario) { s.Autoscalers.Default = []string{"static:99999999999"} },
+			`autoscalers.default: static:N needs a replica count between 0 and 1000, got "static:99999999999"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, err := ParseScenario([]byte(validScenario))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(&sc)
+			err = sc.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v\nwant %q", err, tc.want)
+			}
+			if _, err := Compare(context.Background(), sc, []string{"static:1"}, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Compare ran it: %v", err)
+			}
+		})
+	}
+}
+
+// TestShippedScenariosWithinLimits: every shipped scenario is far below
+// the size limits (a tenth of each at most).
+func TestShippedScenariosWithinLimits(t *testing.T) {
+	for _, name := range BuiltinNames(scenarios.FS) {
+		sc := builtin(t, name, 0)
+		c := sc.withDefaults()
+		requests, blocks := 0.0, 0.0
+		for _, m := range c.Models {
+			requests += expectedRequests(m.Workload, c.DurationSeconds)
+			for _, v := range m.Variants {
+				blocks += float64(v.MaxReplicas * v.KVBlocks)
+			}
+		}
+		if requests > MaxRequests/10 || blocks > MaxKVBlocksTotal/10 {
+			t.Errorf("%s: %v requests, %v KV blocks", name, requests, blocks)
+		}
+	}
+}
+
+// TestNonFiniteYAML: YAML's .nan and .inf are refused with a hint.
+func TestNonFiniteYAML(t *testing.T) {
+	_, err := ParseScenario([]byte(strings.Replace(validScenario, "rps: 2", "rps: .inf", 1)))
+	if err == nil || !strings.Contains(err.Error(), "numbers must be finite") {
+		t.Errorf("got %v", err)
+	}
 }

@@ -15,6 +15,9 @@ import (
 func ParseScenario(data []byte) (Scenario, error) {
 	var sc Scenario
 	if err := yaml.UnmarshalStrict(data, &sc); err != nil {
+		if strings.Contains(err.Error(), "unsupported value: ") {
+			return Scenario{}, fmt.Errorf("%w (numbers must be finite: no .nan or .inf)", err)
+		}
 		return Scenario{}, err
 	}
 	if err := sc.Validate(); err != nil {
@@ -50,12 +53,15 @@ func BuiltinNames(fsys fs.FS) []string {
 // (the same requests arrive in every run), and returns the results in the
 // order asked.
 func Compare(ctx context.Context, sc Scenario, names []string, progress func(name string, simTime, total float64)) ([]*Result, error) {
-	if err := sc.checkLoaded(); err != nil {
+	if err := sc.checkRunnable(); err != nil {
 		return nil, err
 	}
 	full := sc.withDefaults()
 	if len(names) == 0 {
 		names = full.Autoscalers.Default
+	}
+	if err := CheckAutoscalers(names); err != nil {
+		return nil, err
 	}
 	var out []*Result
 	for _, name := range names {
@@ -86,12 +92,10 @@ func CompareSeeds(ctx context.Context, sc Scenario, names []string, seeds []uint
 	if len(names) == 0 {
 		names = sc.withDefaults().Autoscalers.Default
 	}
-	for _, n := range names {
-		if _, err := NewAutoscaler(n, &sc); err != nil {
-			return nil, nil, err
-		}
+	if err := CheckAutoscalers(names); err != nil {
+		return nil, nil, err
 	}
-	if err := sc.checkLoaded(); err != nil {
+	if err := sc.checkRunnable(); err != nil {
 		return nil, nil, err
 	}
 	runs := make([][]*Result, len(seeds))
@@ -130,9 +134,13 @@ func CompareSeeds(ctx context.Context, sc Scenario, names []string, seeds []uint
 	return doneSeeds, doneRuns, nil
 }
 
-// checkLoaded fails when the scenario names files (a trace, token values)
-// that were not read: only LoadFile reads them.
-func (sc *Scenario) checkLoaded() error {
+// checkRunnable validates the scenario (one built in code has not been)
+// and fails when it names files (a trace, token values) that were not
+// read: only LoadFile reads them.
+func (sc *Scenario) checkRunnable() error {
+	if err := sc.Validate(); err != nil {
+		return err
+	}
 	for i, m := range sc.Models {
 		w := m.Workload
 		if w.Trace != "" && w.rows == nil {

@@ -454,47 +454,103 @@ func (s *Scenario) Validate() error {
 		add("durationSeconds", "must be > 0 seconds and at most %g (30 days), got %v", float64(MaxDurationSeconds), s.DurationSeconds)
 	}
 	s.validatePeriods(add)
-	if !(s.DrainSeconds >= 0) || math.IsInf(s.DrainSeconds, 0) {
-		add("drainSeconds", "must be ≥ 0 seconds, got %v", s.DrainSeconds)
+	if !(s.DrainSeconds >= 0 && s.DrainSeconds <= MaxDurationSeconds) {
+		add("drainSeconds", "must be ≥ 0 seconds and at most %g (30 days), got %v", float64(MaxDurationSeconds), s.DrainSeconds)
 	}
 	if len(s.Models) == 0 {
 		add("models", "must list at least one model")
 	}
+	names := map[string]int{}
 	for i, m := range s.Models {
 		p := "models[" + strconv.Itoa(i) + "]"
-		if m.Name == "" {
-			add(p+".name", "must not be empty")
+		if j, dup := names[m.Name]; dup && m.Name != "" {
+			add(p+".name", "duplicates models[%d].name %q", j, m.Name)
 		}
-		if !(m.SLO.TTFTMs > 0) || !(m.SLO.ITLMs > 0) {
-			add(p+".slo", "ttftMs and itlMs must be > 0")
-		}
-		validateWorkload(p+".workload", m.Workload, add)
-		if len(m.Variants) == 0 {
-			add(p+".variants", "must list at least one variant")
-		}
-		for j, v := range m.Variants {
-			validateVariant(p+".variants["+strconv.Itoa(j)+"]", v, add)
-		}
+		names[m.Name] = i
+		validateModel(p, m, add)
 	}
-	switch s.Gateway.Router {
-	case "", "least-loaded", "round-robin":
-	default:
-		add("gateway.router", "must be least-loaded or round-robin, got %q", s.Gateway.Router)
-	}
-	if g := s.Gateway.Saturation; g != nil {
-		if g.QueueThreshold < 0 {
-			add("gateway.saturation.queueThreshold", "must be ≥ 1 waiting request (0: the default 5), got %d", g.QueueThreshold)
-		}
-		if !(g.KVThreshold >= 0 && g.KVThreshold <= 1) {
-			add("gateway.saturation.kvThreshold", "must be a KV-cache utilisation in (0, 1] (0: the default 0.8), got %v", g.KVThreshold)
-		}
-	}
+	validateGateway(s.Gateway, add)
 	validateWVA("autoscalers.wva", s.Autoscalers.WVA, add)
 	validateBaselines(s.Autoscalers, add)
-	if m := s.Autoscalers.ClairvoyantMargin; !(m >= 0) || math.IsInf(m, 0) {
-		add("autoscalers.clairvoyantMargin", "must be a finite number ≥ 0, got %v", m)
+	if m := s.Autoscalers.ClairvoyantMargin; !(m >= 0 && m <= MaxClairvoyantMargin) {
+		add("autoscalers.clairvoyantMargin", "must be a number between 0 and %d, got %v", MaxClairvoyantMargin, m)
+	}
+	if len(s.Autoscalers.Default) > 0 {
+		if err := CheckAutoscalers(s.Autoscalers.Default); err != nil {
+			add("autoscalers.default", "%v", err)
+		}
+	}
+	if len(errs) == 0 {
+		s.checkSize(add) // on valid values only: the sizes of bad ones mean nothing
 	}
 	return errors.Join(errs...)
+}
+
+func validateModel(p string, m Model, add func(string, string, ...any)) {
+	if m.Name == "" {
+		add(p+".name", "must not be empty")
+	}
+	if m.Priority < 0 {
+		add(p+".priority", "must be ≥ 0 (1 is the highest; 0: the engine's default), got %d", m.Priority)
+	}
+	validateSLO(p+".slo", m.SLO, add)
+	validateWorkload(p+".workload", m.Workload, add)
+	if len(m.Variants) == 0 {
+		add(p+".variants", "must list at least one variant")
+	}
+	names := map[string]int{}
+	for j, v := range m.Variants {
+		vp := p + ".variants[" + strconv.Itoa(j) + "]"
+		if k, dup := names[v.Name]; dup && v.Name != "" {
+			add(vp+".name", "duplicates variants[%d].name %q", k, v.Name)
+		}
+		names[v.Name] = j
+		validateVariant(vp, v, add)
+	}
+}
+
+// validateSLO checks latency targets: finite and > 0 ms.
+func validateSLO(p string, slo SLO, add func(string, string, ...any)) {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"ttftMs", slo.TTFTMs}, {"itlMs", slo.ITLMs}} {
+		if !(f.v > 0) || math.IsInf(f.v, 0) {
+			add(p+"."+f.name, "must be a finite number of ms > 0, got %v", f.v)
+		}
+	}
+}
+
+func validateGateway(g Gateway, add func(string, string, ...any)) {
+	switch g.Router {
+	case "", "least-loaded", "round-robin":
+	default:
+		add("gateway.router", "must be least-loaded or round-robin, got %q", g.Router)
+	}
+	if g.QueueThreshold < 0 {
+		add("gateway.queueThreshold", "must be ≥ 0 waiting requests (0: never shed), got %d", g.QueueThreshold)
+	}
+	if t := g.TimeoutSeconds; !(t >= 0 && t <= MaxDurationSeconds) {
+		add("gateway.timeoutSeconds", "must be ≥ 0 seconds and at most %g (0: the default 120), got %v", float64(MaxDurationSeconds), t)
+	}
+	if w := g.Weights; w != nil {
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"kv", w.KV}, {"queue", w.Queue}, {"batch", w.Batch}, {"prefix", w.Prefix}} {
+			if !(f.v >= 0) || math.IsInf(f.v, 0) {
+				add("gateway.weights."+f.name, "must be a finite number ≥ 0, got %v", f.v)
+			}
+		}
+	}
+	if s := g.Saturation; s != nil {
+		if s.QueueThreshold < 0 {
+			add("gateway.saturation.queueThreshold", "must be ≥ 1 waiting request (0: the default 5), got %d", s.QueueThreshold)
+		}
+		if !(s.KVThreshold >= 0 && s.KVThreshold <= 1) {
+			add("gateway.saturation.kvThreshold", "must be a KV-cache utilisation in (0, 1] (0: the default 0.8), got %v", s.KVThreshold)
+		}
+	}
 }
 
 // MaxDurationSeconds bounds a scenario's simulated time (30 days): the
@@ -548,6 +604,21 @@ func (s *Scenario) validatePeriods(add func(string, string, ...any)) {
 // bad one is an error at load time rather than a run where every cycle
 // fails.
 func validateWVA(p string, w WVAConfig, add func(string, string, ...any)) {
+	switch w.Mode {
+	case "", "capacity-only", "model-only", "hybrid":
+	default:
+		add(p+".mode", "must be capacity-only, model-only or hybrid, got %q", w.Mode)
+	}
+	switch w.Optimizer {
+	case "", "unlimited", "limited":
+	default:
+		add(p+".optimizer", "must be unlimited or limited, got %q", w.Optimizer)
+	}
+	switch w.SaturationPolicy {
+	case "", "None", "PriorityExhaustive", "PriorityRoundRobin", "RoundRobin":
+	default:
+		add(p+".saturationPolicy", "must be None, PriorityExhaustive, PriorityRoundRobin or RoundRobin, got %q", w.SaturationPolicy)
+	}
 	if !(w.SpareQuantile >= 0 && w.SpareQuantile < 1) {
 		add(p+".spareQuantile", "must be in (0, 1) (0: the default 0.95), got %v", w.SpareQuantile)
 	}
@@ -565,8 +636,8 @@ func validateWVA(p string, w WVAConfig, add func(string, string, ...any)) {
 	if !(w.KVCacheThreshold >= 0 && w.KVCacheThreshold <= 1) {
 		add(p+".kvCacheThreshold", "must be a KV-cache utilisation in (0, 1] (0: the default 0.8), got %v", w.KVCacheThreshold)
 	}
-	if w.MinNonSaturatedReplicas < 0 {
-		add(p+".minNonSaturatedReplicas", "must be ≥ 0 (0: the default), got %d", w.MinNonSaturatedReplicas)
+	if w.MinNonSaturatedReplicas < 0 || w.MinNonSaturatedReplicas > MaxReplicasPerVariant {
+		add(p+".minNonSaturatedReplicas", "must be between 0 and %d (0: the default), got %d", MaxReplicasPerVariant, w.MinNonSaturatedReplicas)
 	}
 }
 
@@ -588,27 +659,28 @@ func validateBaselines(a Autoscalers, add func(string, string, ...any)) {
 
 func validateWorkload(p string, w Workload, add func(string, string, ...any)) {
 	switch w.Arrival {
-	case "", "poisson", "constant":
-	case "gamma":
-		if !(w.CV > 0) {
-			add(p+".cv", "gamma arrivals need a cv > 0")
-		}
+	case "", "poisson", "constant", "gamma":
 	default:
 		add(p+".arrival", "must be poisson, gamma or constant, got %q", w.Arrival)
 	}
+	switch {
+	case !(w.CV >= 0 && w.CV <= MaxCV):
+		add(p+".cv", "must be a number between 0 and %d, got %v", MaxCV, w.CV)
+	case w.Arrival == "gamma" && w.CV == 0:
+		add(p+".cv", "gamma arrivals need a cv > 0")
+	}
 	if w.Trace == "" {
-		switch w.Rate.Pattern {
-		case "constant", "staircase", "ramp", "diurnal", "spikes":
-		default:
-			add(p+".rate.pattern", "must be constant, staircase, ramp, diurnal or spikes, got %q", w.Rate.Pattern)
-		}
+		validateRate(p+".rate", w.Rate, add)
 	}
 	validateClasses(p, w.Classes, add)
 	if w.NumRequests < 0 {
 		add(p+".numRequests", "must be ≥ 0 (0: no limit), got %d", w.NumRequests)
 	}
-	if w.PrefixGroups < 0 || w.PrefixTokens < 0 || (w.PrefixGroups > 0 && w.PrefixTokens == 0) {
-		add(p+".prefixTokens", "prefix groups need prefixTokens > 0")
+	if w.PrefixGroups < 0 || w.PrefixGroups > MaxPrefixGroups {
+		add(p+".prefixGroups", "must be between 0 and %d, got %d", MaxPrefixGroups, w.PrefixGroups)
+	}
+	if w.PrefixTokens < 0 || w.PrefixTokens > MaxTokens || (w.PrefixGroups > 0 && w.PrefixTokens == 0) {
+		add(p+".prefixTokens", "must be between 0 and %d tokens, and > 0 with prefix groups, got %d", MaxTokens, w.PrefixTokens)
 	}
 	if w.Trace != "" {
 		return // the trace gives the token counts
@@ -617,31 +689,106 @@ func validateWorkload(p string, w Workload, add func(string, string, ...any)) {
 	validateTokens(p+".output", w.Output, add)
 }
 
+// validateRate checks every number of a rate pattern, whichever pattern
+// uses it (the generator's peak rate looks at all of them): rates and
+// times finite and ≥ 0.
+func validateRate(p string, r Rate, add func(string, string, ...any)) {
+	nonNeg := func(path string, v float64) {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			add(path, "must be a finite number ≥ 0, got %v", v)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"rps", r.RPS}, {"from", r.From}, {"to", r.To}, {"startSeconds", r.StartSeconds}, {"endSeconds", r.EndSeconds},
+		{"mean", r.Mean}, {"amplitude", r.Amplitude}, {"periodSeconds", r.PeriodSeconds}} {
+		nonNeg(p+"."+f.name, f.v)
+	}
+	if len(r.Steps) > MaxRatePoints || len(r.Spikes) > MaxRatePoints {
+		add(p, "at most %d steps and %d spikes, got %d and %d", MaxRatePoints, MaxRatePoints, len(r.Steps), len(r.Spikes))
+		return
+	}
+	for i, st := range r.Steps {
+		sp := p + ".steps[" + strconv.Itoa(i) + "]"
+		nonNeg(sp+".atSeconds", st.AtSeconds)
+		nonNeg(sp+".rps", st.RPS)
+		if i > 0 && st.AtSeconds < r.Steps[i-1].AtSeconds {
+			add(sp+".atSeconds", "steps must be in time order, got %v after %v", st.AtSeconds, r.Steps[i-1].AtSeconds)
+		}
+	}
+	for i, sk := range r.Spikes {
+		sp := p + ".spikes[" + strconv.Itoa(i) + "]"
+		nonNeg(sp+".atSeconds", sk.AtSeconds)
+		nonNeg(sp+".durationSeconds", sk.DurationSeconds)
+		nonNeg(sp+".rps", sk.RPS)
+	}
+	switch r.Pattern {
+	case "constant", "spikes":
+	case "staircase":
+		if len(r.Steps) == 0 {
+			add(p+".steps", "a staircase needs at least one step")
+		}
+	case "ramp":
+		if r.EndSeconds < r.StartSeconds {
+			add(p+".endSeconds", "must be ≥ startSeconds (%v), got %v", r.StartSeconds, r.EndSeconds)
+		}
+	case "diurnal":
+		if !(r.PeriodSeconds > 0) {
+			add(p+".periodSeconds", "a diurnal pattern needs a period > 0 seconds, got %v", r.PeriodSeconds)
+		}
+	default:
+		add(p+".pattern", "must be constant, staircase, ramp, diurnal or spikes, got %q", r.Pattern)
+	}
+}
+
+// tokenCount reports a token count that is not finite, below lo or above
+// MaxTokens.
+func tokenCount(p string, v, lo float64, add func(string, string, ...any)) {
+	if !(v >= lo && v <= MaxTokens) {
+		add(p, "must be a token count between %v and %d, got %v", lo, MaxTokens, v)
+	}
+}
+
 func validateTokens(p string, t Tokens, add func(string, string, ...any)) {
 	switch t.Dist {
 	case "", "constant", "normal", "lognormal":
-		if !(t.Mean >= 1) {
-			add(p+".mean", "must be ≥ 1, got %v", t.Mean)
-		}
+		tokenCount(p+".mean", t.Mean, 1, add)
 	case "empirical":
+		if t.Mean != 0 {
+			tokenCount(p+".mean", t.Mean, 0, add)
+		}
 		if len(t.Values) == 0 && t.File == "" {
 			add(p+".values", "an empirical distribution needs values or a file")
 		}
 		if len(t.Values) > 0 && t.File != "" {
 			add(p+".file", "give values or a file, not both")
 		}
-		for _, v := range t.Values {
-			if !(v >= 1) {
-				add(p+".values", "token counts must be ≥ 1, got %v", v)
+		if len(t.Values) > MaxEmpiricalValues {
+			add(p+".values", "at most %d values, got %d", MaxEmpiricalValues, len(t.Values))
+		}
+		for i, v := range t.Values {
+			if !(v >= 1 && v <= MaxTokens) {
+				add(p+".values["+strconv.Itoa(i)+"]", "must be a token count between 1 and %d, got %v", MaxTokens, v)
 				break
 			}
 		}
 	default:
 		add(p+".dist", "must be constant, normal, lognormal or empirical, got %q", t.Dist)
 	}
+	tokenCount(p+".sd", t.SD, 0, add)
+	tokenCount(p+".min", t.Min, 0, add)
+	tokenCount(p+".max", t.Max, 0, add)
+	if t.Min > 0 && t.Max > 0 && t.Min > t.Max {
+		add(p+".max", "must be ≥ min (%v), got %v", t.Min, t.Max)
+	}
 }
 
 func validateClasses(p string, cs []Class, add func(string, string, ...any)) {
+	if len(cs) > MaxClasses {
+		add(p+".classes", "at most %d classes, got %d", MaxClasses, len(cs))
+		return
+	}
 	share := 0.0
 	names := map[string]bool{}
 	for i, c := range cs {
@@ -650,12 +797,10 @@ func validateClasses(p string, cs []Class, add func(string, string, ...any)) {
 			add(cp+".name", "must be set and unique, got %q", c.Name)
 		}
 		names[c.Name] = true
-		if !(c.Share > 0) {
-			add(cp+".share", "must be > 0, got %v", c.Share)
+		if !(c.Share > 0 && c.Share <= 1) {
+			add(cp+".share", "must be in (0, 1], got %v", c.Share)
 		}
-		if !(c.SLO.TTFTMs > 0) || !(c.SLO.ITLMs > 0) {
-			add(cp+".slo", "ttftMs and itlMs must be > 0")
-		}
+		validateSLO(cp+".slo", c.SLO, add)
 		share += c.Share
 	}
 	if len(cs) > 0 && math.Abs(share-1) > 1e-6 {
@@ -694,25 +839,29 @@ func validateVariant(p string, v Variant, add func(string, string, ...any)) {
 // validateVariantSizes checks a variant's replica bounds, its server's
 // sizes and its times.
 func validateVariantSizes(p string, v Variant, add func(string, string, ...any)) {
-	if v.MinReplicas < 0 || (v.MaxReplicas > 0 && v.MaxReplicas < v.MinReplicas) {
-		add(p+".maxReplicas", "must be ≥ minReplicas")
+	if v.MaxReplicas < 0 || v.MaxReplicas > MaxReplicasPerVariant {
+		add(p+".maxReplicas", "must be between 1 and %d (0: the default 10), got %d", MaxReplicasPerVariant, v.MaxReplicas)
 	}
-	if v.InitialReplicas < 0 || (v.MaxReplicas > 0 && v.InitialReplicas > v.MaxReplicas) {
-		add(p+".initialReplicas", "must be between 0 and maxReplicas")
+	maxR := v.MaxReplicas
+	if maxR <= 0 {
+		maxR = 10
+	}
+	if v.MinReplicas < 0 || v.MinReplicas > maxR {
+		add(p+".minReplicas", "must be between 0 and maxReplicas (%d), got %d", maxR, v.MinReplicas)
+	}
+	if v.InitialReplicas < 0 || v.InitialReplicas > maxR {
+		add(p+".initialReplicas", "must be between 0 and maxReplicas (%d), got %d", maxR, v.InitialReplicas)
 	}
 	for _, f := range []struct {
-		name string
-		v    int
-	}{{"maxBatchSize", v.MaxBatchSize}, {"maxBatchedTokens", v.MaxBatchedTokens}, {"kvBlocks", v.KVBlocks}, {"blockSize", v.BlockSize}} {
-		if f.v < 0 {
-			add(p+"."+f.name, "must be > 0 (0: the default), got %d", f.v)
+		name  string
+		v     int
+		limit int
+	}{{"maxBatchSize", v.MaxBatchSize, MaxBatchSize}, {"maxBatchedTokens", v.MaxBatchedTokens, MaxTokens},
+		{"kvBlocks", v.KVBlocks, MaxKVBlocks}, {"blockSize", v.BlockSize, MaxBlockSize},
+		{"acceleratorsPerReplica", v.AcceleratorsPerReplica, MaxAcceleratorsPerReplica}} {
+		if f.v < 0 || f.v > f.limit {
+			add(p+"."+f.name, "must be between 1 and %d (0: the default), got %d", f.limit, f.v)
 		}
-	}
-	if v.AcceleratorsPerReplica < 0 {
-		add(p+".acceleratorsPerReplica", "must be ≥ 1 (0: the default 1), got %d", v.AcceleratorsPerReplica)
-	}
-	if v.MaxReplicas < 0 {
-		add(p+".maxReplicas", "must be ≥ 1 (0: the default 10), got %d", v.MaxReplicas)
 	}
 	for _, f := range []struct {
 		name string

@@ -249,9 +249,9 @@ models:
 		"autoscalers.hpa.syncSeconds: must be a finite number ≥ 0", "autoscalers.hpa.tolerance: must be a finite number ≥ 0",
 		"autoscalers.keda.pollingSeconds: must be at least 0.1 seconds", "autoscalers.keda.cooldownSeconds: must be a finite number ≥ 0",
 		"autoscalers.keda.minReplicaCount: must be ≥ 0, got -1",
-		"models[0].variants[0].acceleratorsPerReplica: must be ≥ 1 (0: the default 1), got -1",
+		"models[0].variants[0].acceleratorsPerReplica: must be between 1 and 1024 (0: the default), got -1",
 		"models[0].variants[0].startupSeconds: must be a finite number ≥ 0, got -5",
-		"models[0].variants[0].maxReplicas: must be ≥ 1 (0: the default 10), got -3"} {
+		"models[0].variants[0].maxReplicas: must be between 1 and 1000 (0: the default 10), got -3"} {
 		if !bytes.Contains([]byte(err.Error()), []byte(want)) {
 			t.Errorf("missing %q in %v", want, err)
 		}

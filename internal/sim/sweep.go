@@ -289,13 +289,11 @@ func Sweep(ctx context.Context, sc Scenario, spec SweepSpec, progress func(done,
 	if len(spec.Seeds) == 0 {
 		return nil, fmt.Errorf("sweep: no seeds")
 	}
-	if err := sc.checkLoaded(); err != nil {
+	if err := sc.checkRunnable(); err != nil {
 		return nil, err
 	}
-	for _, n := range spec.Autoscalers {
-		if _, err := NewAutoscaler(n, &sc); err != nil {
-			return nil, err
-		}
+	if err := CheckAutoscalers(spec.Autoscalers); err != nil {
+		return nil, err
 	}
 	points, scs := sweepPoints(sc, spec)
 	slo, cost, done, err := runPoints(ctx, points, scs, spec)

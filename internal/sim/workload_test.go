@@ -209,7 +209,7 @@ func TestWorkloadValidation(t *testing.T) {
 	if err == nil {
 		t.Fatal("accepted a bad workload")
 	}
-	for _, want := range []string{"input.values: an empirical distribution needs values or a file", "output.values: token counts must be ≥ 1",
+	for _, want := range []string{"input.values: an empirical distribution needs values or a file", "output.values[1]: must be a token count between 1 and 10000000, got 0",
 		"classes[1].name: must be set and unique", "classes[1].slo", "classes: shares must add up to 1", "prefixTokens"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in %v", want, err)

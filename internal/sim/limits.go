@@ -1,0 +1,128 @@
+package sim
+
+import (
+	"math"
+	"strconv"
+)
+
+// Limits on what a scenario may ask of the simulator. Each bounds the
+// memory or the time of a run, so that a typing error (a rate of 1e9, a
+// trace of /dev/zero) is an error that names its field instead of a run
+// that never ends or exhausts memory. docs/evaluation.md lists them; to
+// raise one, change it here and rebuild.
+const (
+	// MaxRequests bounds the requests one run may simulate, summed over
+	// the models: each model's peak rate × durationSeconds (the arrivals
+	// the generator may draw), or its trace's rows. A request costs about
+	// 70 bytes once completed and 250 while in flight; 20 million take
+	// about 20 s of wall time per autoscaler at light load.
+	MaxRequests = 20_000_000
+	// MaxTokens bounds every token count: a request's input and output
+	// (mean, sd, min, max, empirical values, trace rows), prefixTokens and
+	// maxBatchedTokens.
+	MaxTokens = 10_000_000
+	// MaxEmpiricalValues bounds an empirical distribution's values.
+	MaxEmpiricalValues = 10_000_000
+	// MaxReplicasPerVariant bounds a variant's maxReplicas (and so its
+	// minReplicas and initialReplicas).
+	MaxReplicasPerVariant = 1000
+	// MaxReplicasTotal bounds the sum of every variant's maxReplicas: the
+	// gateway scores every replica of a model for each request.
+	MaxReplicasTotal = 10_000
+	// MaxKVBlocks bounds one replica's KV cache, given or defaulted
+	// (24 bytes of simulator memory per block).
+	MaxKVBlocks = 1 << 22
+	// MaxKVBlocksTotal bounds Σ maxReplicas × kvBlocks over the variants:
+	// the KV memory of a fleet at its largest (about 2.4 GB).
+	MaxKVBlocksTotal = 100_000_000
+	// MaxBatchSize bounds a variant's maxBatchSize.
+	MaxBatchSize = 1 << 16
+	// MaxBlockSize bounds a variant's blockSize (tokens per KV block).
+	MaxBlockSize = 4096
+	// MaxAcceleratorsPerReplica bounds a variant's acceleratorsPerReplica.
+	MaxAcceleratorsPerReplica = 1024
+	// MaxPrefixGroups bounds a workload's prefixGroups.
+	MaxPrefixGroups = 1_000_000
+	// MaxRatePoints bounds a rate's steps and spikes (each looked at for
+	// every arrival drawn).
+	MaxRatePoints = 1000
+	// MaxClasses bounds a workload's SLO classes.
+	MaxClasses = 100
+	// MaxCV bounds a gamma workload's coefficient of variation.
+	MaxCV = 100
+	// MaxClairvoyantMargin bounds autoscalers.clairvoyantMargin.
+	MaxClairvoyantMargin = 100
+	// MaxScenarioBytes bounds a scenario file.
+	MaxScenarioBytes = 16 << 20
+	// MaxInputFileBytes bounds a trace or token-count file a scenario
+	// names.
+	MaxInputFileBytes = 64 << 20
+	// MaxLineBytes bounds one line of a trace or token-count file.
+	MaxLineBytes = 64 << 10
+)
+
+// checkSize checks the limits that depend on the defaults or on loaded
+// files: the requests a run simulates, the default KV caches, and the
+// replicas and KV blocks over all variants. Validate calls it, and so
+// does LoadFile once the traces and token files are read.
+func (s *Scenario) checkSize(add func(string, string, ...any)) {
+	c := s.withDefaults()
+	if !(c.DurationSeconds > 0 && c.DurationSeconds <= MaxDurationSeconds) {
+		return // reported by Validate; the products below would mean nothing
+	}
+	total, replicas, blocks := 0.0, 0.0, 0.0
+	oneTooMany := false
+	for i, m := range c.Models {
+		p := "models[" + strconv.Itoa(i) + "]"
+		n := expectedRequests(m.Workload, c.DurationSeconds)
+		if n > MaxRequests {
+			oneTooMany = true
+			if m.Workload.rows != nil {
+				add(p+".workload.trace", "%d requests are more than the %d a run may simulate", len(m.Workload.rows), MaxRequests)
+			} else {
+				add(p+".workload.rate", "a peak of %.4g requests/s over durationSeconds %v is up to %.4g requests, more than the %d a run may simulate: lower the rate or the duration",
+					m.Workload.Rate.maxRate(c.DurationSeconds), c.DurationSeconds, n, MaxRequests)
+			}
+		}
+		total += n
+		for j, v := range m.Variants {
+			vp := p + ".variants[" + strconv.Itoa(j) + "]"
+			if v.KVBlocks > MaxKVBlocks || v.KVBlocks < 0 {
+				if s.Models[i].Variants[j].KVBlocks == 0 {
+					add(vp+".kvBlocks", "the default, room for %d requests of %.4g tokens, is %d blocks of %d tokens, more than %d: set kvBlocks",
+						v.MaxBatchSize, m.Workload.Input.upper()+m.Workload.Output.upper(), v.KVBlocks, v.BlockSize, MaxKVBlocks)
+				} else {
+					add(vp+".kvBlocks", "must be at most %d blocks, got %d", MaxKVBlocks, v.KVBlocks)
+				}
+			}
+			replicas += float64(v.MaxReplicas)
+			blocks += float64(v.MaxReplicas) * float64(v.KVBlocks)
+		}
+	}
+	if total > MaxRequests && !oneTooMany {
+		add("models", "the workloads add up to %.4g requests (each model's peak rate × durationSeconds, or its trace's rows), more than the %d a run may simulate", total, MaxRequests)
+	}
+	if replicas > MaxReplicasTotal {
+		add("models", "the variants' maxReplicas add up to %.0f, more than %d", replicas, MaxReplicasTotal)
+	}
+	if blocks > MaxKVBlocksTotal {
+		add("models", "the variants' KV caches at maxReplicas add up to %.4g blocks (Σ maxReplicas × kvBlocks), more than %d", blocks, MaxKVBlocksTotal)
+	}
+}
+
+// expectedRequests bounds the requests a workload brings in d seconds:
+// its trace's rows, or its peak rate × d (the candidates the Poisson
+// generator draws, and more than any arrival process brings).
+func expectedRequests(w Workload, d float64) float64 {
+	if w.rows != nil {
+		return float64(len(w.rows))
+	}
+	if w.Trace != "" {
+		return 0 // not loaded yet: LoadFile checks the rows
+	}
+	n := w.Rate.maxRate(d) * d
+	if math.IsNaN(n) {
+		return math.Inf(1)
+	}
+	return n
+}
