@@ -32,6 +32,9 @@ type Decision struct {
 	ActuationErr                string
 	Actuator                    string
 	ActuatedAt                  time.Time
+	// Conflict, when set, says which older VariantAutoscaling targets the
+	// same Deployment: this one is neither planned nor actuated.
+	Conflict string
 }
 
 // DecisionCache holds the last decision per VariantAutoscaling.

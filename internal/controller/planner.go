@@ -121,6 +121,8 @@ type variant struct {
 	target *appsv1.Deployment
 	key    types.NamespacedName
 	pods   []string // names of its pods that report metrics (this cycle)
+	// listErr is why its pods could not be listed (this cycle), if so.
+	listErr error
 }
 
 // Cycle runs one optimisation cycle.
@@ -652,6 +654,7 @@ func (p *Planner) podOwners(ctx context.Context, m config.Main, vs []*variant) m
 		var pods corev1.PodList
 		if err := p.Reader.List(ctx, &pods, client.InNamespace(v.va.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 			p.Log.Error(err, "listing pods", "variant", v.key)
+			v.listErr = err
 			continue
 		}
 		for _, pod := range pods.Items {
@@ -827,7 +830,16 @@ func (p *Planner) metricsStatus(dec *Decision, d engine.VariantDecision, collect
 	if len(probs) > 0 {
 		msg += "; " + strings.Join(probs, "; ")
 	}
-	if len(v.pods) == 0 {
+	switch {
+	case len(v.pods) > 0:
+	case apierrors.IsForbidden(v.listErr):
+		dec.MetricsReason = wvav1.ReasonPodListForbidden
+		msg = fmt.Sprintf("the controller may not list pods in namespace %s, so it cannot tell which pods are %s's: grant its service account "+
+			"list on pods there, or set WVA_POD_VARIANT_LABEL (%v)", v.va.Namespace, v.va.Name, v.listErr)
+	case v.listErr != nil:
+		dec.MetricsReason = wvav1.ReasonPodListFailed
+		msg = fmt.Sprintf("listing the pods of %s failed: %v", v.va.Name, v.listErr)
+	default:
 		msg = fmt.Sprintf("no vLLM metrics found for model %q of %s; ensure a ServiceMonitor or PodMonitor scrapes its pods", v.va.Spec.ModelID, v.va.Name)
 	}
 	dec.MetricsMessage = msg
@@ -916,12 +928,18 @@ func (p *Planner) resolve(ctx context.Context, now time.Time, items []wvav1.Vari
 	groups := map[collector.Target][]*variant{}
 	keep := map[types.NamespacedName]bool{}
 	keepTuner := map[tuner.Key]bool{}
+	conflicts := targetConflicts(items)
 	for i := range items {
 		va := &items[i]
 		k := types.NamespacedName{Namespace: va.Namespace, Name: va.Name}
 		keep[k] = true
 		keepTuner[tuner.Key{Namespace: va.Namespace, Model: va.Spec.ModelID, Variant: va.Name}] = true
 		if va.DeletionTimestamp != nil {
+			continue
+		}
+		if owner, ok := conflicts[k]; ok {
+			msg := fmt.Sprintf("deployment %s is already the target of VariantAutoscaling %s (the older); this one is neither planned nor actuated until one of them targets another deployment", va.TargetName(), owner)
+			decisions[k] = Decision{Time: now, OptimizationReason: wvav1.ReasonTargetConflict, OptimizationMessage: msg, Conflict: msg}
 			continue
 		}
 		var d appsv1.Deployment
@@ -938,4 +956,34 @@ func (p *Planner) resolve(ctx context.Context, now time.Time, items []wvav1.Vari
 		groups[t] = append(groups[t], &variant{va: va, target: &d, key: k})
 	}
 	return decisions, groups, keep, keepTuner
+}
+
+// targetConflicts finds VariantAutoscalings whose Deployment an older one
+// (by creation time, then name) already targets, each with that owner's
+// name. Two autoscalers on one Deployment would fight over it.
+func targetConflicts(items []wvav1.VariantAutoscaling) map[types.NamespacedName]string {
+	order := make([]*wvav1.VariantAutoscaling, 0, len(items))
+	for i := range items {
+		if items[i].DeletionTimestamp == nil {
+			order = append(order, &items[i])
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Name < b.Name
+	})
+	owner := map[types.NamespacedName]string{}
+	out := map[types.NamespacedName]string{}
+	for _, va := range order {
+		target := types.NamespacedName{Namespace: va.Namespace, Name: va.TargetName()}
+		if o, ok := owner[target]; ok {
+			out[types.NamespacedName{Namespace: va.Namespace, Name: va.Name}] = o
+			continue
+		}
+		owner[target] = va.Name
+	}
+	return out
 }

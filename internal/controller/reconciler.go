@@ -18,16 +18,7 @@ import (
 	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
 )
 
-// +kubebuilder:rbac:groups=llmd.ai,resources=variantautoscalings,verbs=get;list;watch
-// +kubebuilder:rbac:groups=llmd.ai,resources=variantautoscalings/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps,resources=deployments/scale,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;patch
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list
-// +kubebuilder:rbac:groups="",namespace=workload-variant-autoscaler-system,resources=configmaps,verbs=get;list;watch;create;update
-// +kubebuilder:rbac:groups=events.k8s.io,namespace=workload-variant-autoscaler-system,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups="",namespace=workload-variant-autoscaler-system,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=workload-variant-autoscaler-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// RBAC: rbac.go.
 
 // Reconciler writes a VariantAutoscaling's status from its target and the
 // planner's last decision: target resolution, the current and desired
@@ -54,24 +45,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	st := *va.Status.DeepCopy()
 	st.ObservedGeneration = va.Generation
 
-	var d appsv1.Deployment
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.TargetName()}, &d)
-	var target *appsv1.Deployment
-	switch {
-	case err == nil:
-		target = &d
-		setCondition(&st.Conditions, now, wvav1.ConditionTargetResolved, true, wvav1.ReasonTargetFound,
-			fmt.Sprintf("deployment %s found", d.Name))
-		st.CurrentAlloc = wvav1.Allocation{Accelerator: acceleratorOf(&va, &d), NumReplicas: specReplicas(&d), ReadyReplicas: d.Status.ReadyReplicas}
-	case apierrors.IsNotFound(err):
-		setCondition(&st.Conditions, now, wvav1.ConditionTargetResolved, false, wvav1.ReasonTargetNotFound,
-			fmt.Sprintf("deployment %s/%s does not exist; actuation is paused", va.Namespace, va.TargetName()))
-		st.CurrentAlloc = wvav1.Allocation{Accelerator: acceleratorOf(&va, nil)}
-	default:
-		return ctrl.Result{}, fmt.Errorf("reading deployment %s: %w", va.TargetName(), err)
-	}
-
 	dec, ok := r.Cache.Get(req.NamespacedName)
+	target, err := r.targetStatus(ctx, &va, &st, now, dec, ok)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	switch {
 	case !ok:
 		if findCondition(st.Conditions, wvav1.ConditionOptimizationReady) == nil {
@@ -124,8 +102,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
+// targetStatus reads the VA's Deployment (nil when it does not exist) and
+// sets TargetResolved and the current allocation.
+func (r *Reconciler) targetStatus(ctx context.Context, va *wvav1.VariantAutoscaling, st *wvav1.VariantAutoscalingStatus, now metav1.Time,
+	dec Decision, ok bool) (*appsv1.Deployment, error) {
+	var d appsv1.Deployment
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.TargetName()}, &d)
+	switch {
+	case err == nil && ok && dec.Conflict != "":
+		setCondition(&st.Conditions, now, wvav1.ConditionTargetResolved, false, wvav1.ReasonTargetConflict, dec.Conflict)
+	case err == nil:
+		setCondition(&st.Conditions, now, wvav1.ConditionTargetResolved, true, wvav1.ReasonTargetFound,
+			fmt.Sprintf("deployment %s found", d.Name))
+	case apierrors.IsNotFound(err):
+		setCondition(&st.Conditions, now, wvav1.ConditionTargetResolved, false, wvav1.ReasonTargetNotFound,
+			fmt.Sprintf("deployment %s/%s does not exist; actuation is paused", va.Namespace, va.TargetName()))
+		st.CurrentAlloc = wvav1.Allocation{Accelerator: acceleratorOf(va, nil)}
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("reading deployment %s: %w", va.TargetName(), err)
+	}
+	st.CurrentAlloc = wvav1.Allocation{Accelerator: acceleratorOf(va, &d), NumReplicas: specReplicas(&d), ReadyReplicas: d.Status.ReadyReplicas}
+	return &d, nil
+}
+
 func (r *Reconciler) actuationStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time, dec Decision, ok bool, target *appsv1.Deployment) {
-	if !ok || target == nil || !dec.Decided && st.DesiredOptimizedAlloc.LastRunTime.IsZero() {
+	if !ok || target == nil || dec.Conflict != "" || !dec.Decided && st.DesiredOptimizedAlloc.LastRunTime.IsZero() {
 		return
 	}
 	desired := st.DesiredOptimizedAlloc.NumReplicas

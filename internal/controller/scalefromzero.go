@@ -69,9 +69,10 @@ func (s *ScaleFromZero) fastModels(ctx context.Context, set Settings) (map[colle
 	}
 	groups := map[collector.Target][]candidate{}
 	busy := map[collector.Target]bool{}
+	conflicts := targetConflicts(list.Items)
 	for i := range list.Items {
 		va := &list.Items[i]
-		if va.DeletionTimestamp != nil {
+		if _, lost := conflicts[types.NamespacedName{Namespace: va.Namespace, Name: va.Name}]; lost || va.DeletionTimestamp != nil {
 			continue
 		}
 		var d appsv1.Deployment

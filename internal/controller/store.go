@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -25,11 +27,20 @@ import (
 //
 // One data key per variant, "<namespace>.<variant>" (a namespace has no
 // dots, so the key is unique), holding the record as JSON with its model.
-// A ConfigMap holds at most 1 MiB: about 400 variants with full tuner
-// windows. Flush reports an error beyond that.
+// A ConfigMap holds at most 1 MiB, about 400 variants with full tuner
+// windows, so the records are spread over shards: the ConfigMap ref itself
+// and, as the state grows, ref-1, ref-2, ... A variant's shard is a hash of
+// its key modulo the shard count, which ref's annotation ShardsAnnotation
+// records; the count grows until every shard fits and shrinks when the
+// state does (surplus shards are emptied: the controller may not delete
+// ConfigMaps). A shard whose content did not change is not rewritten.
 type ConfigMapStore struct {
 	c   client.Client
 	ref types.NamespacedName
+	// written is a hash of each shard's data as last written or read, so
+	// that unchanged shards are skipped; shards is the count ref records.
+	written map[string]uint64
+	shards  int
 
 	mu    sync.Mutex
 	m     map[tuner.Key]tuner.Record
@@ -43,7 +54,7 @@ var _ tuner.Store = (*ConfigMapStore)(nil)
 
 // NewConfigMapStore returns an empty store persisted to the ConfigMap ref.
 func NewConfigMapStore(c client.Client, ref types.NamespacedName) *ConfigMapStore {
-	return &ConfigMapStore{c: c, ref: ref, m: map[tuner.Key]tuner.Record{}}
+	return &ConfigMapStore{c: c, ref: ref, m: map[tuner.Key]tuner.Record{}, written: map[string]uint64{}}
 }
 
 type storedRecord struct {
@@ -117,28 +128,63 @@ func (s *ConfigMapStore) Retain(keep map[tuner.Key]bool) {
 	}
 }
 
-// Load reads the ConfigMap's records. A record learned in memory since
+// ShardsAnnotation on the tuner state's first ConfigMap is the number of
+// shards the records are spread over (absent: 1, the layout before shards).
+const ShardsAnnotation = "wva.llmd.ai/tuner-state-shards"
+
+// Shard sizes: the data budget of one ConfigMap (1 MiB less room for its
+// metadata) and the most shards (about 60 MiB, some 25 000 variants).
+const (
+	shardBudget = 1<<20 - 16<<10
+	maxShards   = 64
+)
+
+// shardName is the name of shard i.
+func (s *ConfigMapStore) shardName(i int) string {
+	if i == 0 {
+		return s.ref.Name
+	}
+	return fmt.Sprintf("%s-%d", s.ref.Name, i)
+}
+
+// Load reads the records of every shard. A record learned in memory since
 // (newer than the stored one) is kept. A missing ConfigMap is an empty
-// store; an entry that does not parse is skipped and reported.
+// store; an entry that does not parse, or a shard that is missing, is
+// skipped and reported.
 func (s *ConfigMapStore) Load(ctx context.Context) (skipped []string, err error) {
 	var cm corev1.ConfigMap
 	if err := s.c.Get(ctx, s.ref, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
 			s.mu.Lock()
-			s.loaded = true
+			s.loaded, s.shards, s.written = true, 0, map[string]uint64{}
 			s.mu.Unlock()
 			return nil, nil
 		}
 		return nil, fmt.Errorf("tuner state: reading ConfigMap %s: %w", s.ref, err)
 	}
-	m := map[tuner.Key]tuner.Record{}
-	for key, v := range cm.Data {
-		var sr storedRecord
-		if err := json.Unmarshal([]byte(v), &sr); err != nil {
-			skipped = append(skipped, fmt.Sprintf("%s: %v", key, err))
-			continue
+	n := 1
+	if a, ok := cm.Annotations[ShardsAnnotation]; ok {
+		if v, err := strconv.Atoi(a); err == nil && v >= 1 && v <= maxShards {
+			n = v
+		} else {
+			skipped = append(skipped, fmt.Sprintf("annotation %s=%q is not a shard count in 1..%d; reading only %s", ShardsAnnotation, a, maxShards, s.ref.Name))
 		}
-		m[tuner.Key{Namespace: sr.Namespace, Model: sr.Model, Variant: sr.Variant}] = sr.Record
+	}
+	m := map[tuner.Key]tuner.Record{}
+	written := map[string]uint64{s.ref.Name: dataHash(cm.Data)}
+	skipped = append(skipped, decodeShard(cm.Data, m)...)
+	for i := 1; i < n; i++ {
+		var sh corev1.ConfigMap
+		err := s.c.Get(ctx, types.NamespacedName{Namespace: s.ref.Namespace, Name: s.shardName(i)}, &sh)
+		switch {
+		case apierrors.IsNotFound(err):
+			skipped = append(skipped, fmt.Sprintf("shard %s is missing; its records are relearned", s.shardName(i)))
+		case err != nil:
+			return nil, fmt.Errorf("tuner state: reading ConfigMap %s/%s: %w", s.ref.Namespace, s.shardName(i), err)
+		default:
+			written[sh.Name] = dataHash(sh.Data)
+			skipped = append(skipped, decodeShard(sh.Data, m)...)
+		}
 	}
 	sort.Strings(skipped)
 	s.mu.Lock()
@@ -149,8 +195,38 @@ func (s *ConfigMapStore) Load(ctx context.Context) (skipped []string, err error)
 			s.dirty = true
 		}
 	}
-	s.m, s.loaded = m, true
+	s.m, s.loaded, s.shards, s.written = m, true, n, written
 	return skipped, nil
+}
+
+// decodeShard adds a shard's records to m and returns the keys it skipped.
+func decodeShard(data map[string]string, m map[tuner.Key]tuner.Record) (skipped []string) {
+	for key, v := range data {
+		var sr storedRecord
+		if err := json.Unmarshal([]byte(v), &sr); err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s: %v", key, err))
+			continue
+		}
+		m[tuner.Key{Namespace: sr.Namespace, Model: sr.Model, Variant: sr.Variant}] = sr.Record
+	}
+	return skipped
+}
+
+// dataHash identifies a shard's content.
+func dataHash(data map[string]string) uint64 {
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := fnv.New64a()
+	for _, k := range keys {
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+		h.Write([]byte(data[k]))
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
 }
 
 // Loaded says whether Load has succeeded.
@@ -160,7 +236,10 @@ func (s *ConfigMapStore) Loaded() bool {
 	return s.loaded
 }
 
-// Flush writes the records when they changed since the last Flush or Load.
+// Flush writes the records when they changed since the last Flush or Load:
+// the shards after the first, then the first with the shard count (so a
+// reader never follows a count to shards not written yet), then empties
+// the shards no longer used.
 func (s *ConfigMapStore) Flush(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.dirty {
@@ -181,35 +260,111 @@ func (s *ConfigMapStore) Flush(ctx context.Context) error {
 		}
 		data[dataKey(k)] = string(b)
 	}
+	old, written := s.shards, s.written
 	s.dirty = false
 	s.mu.Unlock()
-	size := 0
-	for k, v := range data {
-		size += len(k) + len(v)
-	}
-	if size > 1<<20-4096 {
-		s.markDirty()
-		return fmt.Errorf("tuner state: %d bytes exceed a ConfigMap's 1 MiB", size)
-	}
-	var cm corev1.ConfigMap
-	err := s.c.Get(ctx, s.ref, &cm)
-	switch {
-	case apierrors.IsNotFound(err):
-		cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: s.ref.Name, Namespace: s.ref.Namespace,
-			Labels: map[string]string{"app.kubernetes.io/managed-by": "wva", "app.kubernetes.io/component": "tuner-state"}}, Data: data}
-		err = s.c.Create(ctx, &cm)
-	case err == nil:
-		cm.Data = data
-		err = s.c.Update(ctx, &cm)
-	}
+	shards, err := spread(data)
 	if err != nil {
 		s.markDirty()
-		return fmt.Errorf("tuner state: writing ConfigMap %s: %w", s.ref, err)
+		return err
 	}
+	next := map[string]uint64{}
+	for i := len(shards) - 1; i >= 0; i-- { // the first (with the count) last
+		if err := s.writeShard(ctx, i, shards[i], len(shards), written, next); err != nil {
+			s.markDirty()
+			return err
+		}
+	}
+	for i := len(shards); i < old; i++ {
+		if err := s.writeShard(ctx, i, map[string]string{}, len(shards), written, next); err != nil {
+			s.markDirty()
+			return err
+		}
+	}
+	s.mu.Lock()
+	s.shards, s.written = len(shards), next
+	s.mu.Unlock()
 	if len(bad) > 0 {
 		return fmt.Errorf("tuner state: records not saved: %s", strings.Join(bad, "; "))
 	}
 	return nil
+}
+
+// spread assigns the records to the fewest shards (by a hash of their key)
+// in which every shard fits a ConfigMap.
+func spread(data map[string]string) ([]map[string]string, error) {
+	size := 0
+	for k, v := range data {
+		size += len(k) + len(v)
+	}
+	for n := max(1, (size+shardBudget-1)/shardBudget); n <= maxShards; n++ {
+		shards, used := make([]map[string]string, n), make([]int, n)
+		for i := range shards {
+			shards[i] = map[string]string{}
+		}
+		fits := true
+		for k, v := range data {
+			h := fnv.New32a()
+			h.Write([]byte(k))
+			i := int(h.Sum32() % uint32(n)) //nolint:gosec // n ≤ maxShards
+			shards[i][k] = v
+			if used[i] += len(k) + len(v); used[i] > shardBudget {
+				fits = false
+				break
+			}
+		}
+		if fits {
+			return shards, nil
+		}
+	}
+	return nil, fmt.Errorf("tuner state: %d bytes do not fit %d ConfigMaps of 1 MiB", size, maxShards)
+}
+
+// writeShard creates or updates shard i of n with data, unless its content
+// is what was last written; next records what it now holds.
+func (s *ConfigMapStore) writeShard(ctx context.Context, i int, data map[string]string, n int, written, next map[string]uint64) error {
+	name := s.shardName(i)
+	h := dataHash(data)
+	next[name] = h
+	if prev, ok := written[name]; ok && prev == h && (i > 0 || s.shardsWritten() == n) {
+		return nil
+	}
+	ref := types.NamespacedName{Namespace: s.ref.Namespace, Name: name}
+	var cm corev1.ConfigMap
+	err := s.c.Get(ctx, ref, &cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ref.Namespace,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "wva", "app.kubernetes.io/component": "tuner-state"}}}
+		setShard(&cm, i, n, data)
+		err = s.c.Create(ctx, &cm)
+	case err == nil:
+		setShard(&cm, i, n, data)
+		err = s.c.Update(ctx, &cm)
+	}
+	if err != nil {
+		return fmt.Errorf("tuner state: writing ConfigMap %s: %w", ref, err)
+	}
+	return nil
+}
+
+// setShard puts data in cm and, on the first shard, the shard count.
+func setShard(cm *corev1.ConfigMap, i, n int, data map[string]string) {
+	cm.Data = data
+	if i != 0 {
+		return
+	}
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations[ShardsAnnotation] = strconv.Itoa(n)
+}
+
+// shardsWritten is the shard count the first shard records.
+func (s *ConfigMapStore) shardsWritten() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shards
 }
 
 func (s *ConfigMapStore) markDirty() {
