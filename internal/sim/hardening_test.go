@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -238,5 +242,97 @@ func TestNonFiniteYAML(t *testing.T) {
 	_, err := ParseScenario([]byte(strings.Replace(validScenario, "rps: 2", "rps: .inf", 1)))
 	if err == nil || !strings.Contains(err.Error(), "numbers must be finite") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// scenarioNaming writes a scenario whose model reads its trace, or its
+// input token counts, from file (an absolute path).
+func scenarioNaming(t *testing.T, trace bool, file string) string {
+	t.Helper()
+	w := "{rate: {pattern: constant, rps: 1}, input: {dist: empirical, file: " + strconv.Quote(file) + "}, output: {mean: 10}}"
+	if trace {
+		w = "{trace: " + strconv.Quote(file) + "}"
+	}
+	p := filepath.Join(t.TempDir(), "s.yaml")
+	body := strings.Replace(validScenario, "{rate: {pattern: constant, rps: 2}, input: {mean: 512}, output: {mean: 64}}", w, 1)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestFileErrorsNeverEcho: an error about a file a scenario names gives
+// the file and the line, never the file's text.
+func TestFileErrorsNeverEcho(t *testing.T) {
+	const secret = "root:$6$Sup3rS3cret$hash:19000:0:99999:7:::"
+	for _, tc := range []struct {
+		name  string
+		trace bool
+		body  string
+		want  string
+	}{
+		{"token file", false, secret + "\n", "secret.txt:1: value 1 of the line is not a token count between 1 and 10000000"},
+		{"token file, second line", false, "12, 40\n300 " + secret + "\n", "secret.txt:2: value 2 of the line is not a token count"},
+		{"trace header", true, secret + "\n", `secret.txt: the header lacks "seconds"`},
+		{"trace value", true, "seconds,input_tokens,output_tokens\n0,1,1\n1," + secret + ",1\n", "secret.txt:3: column input_tokens: not a number"},
+		{"trace class", true, "seconds,input_tokens,output_tokens,class\n0,1,1," + secret + "\n", "request 1: its class is not one of the workload's classes (it has none)"},
+		{"trace prefix", true, "seconds,input_tokens,output_tokens,prefix\n0,1,1," + secret + "\n", "secret.txt:2: column prefix: want a group number between 0 and 999999"},
+		{"csv syntax", true, "seconds,input_tokens,output_tokens\n0,1,\"1" + secret + "\n", "secret.txt:2: parse error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "secret.txt")
+			if err := os.WriteFile(file, []byte(tc.body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadFile(scenarioNaming(t, tc.trace, file))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+			for _, part := range []string{"Sup3rS3cret", "root", "19000"} {
+				if strings.Contains(err.Error(), part) {
+					t.Errorf("the error repeats the file's text %q: %v", part, err)
+				}
+			}
+		})
+	}
+}
+
+// TestFileSizeLimits: a scenario, a trace or a token file beyond its size
+// limit (here /dev/zero, which never ends) fails at once, naming the file
+// and the limit.
+func TestFileSizeLimits(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	for _, tc := range []struct {
+		name string
+		path func() string
+		want string
+	}{
+		{"scenario", func() string { return "/dev/zero" }, "/dev/zero is larger than 16 MiB"},
+		{"trace", func() string { return scenarioNaming(t, true, "/dev/zero") }, "models[0].workload.trace: /dev/zero:1: the line is longer than 64 KiB"},
+		{"token file", func() string { return scenarioNaming(t, false, "/dev/zero") }, "models[0].workload.input.file: /dev/zero is larger than 64 MiB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			_, err := LoadFile(tc.path())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Errorf("took %v", d)
+			}
+		})
+	}
+	// The limits are exact: limit bytes read, one more fails.
+	for _, n := range []int{99, 100, 101} {
+		_, err := io.ReadAll(newLimitReader(strings.NewReader(strings.Repeat("1\n", n/2)+strings.Repeat("x", n%2)), "f", 100, 0))
+		if (err != nil) != (n > 100) {
+			t.Errorf("%d bytes: %v", n, err)
+		}
+	}
+	_, err := io.ReadAll(newLimitReader(strings.NewReader("ab\nabcd\nabc"), "f", 100, 3))
+	if err == nil || err.Error() != "f:2: the line is longer than 0 KiB" {
+		t.Errorf("line limit: %v", err)
 	}
 }

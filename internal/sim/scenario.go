@@ -200,6 +200,8 @@ type Tokens struct {
 	// separated by newlines, commas or spaces ("#" starts a comment). A
 	// relative path is read from the scenario file's folder.
 	File string `json:"file,omitempty"`
+
+	loaded bool // Values were read from File
 }
 
 // Gateway routes requests to replicas.
@@ -761,7 +763,7 @@ func validateTokens(p string, t Tokens, add func(string, string, ...any)) {
 		if len(t.Values) == 0 && t.File == "" {
 			add(p+".values", "an empirical distribution needs values or a file")
 		}
-		if len(t.Values) > 0 && t.File != "" {
+		if len(t.Values) > 0 && t.File != "" && !t.loaded {
 			add(p+".file", "give values or a file, not both")
 		}
 		if len(t.Values) > MaxEmpiricalValues {

@@ -24,7 +24,7 @@ type traceRow struct {
 // LoadFile reads a scenario file and the traces it names (relative paths
 // from the file's folder).
 func LoadFile(path string) (Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFileLimited(path, MaxScenarioBytes)
 	if err != nil {
 		return Scenario{}, err
 	}
@@ -45,7 +45,7 @@ func LoadFile(path string) (Scenario, error) {
 			if err != nil {
 				return Scenario{}, fmt.Errorf("models[%d].workload.%s.file: %w", i, t.name, err)
 			}
-			t.t.Values = vals
+			t.t.Values, t.t.loaded = vals, true
 		}
 		if w.Trace == "" {
 			continue
@@ -58,6 +58,15 @@ func LoadFile(path string) (Scenario, error) {
 		if err := useTrace(w, rows); err != nil {
 			return Scenario{}, fmt.Errorf("models[%d].workload.trace: %s: %w", i, p, err)
 		}
+	}
+	// The sizes that depend on the files: a trace's requests, the default
+	// KV cache of its longest request.
+	var errs []error
+	sc.checkSize(func(p, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", p, fmt.Sprintf(format, args...)))
+	})
+	if err := errors.Join(errs...); err != nil {
+		return Scenario{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return sc, nil
 }
@@ -74,7 +83,8 @@ func useTrace(w *Workload, rows []traceRow) error {
 	in, out := make([]float64, len(rows)), make([]float64, len(rows))
 	for j, r := range rows {
 		if r.class != "" && !known[r.class] {
-			return fmt.Errorf("request %d: class %q is not one of the workload's classes", j+1, r.class)
+			// The file's text is not repeated: the file may not be a trace.
+			return fmt.Errorf("request %d: its class is not one of the workload's classes (%s)", j+1, classList(w.Classes))
 		}
 		if r.prefix >= 0 && w.PrefixTokens == 0 {
 			return fmt.Errorf("request %d has a prefix group but the workload sets no prefixTokens", j+1)
@@ -85,6 +95,18 @@ func useTrace(w *Workload, rows []traceRow) error {
 	w.Output = Tokens{Dist: "empirical", Values: out}
 	w.rows = rows
 	return nil
+}
+
+// classList names the classes for an error message.
+func classList(cs []Class) string {
+	if len(cs) == 0 {
+		return "it has none"
+	}
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = strconv.Quote(c.Name)
+	}
+	return strings.Join(names, ", ")
 }
 
 // traceRate is the highest arrival rate of the trace over 30-s windows
@@ -108,9 +130,70 @@ func resolve(scenario, p string) string {
 	return filepath.Join(filepath.Dir(scenario), p)
 }
 
+// Errors about a file a scenario names give the file and the line, never
+// the line's text: a scenario could name a file that is not meant to be
+// read out (a key, /etc/shadow).
+
+// sizeError is the error of a file beyond its size limits.
+type sizeError struct{ msg string }
+
+func (e *sizeError) Error() string { return e.msg }
+
+// limitReader reads at most limit bytes of path's content and fails, with
+// a sizeError, when there is more; it also fails on a line longer than
+// maxLine bytes (0: no line limit).
+type limitReader struct {
+	r           io.Reader
+	path        string
+	left, limit int64
+	line, run   int
+	maxLine     int
+}
+
+func newLimitReader(r io.Reader, path string, limit int64, maxLine int) *limitReader {
+	return &limitReader{r: r, path: path, left: limit, limit: limit, line: 1, maxLine: maxLine}
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		var one [1]byte
+		if n, err := l.r.Read(one[:]); n == 0 {
+			return 0, err
+		}
+		return 0, &sizeError{fmt.Sprintf("%s is larger than %d MiB", l.path, l.limit>>20)}
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	if l.maxLine > 0 {
+		for _, c := range p[:n] {
+			if c == '\n' {
+				l.line, l.run = l.line+1, 0
+				continue
+			}
+			if l.run++; l.run > l.maxLine {
+				return 0, &sizeError{fmt.Sprintf("%s:%d: the line is longer than %d KiB", l.path, l.line, l.maxLine>>10)}
+			}
+		}
+	}
+	return n, err
+}
+
+// readFileLimited reads a whole file of at most limit bytes.
+func readFileLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(newLimitReader(f, path, limit, 0))
+}
+
 // readCounts reads the token counts of an empirical distribution.
 func readCounts(path string) ([]float64, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFileLimited(path, MaxInputFileBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -119,10 +202,13 @@ func readCounts(path string) ([]float64, error) {
 		if i := strings.IndexByte(line, '#'); i >= 0 {
 			line = line[:i]
 		}
-		for _, f := range strings.FieldsFunc(line, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\r' }) {
+		for k, f := range strings.FieldsFunc(line, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\r' }) {
 			v, err := strconv.ParseFloat(f, 64)
-			if err != nil || !(v >= 1) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("%s:%d: want a token count ≥ 1, got %q", path, n+1, f)
+			if err != nil || !(v >= 1 && v <= MaxTokens) {
+				return nil, fmt.Errorf("%s:%d: value %d of the line is not a token count between 1 and %d (want numbers separated by newlines, commas or spaces)", path, n+1, k+1, MaxTokens)
+			}
+			if len(out) == MaxEmpiricalValues {
+				return nil, fmt.Errorf("%s:%d: more than %d token counts", path, n+1, MaxEmpiricalValues)
 			}
 			out = append(out, v)
 		}
@@ -141,10 +227,15 @@ func readTrace(path string) ([]traceRow, error) {
 		return nil, err
 	}
 	defer f.Close()
-	r := csv.NewReader(f)
+	r := csv.NewReader(newLimitReader(f, path, MaxInputFileBytes, MaxLineBytes))
 	r.FieldsPerRecord = -1
 	r.TrimLeadingSpace = true
+	r.ReuseRecord = true
 	head, err := r.Read()
+	var se *sizeError
+	if errors.As(err, &se) {
+		return nil, se
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading the header: %w", path, err)
 	}
@@ -164,8 +255,14 @@ func readTrace(path string) ([]traceRow, error) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		if errors.As(err, &se) {
+			return nil, se
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		if len(rows) == MaxRequests {
+			return nil, fmt.Errorf("%s:%d: more than %d requests, the most a run may simulate", path, line, MaxRequests)
 		}
 		row, err := parseRow(rec, col, fmt.Sprintf("%s:%d", path, line))
 		if err != nil {
@@ -183,7 +280,8 @@ func readTrace(path string) ([]traceRow, error) {
 	return rows, nil
 }
 
-// parseRow reads one trace record; at names the line in errors.
+// parseRow reads one trace record; at names the line in errors, which do
+// not repeat the record's text.
 func parseRow(rec []string, col map[string]int, at string) (traceRow, error) {
 	get := func(name string) (float64, error) {
 		i := col[name]
@@ -192,7 +290,7 @@ func parseRow(rec []string, col map[string]int, at string) (traceRow, error) {
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(rec[i]), 64)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			return 0, fmt.Errorf("%s: column %s: not a number %q", at, name, rec[i])
+			return 0, fmt.Errorf("%s: column %s: not a number", at, name)
 		}
 		return v, nil
 	}
@@ -206,21 +304,30 @@ func parseRow(rec []string, col map[string]int, at string) (traceRow, error) {
 		vals[k] = v
 	}
 	row.t = vals[0]
-	if row.t < 0 || vals[1] < 1 || vals[2] < 1 {
-		return row, fmt.Errorf("%s: seconds must be ≥ 0 and token counts must be ≥ 1", at)
+	if row.t < 0 || row.t > MaxDurationSeconds || vals[1] < 1 || vals[2] < 1 || vals[1] > MaxTokens || vals[2] > MaxTokens {
+		return row, fmt.Errorf("%s: seconds must be between 0 and %d, and token counts between 1 and %d", at, MaxDurationSeconds, MaxTokens)
 	}
 	row.input, row.output = int(vals[1]), int(vals[2])
 	if i, ok := col["class"]; ok && i < len(rec) {
-		row.class = strings.TrimSpace(rec[i])
+		row.class = strings.Clone(strings.TrimSpace(rec[i])) // not the whole record's memory
 	}
 	if i, ok := col["prefix"]; ok && i < len(rec) && strings.TrimSpace(rec[i]) != "" {
-		p, err := strconv.Atoi(strings.TrimSpace(rec[i]))
-		if err != nil || p < 0 {
-			return row, fmt.Errorf("%s: column prefix: want a group number ≥ 0, got %q", at, rec[i])
+		p, err := prefixGroup(rec[i], at)
+		if err != nil {
+			return row, err
 		}
 		row.prefix = p
 	}
 	return row, nil
+}
+
+// prefixGroup reads a trace's prefix column.
+func prefixGroup(s, at string) (int, error) {
+	p, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || p < 0 || p >= MaxPrefixGroups {
+		return 0, fmt.Errorf("%s: column prefix: want a group number between 0 and %d", at, MaxPrefixGroups-1)
+	}
+	return p, nil
 }
 
 // WriteTrace writes the requests that model m of the scenario receives in

@@ -183,8 +183,8 @@ func TestTraceErrors(t *testing.T) {
 		{[]string{"time,input_tokens,output_tokens", "0,1,1"}, `lacks "seconds"`},
 		{[]string{"seconds,input_tokens,output_tokens", "1,10,10", "0.5,10,10"}, "trace.csv:3: times must not decrease"},
 		{[]string{"seconds,input_tokens,output_tokens", "0,ten,10"}, "trace.csv:2: column input_tokens: not a number"},
-		{[]string{"seconds,input_tokens,output_tokens", "0,0,10"}, "token counts must be ≥ 1"},
-		{[]string{"seconds,input_tokens,output_tokens,class", "0,10,10,c"}, `class "c" is not one of`},
+		{[]string{"seconds,input_tokens,output_tokens", "0,0,10"}, "trace.csv:2: seconds must be between 0 and 2592000, and token counts between 1 and 10000000"},
+		{[]string{"seconds,input_tokens,output_tokens,class", "0,10,10,c"}, `request 1: its class is not one of the workload's classes ("a", "b")`},
 		{[]string{"seconds,input_tokens,output_tokens,prefix", "0,10,10,-2"}, "column prefix"},
 		{[]string{"seconds,input_tokens,output_tokens"}, "no requests"},
 	} {
@@ -340,7 +340,7 @@ models:
 		t.Errorf("Compare with an unloaded token file: %v", err)
 	}
 	write("in.txt", "100\nlots\n")
-	if _, err := LoadFile(sp); err == nil || !strings.Contains(err.Error(), `in.txt:2: want a token count ≥ 1, got "lots"`) {
+	if _, err := LoadFile(sp); err == nil || !strings.Contains(err.Error(), "in.txt:2: value 1 of the line is not a token count between 1 and 10000000") {
 		t.Errorf("bad token file: %v", err)
 	}
 }
