@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -40,39 +43,69 @@ and noise level. It writes summary.md, runs.md, after10.md and PNG plots to
 --out and prints the summaries.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cycles < 4 {
-				return fmt.Errorf("--cycles: must be at least 4, got %d", cycles)
+			if cycles < 4 || cycles > maxStudyCycles {
+				return fmt.Errorf("--cycles: must be between 4 and %d, got %d", maxStudyCycles, cycles)
 			}
-			if err := os.MkdirAll(out, 0o750); err != nil {
-				return fmt.Errorf("--out: %w", err)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "running %d runs of %d cycles…\n",
-				len(study.Truths)*len(study.Noises)*len(study.Starts)*2, cycles)
-			spec := study.Spec{Cycles: cycles, Seed: seed}
-			if traces != "" {
-				if err := writeTraces(traces, cycles, seed); err != nil {
-					return fmt.Errorf("--traces: %w", err)
-				}
-			}
-			rs, err := study.Run(spec)
+			tracesDir, err := studyTracesDir(out, traces)
 			if err != nil {
 				return err
 			}
-			return writeStudy(cmd, out, rs, cycles)
+			if err := checkWritable(out); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer stop()
+			fmt.Fprintf(cmd.ErrOrStderr(), "running %d runs of %d cycles…\n",
+				len(study.Truths)*len(study.Noises)*len(study.Starts)*2, cycles)
+			spec := study.Spec{Cycles: cycles, Seed: seed}
+			if tracesDir != "" {
+				if err := writeTraces(tracesDir, cycles, seed); err != nil {
+					return fmt.Errorf("--traces: %w", err)
+				}
+			}
+			rs, err := study.RunContext(ctx, spec)
+			if err != nil {
+				return interrupted(err, "the study wrote no results")
+			}
+			return interrupted(writeStudy(ctx, cmd, out, rs, cycles), "some of the study's files were not written")
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", "docs/tuner-study", "folder for summary.md, runs.md and the plots")
-	cmd.Flags().IntVar(&cycles, "cycles", 60, "observation cycles per run; the parameters jump by 30 % at the middle")
+	cmd.Flags().StringVar(&out, "out", "docs/tuner-study", "folder for summary.md, runs.md and the plots; the study writes nothing elsewhere")
+	cmd.Flags().IntVar(&cycles, "cycles", 60, fmt.Sprintf("observation cycles per run (4 to %d); the parameters jump by 30 %% at the middle", maxStudyCycles))
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the synthetic traces")
-	cmd.Flags().StringVar(&traces, "traces", "", "also write each synthetic trace as an observation CSV (for wva tune) to this folder")
+	cmd.Flags().StringVar(&traces, "traces", "", "also write each synthetic trace as an observation CSV (for wva tune) to this folder, a relative path inside --out")
 	return cmd
+}
+
+// maxStudyCycles bounds --cycles: each cycle of the 72 runs costs about
+// 10 ms, so the limit is a study of about two minutes.
+const maxStudyCycles = 10_000
+
+// studyTracesDir places --traces inside --out: the study writes nowhere
+// else.
+func studyTracesDir(out, traces string) (string, error) {
+	if traces == "" {
+		return "", nil
+	}
+	if !filepath.IsLocal(traces) {
+		return "", fmt.Errorf("--traces: must be a relative folder inside --out (no absolute path, no \"..\"), got %q", traces)
+	}
+	return filepath.Join(out, traces), nil
+}
+
+// interrupted explains the error of a cancelled study.
+func interrupted(err error, what string) error {
+	if errors.Is(err, context.Canceled) {
+		return errors.New("interrupted: " + what)
+	}
+	return err
 }
 
 // spreadTraces is how many traces per truth and noise level score the
 // estimate after 10 cycles.
 const spreadTraces = 20
 
-func writeStudy(cmd *cobra.Command, out string, rs []study.Result, cycles int) error {
+func writeStudy(ctx context.Context, cmd *cobra.Command, out string, rs []study.Result, cycles int) error {
 	write := func(name string, fn func(io.Writer) error) error { return createFile(filepath.Join(out, name), fn) }
 	if err := write("summary.md", func(f io.Writer) error { return study.WriteSummary(f, rs) }); err != nil {
 		return err
@@ -94,7 +127,7 @@ func writeStudy(cmd *cobra.Command, out string, rs []study.Result, cycles int) e
 		}
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "scoring the final estimate after 10 cycles on %d traces per truth and noise level…\n", spreadTraces)
-	ss, err := study.ErrorAfter(10, spreadTraces)
+	ss, err := study.ErrorAfterContext(ctx, 10, spreadTraces)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@
 package study
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
@@ -122,7 +123,11 @@ type Result struct {
 
 // Run runs every combination of the spec. The same spec gives the same
 // results.
-func Run(spec Spec) ([]Result, error) {
+func Run(spec Spec) ([]Result, error) { return RunContext(context.Background(), spec) }
+
+// RunContext is Run, stopped with ctx's error when ctx is done (checked
+// every cycle).
+func RunContext(ctx context.Context, spec Spec) ([]Result, error) {
 	spec = spec.withDefaults()
 	var out []Result
 	for _, tr := range spec.Truths {
@@ -135,7 +140,10 @@ func Run(spec Spec) ([]Result, error) {
 			}
 			for _, strategy := range spec.Strategies {
 				for _, start := range spec.Starts {
-					r, err := runOne(tr, trace, obs, start, strategy)
+					r, err := runOne(ctx, tr, trace, obs, start, strategy)
+					if ctx.Err() != nil {
+						return nil, ctx.Err()
+					}
 					if err != nil {
 						return nil, fmt.Errorf("study %s %s %s noise %.2f: %w", tr.Name, strategy, start, noise, err)
 					}
@@ -170,7 +178,7 @@ func startParams(tr tuner.Truth, start string, first tuner.Observation) (tuner.P
 	return tuner.Params{}, fmt.Errorf("unknown start %q", start)
 }
 
-func runOne(tr tuner.Truth, trace tuner.TraceSpec, obs []tuner.Observation, start string, strategy tuner.Strategy) (Result, error) {
+func runOne(ctx context.Context, tr tuner.Truth, trace tuner.TraceSpec, obs []tuner.Observation, start string, strategy tuner.Strategy) (Result, error) {
 	init, err := startParams(tr, start, obs[0])
 	if err != nil {
 		return Result{}, err
@@ -182,6 +190,9 @@ func runOne(tr tuner.Truth, trace tuner.TraceSpec, obs []tuner.Observation, star
 	r := Result{Truth: tr.Name, Start: start, Noise: trace.Noise, Strategy: strategy, Steps: len(obs)}
 	nisSum := 0.0
 	for c, o := range obs {
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
 		st, err := tu.Step(o)
 		if err != nil {
 			return Result{}, err
@@ -271,6 +282,12 @@ type Spread struct {
 // truth and noise level (seeds 1..traces), `cycles` cycles each, and
 // summarises the held-out error of the final estimate.
 func ErrorAfter(cycles, traces int) ([]Spread, error) {
+	return ErrorAfterContext(context.Background(), cycles, traces)
+}
+
+// ErrorAfterContext is ErrorAfter, stopped with ctx's error when ctx is
+// done (checked every run).
+func ErrorAfterContext(ctx context.Context, cycles, traces int) ([]Spread, error) {
 	var out []Spread
 	for _, noise := range Noises {
 		var errs []float64
@@ -281,6 +298,9 @@ func ErrorAfter(cycles, traces int) ([]Spread, error) {
 					return nil, err
 				}
 				for _, start := range Starts {
+					if ctx.Err() != nil {
+						return nil, ctx.Err()
+					}
 					e, err := finalError(tr, obs, start)
 					if err != nil {
 						return nil, err
