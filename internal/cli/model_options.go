@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -113,7 +112,7 @@ type caseFile struct {
 }
 
 func loadCases(path string, base modelCase) ([]modelCase, error) {
-	data, err := os.ReadFile(path)
+	data, err := readInput(path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("--file: %w", err)
 	}
@@ -246,6 +245,14 @@ func (c modelCase) analyzer(extraRequired ...string) (*queueing.Analyzer, error)
 			return nil, fmt.Errorf("%s is required", c.field(name))
 		}
 	}
+	for _, f := range []struct {
+		flag string
+		v    float64
+	}{{"input-tokens", c.InputTokens}, {"output-tokens", c.OutputTokens}} {
+		if f.v > maxModelTokens {
+			return nil, fmt.Errorf("%s: must be at most %d tokens, got %v", c.field(f.flag), maxModelTokens, f.v)
+		}
+	}
 	a, err := queueing.NewAnalyzer(queueing.Config{
 		Model:        model,
 		Workload:     queueing.Workload{InputTokens: c.InputTokens, OutputTokens: c.OutputTokens},
@@ -257,6 +264,11 @@ func (c modelCase) analyzer(extraRequired ...string) (*queueing.Analyzer, error)
 	}
 	return a, nil
 }
+
+// maxModelTokens bounds --input-tokens and --output-tokens: beyond it
+// the model's times overflow into meaningless figures (it is the
+// simulator's limit on a request's tokens too).
+const maxModelTokens = 10_000_000
 
 func queueingTargets(c modelCase) queueing.Targets {
 	return queueing.Targets{TTFTMs: c.TargetTTFT, ITLMs: c.TargetITL, TPS: c.TargetTPS, TTFTAttainment: c.TTFTAttainment}

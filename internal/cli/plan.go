@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"text/tabwriter"
@@ -95,19 +94,23 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 }
 
 func (o *planOptions) read(cmd *cobra.Command) (*engine.Snapshot, error) {
-	var data []byte
-	var err error
-	if o.file == "-" {
-		data, err = io.ReadAll(cmd.InOrStdin())
-	} else {
-		data, err = os.ReadFile(o.file)
-	}
+	data, err := readInput(o.file, cmd.InOrStdin())
 	if err != nil {
 		return nil, fmt.Errorf("--file: %w", err)
 	}
+	s, err := parseSnapshot(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.file, err)
+	}
+	return s, nil
+}
+
+// parseSnapshot reads a snapshot (YAML or JSON), rejecting unknown
+// fields; the engine validates it when it plans.
+func parseSnapshot(data []byte) (*engine.Snapshot, error) {
 	var s engine.Snapshot
 	if err := yaml.UnmarshalStrict(data, &s); err != nil {
-		return nil, fmt.Errorf("%s: %w", o.file, err)
+		return nil, err
 	}
 	return &s, nil
 }

@@ -127,10 +127,8 @@ func (o *simulateOptions) run(cmd *cobra.Command) error {
 	var names []string
 	if o.autoscalers != "" {
 		names = strings.Split(o.autoscalers, ",")
-		for _, n := range names {
-			if _, err := sim.NewAutoscaler(n, &sc); err != nil {
-				return fmt.Errorf("--autoscalers: %w", err)
-			}
+		if err := sim.CheckAutoscalers(names); err != nil {
+			return fmt.Errorf("--autoscalers: %w", err)
 		}
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
@@ -153,6 +151,9 @@ func (o *simulateOptions) run(cmd *cobra.Command) error {
 	}
 	if o.repeat > 1 {
 		return o.runSeeds(cmd, ctx, sc, names)
+	}
+	if err := o.checkOut(); err != nil {
+		return err
 	}
 	rs, err := sim.Compare(ctx, sc, names, progress)
 	if err != nil {
@@ -201,6 +202,18 @@ func (o *simulateOptions) validate(cmd *cobra.Command) error {
 	return nil
 }
 
+// checkOut checks that --out can be written, unless --no-files: a run
+// whose results could not be written fails before it starts, not after.
+func (o *simulateOptions) checkOut() error {
+	if o.noFiles {
+		return nil
+	}
+	if err := checkWritable(o.out); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	return nil
+}
+
 // writeFiles writes the results and plots to --out, unless --no-files.
 func (o *simulateOptions) writeFiles(errw io.Writer, sc sim.Scenario, rs []*sim.Result, start time.Time) error {
 	if o.noFiles {
@@ -231,6 +244,9 @@ func (o *simulateOptions) runSeeds(cmd *cobra.Command, ctx context.Context, sc s
 	for i := range all {
 		all[i] = first + uint64(i)
 	}
+	if err := o.checkOut(); err != nil {
+		return err
+	}
 	var last time.Time
 	seeds, runs, err := sim.CompareSeeds(ctx, sc, names, all, o.parallel, func(done, total int) {
 		if time.Since(last) < time.Second && done < total {
@@ -251,9 +267,6 @@ func (o *simulateOptions) runSeeds(cmd *cobra.Command, ctx context.Context, sc s
 	}
 	ss := sim.Summarize(seeds, runs)
 	if !o.noFiles {
-		if err := os.MkdirAll(o.out, 0o750); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
 		if err := createFile(filepath.Join(o.out, "seeds.csv"), func(w io.Writer) error { return sim.WriteSeedCSV(w, ss) }); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
@@ -268,13 +281,23 @@ func (o *simulateOptions) runSeeds(cmd *cobra.Command, ctx context.Context, sc s
 	return sim.WriteSeedTable(cmd.OutOrStdout(), ss)
 }
 
-// writeScenarioTraces writes one trace CSV per model of the scenario.
+// writeScenarioTraces writes one trace CSV per model of the scenario,
+// named after the model with the characters that could leave the folder
+// or confuse a shell replaced.
 func writeScenarioTraces(cmd *cobra.Command, dir string, sc sim.Scenario) error {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := checkWritable(dir); err != nil {
 		return fmt.Errorf("--write-traces: %w", err)
 	}
+	files := map[string]string{}
+	for _, mod := range sc.Models {
+		name := safeFileName(mod.Name) + ".csv"
+		if other, dup := files[name]; dup {
+			return fmt.Errorf("--write-traces: models %q and %q would both be written to %s; rename one", other, mod.Name, name)
+		}
+		files[name] = mod.Name
+	}
 	for m, mod := range sc.Models {
-		path := filepath.Join(dir, mod.Name+".csv")
+		path := filepath.Join(dir, safeFileName(mod.Name)+".csv")
 		if err := createFile(path, func(w io.Writer) error { return sim.WriteTrace(w, sc, m) }); err != nil {
 			return fmt.Errorf("--write-traces: %s: %w", path, err)
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -39,10 +38,8 @@ func (o *simulateOptions) runSweep(cmd *cobra.Command, ctx context.Context, sc s
 	if n := sim.SweepRuns(sc, spec); n > 20000 {
 		return fmt.Errorf("--sweep: %d simulations (settings × seeds) is more than 20 000; narrow --grid or --repeat", n)
 	}
-	if !o.noFiles {
-		if err := os.MkdirAll(o.out, 0o750); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
+	if err := o.checkOut(); err != nil {
+		return err
 	}
 	start := time.Now()
 	var last time.Time

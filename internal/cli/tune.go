@@ -1,16 +1,17 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/llm-d-incubation/wva/internal/engine"
 	"github.com/llm-d-incubation/wva/internal/queueing"
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
@@ -119,8 +120,8 @@ func (o *tuneOptions) run(cmd *cobra.Command) error {
 	if o.strategy != string(tuner.StrategyRobust) && o.strategy != string(tuner.StrategySeed) {
 		return fmt.Errorf("--strategy: must be \"robust\" or \"seed\", got %q", o.strategy)
 	}
-	if o.maxQueueSize < 0 {
-		return fmt.Errorf("--max-queue-size: must be ≥ 0, got %d", o.maxQueueSize)
+	if o.maxQueueSize < 0 || o.maxQueueSize > engine.MaxQueueSizeLimit {
+		return fmt.Errorf("--max-queue-size: must be between 0 and %d (the engine's limit), got %d", engine.MaxQueueSizeLimit, o.maxQueueSize)
 	}
 	rows, err := o.readRows(cmd)
 	if err != nil {
@@ -153,16 +154,11 @@ func (o *tuneOptions) run(cmd *cobra.Command) error {
 
 // readRows reads the observation file, reporting skipped rows on stderr.
 func (o *tuneOptions) readRows(cmd *cobra.Command) ([]tuner.Row, error) {
-	in := cmd.InOrStdin()
-	if o.file != "-" {
-		f, err := os.Open(o.file)
-		if err != nil {
-			return nil, fmt.Errorf("--file: %w", err)
-		}
-		defer f.Close()
-		in = f
+	data, err := readInput(o.file, cmd.InOrStdin())
+	if err != nil {
+		return nil, fmt.Errorf("--file: %w", err)
 	}
-	rows, problems, err := tuner.ReadCSV(in)
+	rows, problems, err := tuner.ReadCSV(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("--file %s: %w", o.file, err)
 	}
