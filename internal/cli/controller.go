@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -25,12 +27,14 @@ type controllerOptions struct {
 	watch      string
 	logLevel   string
 	logFormat  string
-	// env maps flag names to the environment variables they fall back to.
-	env map[string]string
+	// env maps flag names to the environment variables they fall back to;
+	// fromEnv the flags applyEnv set.
+	env     map[string]string
+	fromEnv map[string]string
 }
 
 func newControllerCommand() *cobra.Command {
-	o := &controllerOptions{Options: controller.DefaultOptions(), logLevel: "info", logFormat: "json", env: map[string]string{}}
+	o := &controllerOptions{Options: controller.DefaultOptions(), logLevel: "info", logFormat: "json", env: map[string]string{}, fromEnv: map[string]string{}}
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the Kubernetes controller (VariantAutoscaling, llmd.ai/v1alpha1)",
@@ -48,8 +52,11 @@ keeps the last good configuration and raises a Warning event. See
 docs/configuration.md and docs/operations.md.
 
 Served: /metrics (the inferno_* series and the controller's health) and
-/tuner/params?namespace=&model=&variant= on --metrics-bind-address;
-/healthz and /readyz on --health-probe-bind-address.`,
+/tuner/params?namespace=&model=&variant= on --metrics-bind-address, over
+HTTPS to clients the API server authenticates (a bearer token) and
+authorises (get on the path; ClusterRole wva-metrics-reader);
+--metrics-secure=false serves them over plain HTTP to anyone instead.
+/healthz and /readyz on --health-probe-bind-address (plain HTTP).`,
 		Example: `  # in a cluster (the Deployment in config/manager does this)
   wva controller --namespace workload-variant-autoscaler-system
 
@@ -80,23 +87,35 @@ Served: /metrics (the inferno_* series and the controller's health) and
 	str(&o.Main.Prometheus.CertFile, "prometheus-cert-file", "PROMETHEUS_CLIENT_CERT_PATH", "client certificate for Prometheus")
 	str(&o.Main.Prometheus.KeyFile, "prometheus-key-file", "PROMETHEUS_CLIENT_KEY_PATH", "client key for Prometheus")
 	str(&o.Main.Prometheus.BearerTokenFile, "prometheus-token-file", "PROMETHEUS_BEARER_TOKEN_FILE", "bearer token file for Prometheus, re-read at every query")
-	fs.BoolVar(&o.Main.Prometheus.InsecureSkipVerify, "prometheus-insecure-skip-verify", false, "do not verify Prometheus's certificate (explicit opt-in)"+envNote("PROMETHEUS_TLS_INSECURE_SKIP_VERIFY"))
-	o.env["prometheus-insecure-skip-verify"] = "PROMETHEUS_TLS_INSECURE_SKIP_VERIFY"
-	fs.DurationVar(&o.Main.Prometheus.Timeout, "prometheus-timeout", 0, "timeout of one Prometheus query (default 10s)"+envNote("PROMETHEUS_TIMEOUT"))
-	o.env["prometheus-timeout"] = "PROMETHEUS_TIMEOUT"
-	fs.DurationVar(&o.Main.Interval, "interval", o.Main.Interval, "optimisation interval"+envNote("GLOBAL_OPT_INTERVAL"))
-	o.env["interval"] = "GLOBAL_OPT_INTERVAL"
+	boolean := func(p *bool, name, env, usage string) {
+		fs.BoolVar(p, name, *p, usage+envNote(env))
+		o.env[name] = env
+	}
+	duration := func(p *time.Duration, name, env, usage string) {
+		fs.DurationVar(p, name, *p, usage+envNote(env))
+		o.env[name] = env
+	}
+	boolean(&o.Main.Prometheus.InsecureSkipVerify, "prometheus-insecure-skip-verify", "PROMETHEUS_TLS_INSECURE_SKIP_VERIFY", "do not verify Prometheus's certificate (explicit opt-in)")
+	boolean(&o.Main.Prometheus.BearerTokenOverHTTP, "prometheus-token-over-http", "PROMETHEUS_BEARER_TOKEN_OVER_HTTP",
+		"send the bearer token to an http:// --prometheus-url in clear text (explicit opt-in; without it a token with an http:// URL is refused)")
+	duration(&o.Main.Prometheus.Timeout, "prometheus-timeout", "PROMETHEUS_TIMEOUT", "timeout of one Prometheus query, up to 5m (0: the default, 10s)")
+	duration(&o.Main.Interval, "interval", "GLOBAL_OPT_INTERVAL", "optimisation interval, from 1s to 1h")
 	str(&o.MetricsSource, "metrics-source", "WVA_METRICS_SOURCE", `where pod metrics come from: "prometheus" or "file" (--metrics-file; for demos and tests)`)
 	str(&o.MetricsFile, "metrics-file", "WVA_METRICS_FILE", "pod metrics file for --metrics-source=file (format: internal/collector/file)")
-	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "elect a leader; only the leader plans and writes"+envNote("LEADER_ELECT"))
-	o.env["leader-elect"] = "LEADER_ELECT"
+	boolean(&o.LeaderElect, "leader-elect", "LEADER_ELECT", "elect a leader; only the leader plans and writes")
 	str(&o.LeaseName, "leader-election-id", "LEADER_ELECTION_ID", "name of the leader Lease")
 	str(&o.LeaseNamespace, "leader-election-namespace", "LEADER_ELECTION_NAMESPACE", "namespace of the Lease (default: --namespace)")
 	fs.DurationVar(&o.LeaseDuration, "lease-duration", o.LeaseDuration, "leader lease duration")
 	fs.DurationVar(&o.RenewDeadline, "renew-deadline", o.RenewDeadline, "leader renew deadline")
 	fs.DurationVar(&o.RetryPeriod, "retry-period", o.RetryPeriod, "leader election retry period")
-	str(&o.MetricsAddr, "metrics-bind-address", "METRICS_BIND_ADDRESS", "address of /metrics and /tuner/params (0 disables)")
-	str(&o.HealthAddr, "health-probe-bind-address", "HEALTH_PROBE_BIND_ADDRESS", "address of /healthz and /readyz")
+	str(&o.MetricsAddr, "metrics-bind-address", "METRICS_BIND_ADDRESS", "host:port of /metrics and /tuner/params (0 disables)")
+	boolean(&o.MetricsSecure, "metrics-secure", "METRICS_SECURE",
+		"serve /metrics and /tuner/params over HTTPS to clients the API server authenticates and authorises; false: plain HTTP, no authentication (explicit opt-in)")
+	str(&o.MetricsCertDir, "metrics-cert-dir", "METRICS_CERT_DIR", "folder of the metrics server's certificate and key, re-read when they change (default: a self-signed certificate)")
+	str(&o.MetricsCertName, "metrics-cert-name", "METRICS_CERT_NAME", "certificate file in --metrics-cert-dir (default tls.crt)")
+	str(&o.MetricsKeyName, "metrics-key-name", "METRICS_KEY_NAME", "key file in --metrics-cert-dir (default tls.key)")
+	boolean(&o.EnableHTTP2, "metrics-enable-http2", "METRICS_ENABLE_HTTP2", "let the metrics server speak HTTP/2 (off: HTTP/2 rapid-reset and stream-cancellation vulnerabilities)")
+	str(&o.HealthAddr, "health-probe-bind-address", "HEALTH_PROBE_BIND_ADDRESS", "host:port of /healthz and /readyz (0 disables)")
 	str(&o.logLevel, "log-level", "WVA_LOG_LEVEL", `log level: "info" or "debug"`)
 	str(&o.logFormat, "log-format", "WVA_LOG_FORMAT", `log format: "json" or "text"`)
 	return cmd
@@ -115,8 +134,25 @@ func (o *controllerOptions) applyEnv(fs *pflag.FlagSet) error {
 		if err := fs.Set(name, v); err != nil {
 			return fmt.Errorf("$%s (for --%s): %w", env, name, err)
 		}
+		o.fromEnv[name] = env
 	}
 	return nil
+}
+
+// namingEnv adds the environment variable to each line of err that is
+// about a flag set from one: "--interval ($GLOBAL_OPT_INTERVAL): …".
+func (o *controllerOptions) namingEnv(err error) error {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		for name, env := range o.fromEnv {
+			flag := "--" + name
+			if rest, ok := strings.CutPrefix(l, flag); ok && (strings.HasPrefix(rest, ":") || strings.HasPrefix(rest, " ")) {
+				lines[i] = flag + " ($" + env + ")" + rest
+				break
+			}
+		}
+	}
+	return errors.New(strings.Join(lines, "\n"))
 }
 
 func (o *controllerOptions) run(cmd *cobra.Command) error {
@@ -129,26 +165,9 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 			o.WatchNamespaces = append(o.WatchNamespaces, ns)
 		}
 	}
-	if err := o.Validate(); err != nil {
-		return err
-	}
-	var level slog.Level
-	switch o.logLevel {
-	case "info":
-		level = slog.LevelInfo
-	case "debug":
-		level = slog.LevelDebug
-	default:
-		return fmt.Errorf("--log-level: want info or debug, got %q", o.logLevel)
-	}
-	var h slog.Handler
-	switch o.logFormat {
-	case "json":
-		h = slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})
-	case "text":
-		h = slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})
-	default:
-		return fmt.Errorf("--log-format: want json or text, got %q", o.logFormat)
+	h, logErr := o.logHandler(cmd)
+	if err := errors.Join(o.Validate(), logErr); err != nil {
+		return o.namingEnv(err)
 	}
 	log := logr.FromSlogHandler(h)
 	ctrl.SetLogger(log)
@@ -159,6 +178,30 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return controller.Run(ctx, cfg, o.Options, log)
+}
+
+// logHandler builds the log handler of --log-level and --log-format.
+func (o *controllerOptions) logHandler(cmd *cobra.Command) (slog.Handler, error) {
+	var errs []error
+	var level slog.Level
+	switch o.logLevel {
+	case "info":
+		level = slog.LevelInfo
+	case "debug":
+		level = slog.LevelDebug
+	default:
+		errs = append(errs, fmt.Errorf("--log-level: want info or debug, got %q", o.logLevel))
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch o.logFormat {
+	case "json":
+		return slog.NewJSONHandler(cmd.ErrOrStderr(), opts), errors.Join(errs...)
+	case "text":
+		return slog.NewTextHandler(cmd.ErrOrStderr(), opts), errors.Join(errs...)
+	default:
+		errs = append(errs, fmt.Errorf("--log-format: want json or text, got %q", o.logFormat))
+	}
+	return nil, errors.Join(errs...)
 }
 
 func (o *controllerOptions) restConfig() (*rest.Config, error) {

@@ -45,7 +45,9 @@ func TestEndToEndWithPrometheus(t *testing.T) {
 		pod := testenv.VLLMPod(t, model, 3, 0.95, 12)
 		targets[strings.TrimPrefix(pod.URL, "http://")] = map[string]string{"namespace": f.ns, "pod": fmt.Sprintf("llama-h100-%d", i)}
 	}
-	prom := testenv.Prometheus(t, targets)
+	// Prometheus scrapes the controller as the ServiceMonitor does: HTTPS,
+	// the token of a service account bound to wva-metrics-reader.
+	prom := testenv.PrometheusSecure(t, targets, map[string]string{metricsAddr: metricsReaderToken(t, sys)})
 
 	o := DefaultOptions()
 	o.Namespace, o.WatchNamespaces, o.LeaderElect = sys, []string{f.ns}, false

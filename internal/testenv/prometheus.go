@@ -33,6 +33,15 @@ func FreePort(t testing.TB) int {
 // target labels, and returns its URL. It stops with the test.
 func Prometheus(t testing.TB, targets map[string]map[string]string) string {
 	t.Helper()
+	return PrometheusSecure(t, targets, nil)
+}
+
+// PrometheusSecure is Prometheus where the targets named in tokens are
+// scraped over HTTPS (their certificates not verified: the controller's
+// default is self-signed) with the bearer token in the file given, as the
+// ServiceMonitor of config/prometheus does.
+func PrometheusSecure(t testing.TB, targets map[string]map[string]string, tokens map[string]string) string {
+	t.Helper()
 	bin := os.Getenv("WVA_PROMETHEUS")
 	if bin == "" {
 		var err error
@@ -42,11 +51,26 @@ func Prometheus(t testing.TB, targets map[string]map[string]string) string {
 	}
 	dir := t.TempDir()
 	var cfg strings.Builder
-	cfg.WriteString("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: targets\n    static_configs:\n")
-	for addr, labels := range targets {
+	cfg.WriteString("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n")
+	target := func(addr string) {
 		fmt.Fprintf(&cfg, "      - targets: [%q]\n        labels:\n", addr)
-		for k, v := range labels {
+		for k, v := range targets[addr] {
 			fmt.Fprintf(&cfg, "          %s: %q\n", k, v)
+		}
+	}
+	cfg.WriteString("  - job_name: targets\n    static_configs:\n")
+	for addr := range targets {
+		if _, ok := tokens[addr]; !ok {
+			target(addr)
+		}
+	}
+	secure := 0
+	for addr := range targets {
+		if tok, ok := tokens[addr]; ok {
+			secure++
+			fmt.Fprintf(&cfg, "  - job_name: secure-%d\n    scheme: https\n    tls_config: {insecure_skip_verify: true}\n"+
+				"    authorization: {type: Bearer, credentials_file: %q}\n    static_configs:\n", secure, tok)
+			target(addr)
 		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg.String()), 0o600); err != nil {
