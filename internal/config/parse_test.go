@@ -499,3 +499,17 @@ func TestDefaultQueriesParse(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryMainKeyDocumented: docs/configuration.md has a row for every
+// key of the main ConfigMap.
+func TestEveryMainKeyDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range sortedKeys(mainKeys) {
+		if !strings.Contains(string(doc), "| `"+k+"` |") {
+			t.Errorf("docs/configuration.md has no row for %s", k)
+		}
+	}
+}
