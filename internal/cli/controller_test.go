@@ -45,6 +45,7 @@ func TestControllerOptions(t *testing.T) {
 		{args: []string{"--leader-election-id", "WVA LEASE"}, want: []string{`--leader-election-id: "WVA LEASE" is not an object name`}},
 		{env: map[string]string{"GLOBAL_OPT_INTERVAL": "soon"}, want: []string{"$GLOBAL_OPT_INTERVAL (for --interval)"}},
 		{args: []string{"--retry-period", "20s"}, want: []string{"want lease duration (15s) > renew deadline (10s) > retry period (20s)"}},
+		{args: []string{"--lease-duration", "1h"}, want: []string{"--lease-duration: want at most 10m (a stopped leader is replaced only after it), got 1h0m0s"}},
 		{env: map[string]string{"POD_NAMESPACE": ""}, args: []string{"--namespace", ""}, want: []string{"--namespace: the controller's namespace is required"}},
 	} {
 		for k, v := range c.env {

@@ -99,6 +99,10 @@ func DefaultOptions() Options {
 		MetricsAddr: ":8443", HealthAddr: ":8081", MetricsSecure: true}
 }
 
+// MaxLeaseDuration bounds --lease-duration: a leader that stops without
+// releasing the lease is replaced only when it expires.
+const MaxLeaseDuration = 10 * time.Minute
+
 // Validate reports every invalid option, naming its flag, before
 // anything is contacted.
 func (o Options) Validate() error {
@@ -110,6 +114,10 @@ func (o Options) Validate() error {
 		if o.RetryPeriod <= 0 || o.RenewDeadline <= o.RetryPeriod || o.LeaseDuration <= o.RenewDeadline {
 			errs = append(errs, fmt.Errorf("leader election: want lease duration (%v) > renew deadline (%v) > retry period (%v) > 0",
 				o.LeaseDuration, o.RenewDeadline, o.RetryPeriod))
+		}
+		if o.LeaseDuration > MaxLeaseDuration {
+			errs = append(errs, fmt.Errorf("--lease-duration: want at most %s (a stopped leader is replaced only after it), got %v",
+				config.FormatDuration(MaxLeaseDuration), o.LeaseDuration))
 		}
 	}
 	return errors.Join(errs...)
