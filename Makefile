@@ -7,6 +7,10 @@ LINT_STAMP := $(BIN)/.golangci-lint.$(shell sed -n 's/^\tgithub.com\/golangci\/g
 CONTROLLER_GEN := $(BIN)/controller-gen
 CG_STAMP := $(BIN)/.controller-gen.$(shell sed -n 's/^\tsigs.k8s.io\/controller-tools \(v[^ ]*\).*/\1/p' hack/controller-gen/go.mod)
 FUZZTIME ?= 10s
+# The scenario and snapshot fuzzers find new inputs faster than they can
+# minimise them: minimising each would take most of FUZZTIME. Set
+# FUZZMINIMIZE=60s to minimise a failing input.
+FUZZMINIMIZE ?= 0s
 
 .DEFAULT_GOAL := help
 
@@ -73,6 +77,8 @@ test-deps: ## install what the tests run against (Debian's prometheus server)
 fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 	$(GO) test -run '^$$' -fuzz '^FuzzQueue$$' -fuzztime $(FUZZTIME) ./internal/queueing
 	$(GO) test -run '^$$' -fuzz '^FuzzAnalyzer$$' -fuzztime $(FUZZTIME) ./internal/queueing
+	$(GO) test -run '^$$' -fuzz '^FuzzScenario$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./internal/sim
+	$(GO) test -run '^$$' -fuzz '^FuzzSnapshot$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./internal/cli
 
 .PHONY: study
 study: ## rerun the tuner convergence study into docs/tuner-study

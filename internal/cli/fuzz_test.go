@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/llm-d-incubation/wva/internal/engine"
+)
+
+// FuzzSnapshot parses arbitrary bytes as a "wva plan" snapshot and plans
+// it. Neither may panic; a plan the engine returns has no negative replica
+// count, encodes as JSON (no NaN or ±Inf figure) and prints as a table.
+func FuzzSnapshot(f *testing.F) {
+	paths, err := filepath.Glob("../../examples/plan/*.yaml")
+	if err != nil || len(paths) == 0 {
+		f.Fatalf("no seed snapshots: %v", err)
+	}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	// A pod reporting an absurd rate, in JSON.
+	f.Add([]byte(`{"mode":"hybrid","models":[{"id":"m","slo":{"ttftMs":100,"itlMs":10},"variants":[{"name":"v","accelerator":"a",` +
+		`"currentReplicas":1,"readyReplicas":1,"params":{"alpha":6,"beta":0.01,"gamma":0.00003},"pods":[{"name":"p","arrivalRate":1e12,` +
+		`"avgInputTokens":1024,"avgOutputTokens":256,"avgTTFTMs":30,"avgITLMs":10,"kvCacheUsage":0.9,"waitingRequests":3}]}]}]}`))
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := parseSnapshot(data)
+		if err != nil {
+			return
+		}
+		if s.Time.IsZero() {
+			s.Time = at
+		}
+		p, err := engine.New(nil).Plan(s)
+		if err != nil {
+			return
+		}
+		for _, d := range p.Variants {
+			if d.Desired < 0 || d.Current < 0 {
+				t.Fatalf("%s/%s: current %d, desired %d", d.Model, d.Variant, d.Current, d.Desired)
+			}
+		}
+		if _, err := json.Marshal(p); err != nil {
+			t.Fatalf("the plan does not encode: %v", err)
+		}
+		if err := printPlan(io.Discard, p); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
