@@ -169,7 +169,7 @@ func (h *HPA) Decide(v *View) []int {
 		for _, ratio := range []float64{q / n / h.cfg.QueueTarget, kv / n / h.cfg.KVTarget} {
 			d := cur
 			if math.Abs(ratio-1) > h.cfg.Tolerance {
-				d = int(math.Ceil(n * ratio))
+				d = alloc.CeilCount(n*ratio, math.MaxInt32) // a huge ratio is many replicas, not an overflow
 			}
 			desired = max(desired, d)
 		}
@@ -222,7 +222,7 @@ func (k *KEDA) Decide(v *View) []int {
 		if k.cfg.MinReplicaCount > 0 {
 			lo = k.cfg.MinReplicaCount
 		}
-		desired := int(math.Ceil(metric / k.threshold[i]))
+		desired := alloc.CeilCount(metric/k.threshold[i], math.MaxInt32)
 		switch {
 		case vv.Current == 0 && metric > k.cfg.Activation:
 			desired = max(desired, 1)

@@ -153,3 +153,26 @@ func TestWVASurgeExtraCycles(t *testing.T) {
 		t.Errorf("surge on: %d periodic, %d extra cycles; want 16 and some extra", p, x)
 	}
 }
+
+// TestBaselinesHugeRatios: a tiny HPA queue target or KEDA threshold makes
+// the proposed count overflow int; it must read as the most replicas, not
+// wrap to a negative count that holds or scales down.
+func TestBaselinesHugeRatios(t *testing.T) {
+	sc := builtin(t, "staircase", 0)
+	sc.Autoscalers.HPA.QueueTarget = 1e-300
+	sc.Autoscalers.KEDA.Threshold = 1e-300
+	view := &View{Now: 0, Scenario: &sc, GatewayWaiting: []int{0}, Variants: []VariantView{{Current: 2, Ready: 2, MinReplicas: 1, MaxReplicas: 20,
+		Pods: []PodMetrics{{WaitingRequests: 5, KVCacheUsage: 0.5}, {WaitingRequests: 5, KVCacheUsage: 0.5}}}}}
+	for _, tc := range []struct {
+		name string
+		want int
+	}{{"hpa", 6}, {"keda", 20}} { // HPA: limited to max(2×, +4) per decision
+		a, err := NewAutoscaler(tc.name, &sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.Decide(view)[0]; got != tc.want {
+			t.Errorf("%s: %d replicas, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -334,5 +335,29 @@ func TestFileSizeLimits(t *testing.T) {
 	_, err := io.ReadAll(newLimitReader(strings.NewReader("ab\nabcd\nabc"), "f", 100, 3))
 	if err == nil || err.Error() != "f:2: the line is longer than 0 KiB" {
 		t.Errorf("line limit: %v", err)
+	}
+}
+
+// TestTokenDrawsBounded: token counts drawn are between 1 and MaxTokens,
+// whatever the distribution's tail (a value beyond int used to wrap into
+// 1).
+func TestTokenDrawsBounded(t *testing.T) {
+	tk := Tokens{Dist: "lognormal", Mean: MaxTokens, SD: MaxTokens}
+	rng := rand.New(rand.NewPCG(1, 2))
+	top := 0
+	for range 10000 {
+		n := tk.draw(rng)
+		if n < 1 || n > MaxTokens {
+			t.Fatalf("drew %d tokens", n)
+		}
+		top = max(top, n)
+	}
+	if top != MaxTokens {
+		t.Errorf("largest draw %d, want the bound %d", top, MaxTokens)
+	}
+	for _, v := range []float64{1e19, 1e300, math.Inf(1)} {
+		if n := tk.bound(v); n != MaxTokens {
+			t.Errorf("bound(%v) = %d, want %d", v, n, MaxTokens)
+		}
 	}
 }

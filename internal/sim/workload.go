@@ -157,7 +157,8 @@ func (t Tokens) draw(rng *rand.Rand) int {
 	return t.bound(v)
 }
 
-// bound applies Min and Max and rounds to a count of at least 1.
+// bound applies Min and Max and rounds to a count between 1 and
+// MaxTokens (a lognormal's tail can go far beyond, even overflow an int).
 func (t Tokens) bound(v float64) int {
 	if t.Min > 0 {
 		v = math.Max(v, t.Min)
@@ -165,7 +166,7 @@ func (t Tokens) bound(v float64) int {
 	if t.Max > 0 {
 		v = math.Min(v, t.Max)
 	}
-	return max(int(math.Round(v)), 1)
+	return max(int(math.Round(math.Min(v, MaxTokens))), 1)
 }
 
 // mean is the distribution's mean after bounding, estimated once by
