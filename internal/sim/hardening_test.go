@@ -190,6 +190,11 @@ func TestScenarioFieldValidation(t *testing.T) {
 				m.Variants = append(m.Variants, v)
 			}
 		}, "models: the variants' maxReplicas add up to 11000, more than 10000"},
+		{"series too long", func(s *Scenario) { s.DurationSeconds, s.RecordSeconds = MaxDurationSeconds, 0.5 },
+			"recordSeconds: 0.5 s over 2.592e+06 s with 1 variants records 1.037e+07 values, more than 1000000: record less often"},
+		{"too many WVA cycles", func(s *Scenario) {
+			s.DurationSeconds, s.Autoscalers.WVA.IntervalSeconds, s.Models[0].Workload.Rate.RPS = MaxDurationSeconds, 0.2, 0.01
+		}, "autoscalers.wva.intervalSeconds: 0.2 s over 2.592e+06 s is 1.296e+07 rounds, more than the 10000000 a run may have"},
 		{"negative gateway timeout", func(s *Scenario) { s.Gateway.TimeoutSeconds = -1 },
 			"gateway.timeoutSeconds: must be ≥ 0 seconds and at most 2.592e+06 (0: the default 120), got -1"},
 		{"negative queue threshold", func(s *Scenario) { s.Gateway.QueueThreshold = -1 }, "gateway.queueThreshold: must be ≥ 0 waiting requests"},
@@ -235,6 +240,10 @@ func TestShippedScenariosWithinLimits(t *testing.T) {
 		if requests > MaxRequests/10 || blocks > MaxKVBlocksTotal/10 {
 			t.Errorf("%s: %v requests, %v KV blocks", name, requests, blocks)
 		}
+		// Rounds and series at a tenth of their limits.
+		tenth := func(p, format string, args ...any) { t.Errorf("%s: %s: %s", name, p, fmt.Sprintf(format, args...)) }
+		c.DurationSeconds *= 10
+		checkRounds(&c, tenth)
 	}
 }
 

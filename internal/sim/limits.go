@@ -52,6 +52,16 @@ const (
 	MaxCV = 100
 	// MaxClairvoyantMargin bounds autoscalers.clairvoyantMargin.
 	MaxClairvoyantMargin = 100
+	// MaxSeriesValues bounds the recorded time series: (durationSeconds +
+	// drainSeconds) / recordSeconds points of 1 + one per variant values,
+	// which results.json, the series CSVs and the plots hold (at the
+	// limit about 40 s to write and 0.7 GB). 30 days at the default 15 s
+	// fit with up to 4 variants.
+	MaxSeriesValues = 1_000_000
+	// MaxRounds bounds the rounds of every periodic loop in a run
+	// ((durationSeconds + drainSeconds) / its period): scrapes, each
+	// autoscaler's decisions, WVA's fast loop.
+	MaxRounds = 10_000_000
 	// MaxScenarioBytes bounds a scenario file.
 	MaxScenarioBytes = 16 << 20
 	// MaxInputFileBytes bounds a trace or token-count file a scenario
@@ -99,6 +109,7 @@ func (s *Scenario) checkSize(add func(string, string, ...any)) {
 			blocks += float64(v.MaxReplicas) * float64(v.KVBlocks)
 		}
 	}
+	checkRounds(&c, add)
 	if total > MaxRequests && !oneTooMany {
 		add("models", "the workloads add up to %.4g requests (each model's peak rate × durationSeconds, or its trace's rows), more than the %d a run may simulate", total, MaxRequests)
 	}
@@ -125,4 +136,29 @@ func expectedRequests(w Workload, d float64) float64 {
 		return math.Inf(1)
 	}
 	return n
+}
+
+// checkRounds checks the recorded series and the rounds of the periodic
+// loops against their limits (c has its defaults).
+func checkRounds(c *Scenario, add func(string, string, ...any)) {
+	span := c.DurationSeconds + c.DrainSeconds
+	variants := 0
+	for _, m := range c.Models {
+		variants += len(m.Variants)
+	}
+	if n := span / c.RecordSeconds * float64(1+variants); n > MaxSeriesValues {
+		add("recordSeconds", "%v s over %v s with %d variants records %.4g values, more than %d: record less often",
+			c.RecordSeconds, span, variants, n, MaxSeriesValues)
+	}
+	a := c.Autoscalers
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"scrape.intervalSeconds", c.Scrape.IntervalSeconds}, {"autoscalers.oracleIntervalSeconds", a.OracleIntervalSeconds},
+		{"autoscalers.wva.intervalSeconds", a.WVA.IntervalSeconds}, {"autoscalers.wva.scaleFromZeroIntervalSeconds", a.WVA.ScaleFromZeroIntervalSeconds},
+		{"autoscalers.hpa.syncSeconds", a.HPA.SyncSeconds}, {"autoscalers.keda.pollingSeconds", a.KEDA.PollingSeconds}} {
+		if n := span / f.v; n > MaxRounds {
+			add(f.name, "%v s over %v s is %.4g rounds, more than the %d a run may have", f.v, span, n, MaxRounds)
+		}
+	}
 }
