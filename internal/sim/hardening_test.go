@@ -329,7 +329,7 @@ func TestFileSizeLimits(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
-			if d := time.Since(start); d > time.Second {
+			if d := time.Since(start); d > 5*time.Second { // generous for -race on a loaded machine: the file never ends
 				t.Errorf("took %v", d)
 			}
 		})
