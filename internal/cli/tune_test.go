@@ -64,7 +64,7 @@ func TestTuneSkipsBadRows(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	for _, want := range []string{
-		"line 3: column rate_rps: not a number \"abc\"; row skipped",
+		"line 3: column rate_rps: not a number; row skipped",
 		"line 4: column ttft_ms: missing value; row skipped",
 		"line 5: column ttft_ms: negative (-3); row skipped",
 		"line 6: column max_batch_size: zero; row skipped",
@@ -73,6 +73,9 @@ func TestTuneSkipsBadRows(t *testing.T) {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
+	}
+	if strings.Contains(stderr, "abc") {
+		t.Errorf("stderr repeats the file's text:\n%s", stderr)
 	}
 	var res tuneResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {

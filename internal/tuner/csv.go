@@ -98,9 +98,9 @@ func parseRow(rec []string, index map[string]int, line int) (Row, *RowProblem) {
 		v, err := strconv.ParseFloat(s, 64)
 		switch {
 		case err != nil:
-			return Row{}, &RowProblem{Line: line, Column: c, Reason: fmt.Sprintf("not a number %q", s)}
+			return Row{}, &RowProblem{Line: line, Column: c, Reason: "not a number"}
 		case math.IsNaN(v) || math.IsInf(v, 0):
-			return Row{}, &RowProblem{Line: line, Column: c, Reason: fmt.Sprintf("not a finite number %q", s)}
+			return Row{}, &RowProblem{Line: line, Column: c, Reason: "not a finite number (NaN or infinite)"}
 		case v == 0:
 			return Row{}, &RowProblem{Line: line, Column: c, Reason: "zero"}
 		case v < 0:
