@@ -51,34 +51,6 @@ type Sim struct {
 	done  func(*Sim, *request)
 }
 
-// Autoscaler decides replica counts from what a real one could observe.
-type Autoscaler interface {
-	Name() string
-	// Interval is how often Decide runs, in seconds.
-	Interval() float64
-	// Decide returns the desired replicas per variant (indexed as
-	// View.Variants); a negative entry means "no change".
-	Decide(v *View) []int
-}
-
-// FastLooper is an autoscaler with a second, faster loop between its
-// decisions: WVA's fast loop, which the controller runs every
-// WVA_SCALE_FROM_ZERO_INTERVAL (2 s) on the gateway's signals.
-type FastLooper interface {
-	// FastInterval is how often Fast runs, in seconds (0: never).
-	FastInterval() float64
-	// Fast sees a view without pod metrics (the gateway's queue and
-	// arrival rate, and the replica counts). It returns the desired
-	// replicas per variant like Decide (a negative entry means "no
-	// change"), and whether to run an extra autoscaling cycle now (the
-	// periodic cycles keep their times, as the controller's do).
-	Fast(v *View) (want []int, cycleNow bool)
-}
-
-// Warner is an autoscaler that reports problems of its run (engine errors)
-// as warnings on the result.
-type Warner interface{ Warnings() []string }
-
 // New prepares a run of the scenario under the autoscaler.
 func New(sc Scenario, a Autoscaler) *Sim {
 	sc = sc.withDefaults()

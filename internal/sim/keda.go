@@ -1,0 +1,86 @@
+package sim
+
+import (
+	"math"
+
+	"github.com/llm-d-incubation/wva/internal/alloc"
+)
+
+// KEDA scales each variant on requests in the system (waiting + running,
+// plus the gateway's for a variant at zero) against a per-replica
+// threshold (by default the requests a replica holds at once), wakes a
+// variant at zero when the metric passes the activation threshold, and
+// scales it to zero after a cooldown with no requests: a ScaledObject's
+// threshold, activationThreshold and cooldownPeriod
+// (https://keda.sh/docs/latest/reference/scaledobject-spec/), which KEDA
+// hands to the HPA above one replica.
+type KEDA struct {
+	cfg        KEDAConfig
+	threshold  []float64 // per variant
+	recs       map[int][]rec
+	lastActive map[int]float64
+}
+
+// Name implements Autoscaler.
+func (k *KEDA) Name() string { return "keda" }
+
+// Interval implements Autoscaler.
+func (k *KEDA) Interval() float64 { return k.cfg.PollingSeconds }
+
+// Decide implements Autoscaler.
+func (k *KEDA) Decide(v *View) []int {
+	out := make([]int, len(v.Variants))
+	first := map[int]bool{}
+	for i, vv := range v.Variants {
+		metric := 0.0
+		for _, p := range vv.Pods {
+			metric += p.WaitingRequests + p.RunningRequests
+		}
+		if !first[vv.Model] {
+			first[vv.Model] = true
+			metric += float64(v.GatewayWaiting[vv.Model])
+		}
+		if metric > 0 {
+			k.lastActive[i] = v.Now
+		}
+		lo := vv.MinReplicas
+		if k.cfg.MinReplicaCount > 0 {
+			lo = k.cfg.MinReplicaCount
+		}
+		desired := alloc.CeilCount(metric/k.threshold[i], math.MaxInt32)
+		switch {
+		case vv.Current == 0 && metric > k.cfg.Activation:
+			desired = max(desired, 1)
+		case vv.Current > 0 && desired == 0 && v.Now-k.lastActive[i] < k.cfg.CooldownSeconds:
+			desired = 1
+		}
+		desired = max(min(desired, vv.MaxReplicas), lo)
+		if desired < vv.Current && desired > 0 {
+			desired = min(vv.Current, stabilized(k.recs, i, v.Now, k.cfg.StabilizationSecs, desired))
+		} else {
+			stabilized(k.recs, i, v.Now, k.cfg.StabilizationSecs, desired)
+		}
+		out[i] = desired
+	}
+	return out
+}
+
+// newKEDA builds KEDA for a scenario with its defaults: a threshold per
+// variant, in the order of View.Variants.
+func newKEDA(c *Scenario) *KEDA {
+	k := &KEDA{cfg: c.Autoscalers.KEDA, recs: map[int][]rec{}, lastActive: map[int]float64{}}
+	for _, m := range c.Models {
+		tokens := m.Workload.Input.mean() + m.Workload.Output.mean()
+		for _, v := range m.Variants {
+			// Unless set, a replica's threshold is the requests it can
+			// hold at once: its batch size or what its KV cache fits.
+			t := c.Autoscalers.KEDA.Threshold
+			if t == 0 {
+				fit := math.Min(float64(v.MaxBatchSize), math.Floor(float64(v.KVBlocks*v.BlockSize)/tokens))
+				t = math.Max(1, c.Autoscalers.KEDA.ThresholdFraction*fit)
+			}
+			k.threshold = append(k.threshold, t)
+		}
+	}
+	return k
+}

@@ -1,0 +1,253 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/llm-d-incubation/wva/internal/collector"
+	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/snapshot"
+)
+
+// wvaEpoch anchors the simulator's clock for the engine.
+var wvaEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// WVA runs the decision engine on what the simulated metrics pipeline
+// shows, keeping the engine (its state and learned parameters) across
+// cycles.
+type WVA struct {
+	cfg   WVAConfig
+	e     *engine.Engine
+	b     snapshot.Builder
+	trace func(now float64, p *engine.Plan) // tests inspect the plans
+	// victims of the last plan, and the pods marked so far: a mark stays
+	// on a pod until it is set again, so marks no longer meant are reset.
+	victims map[string]bool
+	marked  map[string]bool
+	// errs counts the engine's errors by message; firstErr is the time of
+	// each one's first occurrence. Both end up as warnings on the result.
+	errs     map[string]int
+	firstErr map[string]float64
+}
+
+var (
+	_ DeletionCoster = (*WVA)(nil)
+	_ FastLooper     = (*WVA)(nil)
+	_ Warner         = (*WVA)(nil)
+)
+
+// victimCost is the pod-deletion-cost WVA puts on the pods it chose to
+// remove (the ReplicaSet removes the lowest first; unmarked pods have 0).
+const victimCost = -100
+
+// DeletionCosts implements DeletionCoster: the last plan's victims get
+// victimCost, pods marked before and no longer victims get 0 back.
+func (w *WVA) DeletionCosts(*View) map[string]int32 {
+	out := map[string]int32{}
+	for name := range w.marked {
+		if !w.victims[name] {
+			out[name] = 0
+			delete(w.marked, name)
+		}
+	}
+	for name := range w.victims {
+		out[name] = victimCost
+		w.marked[name] = true
+	}
+	return out
+}
+
+func newWVA(sc *Scenario) *WVA {
+	return &WVA{cfg: sc.Autoscalers.WVA, e: engine.New(nil), victims: map[string]bool{}, marked: map[string]bool{},
+		errs: map[string]int{}, firstErr: map[string]float64{}}
+}
+
+// Name implements Autoscaler.
+func (w *WVA) Name() string { return "wva" }
+
+// Interval implements Autoscaler.
+func (w *WVA) Interval() float64 { return w.cfg.IntervalSeconds }
+
+// Decide implements Autoscaler.
+func (w *WVA) Decide(v *View) []int {
+	out, pos := unchanged(v)
+	built := w.b.Build(wvaTime(v.Now), w.settings(v), w.models(v))
+	for t, err := range built.Held {
+		// The controller holds the model and says why on its variants'
+		// status; the run reports it at the end.
+		w.fail(v.Now, fmt.Sprintf("model %s held: %v", t.Model, err))
+	}
+	if len(built.Snapshot.Models) == 0 {
+		return out
+	}
+	plan, err := built.Plan(w.e)
+	if err != nil {
+		// The controller holds every variant and reports the error on
+		// their status; the run does the same.
+		w.fail(v.Now, "the engine failed, holding every variant: "+err.Error())
+		return out
+	}
+	if w.trace != nil {
+		w.trace(v.Now, plan)
+	}
+	clear(w.victims)
+	for _, d := range plan.Variants {
+		if i, ok := pos[d.Model+"/"+d.Variant]; ok {
+			out[i] = d.Desired
+		}
+		for _, name := range d.Victims {
+			w.victims[name] = true
+		}
+	}
+	return out
+}
+
+// fail counts a problem of a cycle for the run's warnings.
+func (w *WVA) fail(now float64, msg string) {
+	if w.errs[msg] == 0 {
+		w.firstErr[msg] = now
+	}
+	w.errs[msg]++
+}
+
+// unchanged returns a decision that changes nothing (−1 per variant) and
+// each variant's index by "model/variant".
+func unchanged(v *View) ([]int, map[string]int) {
+	out := make([]int, len(v.Variants))
+	pos := make(map[string]int, len(v.Variants))
+	for i, vv := range v.Variants {
+		out[i] = -1
+		pos[v.Scenario.Models[vv.Model].Name+"/"+vv.Name] = i
+	}
+	return out, pos
+}
+
+// FastInterval implements FastLooper: the controller's fast loop period.
+func (w *WVA) FastInterval() float64 { return w.cfg.ScaleFromZeroIntervalSeconds }
+
+// Fast implements FastLooper with the engine's rules of the controller's
+// fast loop, on what that loop reads: the gateway's queue and arrival rate
+// and the replica counts. It wakes a model at zero, and runs the cycle now
+// when a model's load has outran its last plan.
+func (w *WVA) Fast(v *View) ([]int, bool) {
+	out, pos := unchanged(v)
+	now := wvaTime(v.Now)
+	cycleNow := false
+	for m, mod := range v.Scenario.Models {
+		em := engine.Model{ID: mod.Name, GatewayWaitingRequests: float64(v.GatewayWaiting[m]), ArrivalRateRPS: max(v.GatewayArrivalRPS[m], 0)}
+		for _, vv := range v.Variants {
+			if vv.Model == m {
+				lo := vv.MinReplicas
+				em.Variants = append(em.Variants, engine.Variant{Name: vv.Name, Accelerator: vv.Accelerator, Cost: vv.Cost,
+					MinReplicas: &lo, MaxReplicas: vv.MaxReplicas, CurrentReplicas: vv.Current, ReadyReplicas: vv.Ready})
+			}
+		}
+		if d, ok := w.e.Wake(&em); ok {
+			out[pos[d.Model+"/"+d.Variant]] = d.Desired
+			continue
+		}
+		if w.cfg.Surge {
+			if _, ok := w.e.Surge(&em, now); ok {
+				cycleNow = true
+			}
+		}
+	}
+	return out, cycleNow
+}
+
+// Warnings implements Warner: each problem of the run's cycles, how often
+// and since when.
+func (w *WVA) Warnings() []string {
+	msgs := make([]string, 0, len(w.errs))
+	for m := range w.errs {
+		msgs = append(msgs, m)
+	}
+	sort.Strings(msgs)
+	out := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		out = append(out, fmt.Sprintf("wva: in %d cycle(s) from t=%.0f s: %s", w.errs[m], w.firstErr[m], m))
+	}
+	return out
+}
+
+// wvaTime is the engine's clock at simulated time t.
+func wvaTime(t float64) time.Time { return wvaEpoch.Add(time.Duration(t * float64(time.Second))) }
+
+// settings are the engine's settings from the scenario, as the
+// controller's ConfigMaps would give them (scale to zero allowed: a
+// scenario's minReplicas 0 means it).
+func (w *WVA) settings(v *View) snapshot.Settings {
+	tuning := w.cfg.Tuning == nil || *w.cfg.Tuning
+	set := snapshot.Settings{Mode: engine.Mode(w.cfg.Mode), QueueingModel: true, Tuning: tuning, ScaleToZero: true,
+		Optimizer: engine.OptimizerKind(w.cfg.Optimizer), Inventory: v.Scenario.Inventory,
+		Engine: engine.Config{SaturationPolicy: w.cfg.SaturationPolicy, SpareQuantile: w.cfg.SpareQuantile,
+			DisableForecast: w.cfg.DisableForecast, TTFTAttainment: w.cfg.TTFTAttainment,
+			ProvisioningSeconds: w.cfg.ProvisioningSeconds, ScaleDownStabilizationSeconds: w.cfg.ScaleDownStabilizationSeconds}}
+	if n, kv := w.cfg.MinNonSaturatedReplicas, w.cfg.KVCacheThreshold; n > 0 || kv > 0 {
+		set.Saturation = &engine.SaturationConfig{MinNonSaturatedReplicasForScaleDown: n, KVCacheThreshold: kv}
+	}
+	return set
+}
+
+// models translates the view: pod metrics through the controller's
+// metrics-source seam (as the planner reads them from Prometheus), each
+// pod's variant named by a label.
+func (w *WVA) models(v *View) []snapshot.Model {
+	src := ViewSource{View: v}
+	now := wvaTime(v.Now)
+	out := make([]snapshot.Model, 0, len(v.Scenario.Models))
+	for m, mod := range v.Scenario.Models {
+		rep, _ := src.Collect(context.Background(), now, collector.Target{Model: mod.Name}) // a view cannot fail
+		em := engine.Model{ID: mod.Name, Priority: mod.Priority, SLO: &engine.SLO{TTFTMs: mod.SLO.TTFTMs, ITLMs: mod.SLO.ITLMs},
+			GatewayWaitingRequests: float64(v.GatewayWaiting[m]), ArrivalRateRPS: max(v.GatewayArrivalRPS[m], 0)}
+		sm := snapshot.Model{Model: em, Report: rep}
+		for _, vv := range v.Variants {
+			if vv.Model != m {
+				continue
+			}
+			lo, name := vv.MinReplicas, vv.Name
+			ev := engine.Variant{Name: vv.Name, Accelerator: vv.Accelerator, AcceleratorsPerReplica: vv.AcceleratorsPerReplica,
+				Cost: vv.Cost, MinReplicas: &lo, MaxReplicas: vv.MaxReplicas, CurrentReplicas: vv.Current, ReadyReplicas: vv.Ready,
+				MaxBatchSize: vv.Config.MaxBatchSize}
+			if vv.Config.Profiled && vv.Config.LatencyModel == "iteration" {
+				p := vv.Config.Params
+				ev.Params = &p
+			}
+			sm.Variants = append(sm.Variants, snapshot.Variant{Variant: ev, LastGood: -1,
+				Owns: func(pm collector.PodMetrics) (bool, time.Time) { return pm.Labels[variantLabel] == name, time.Time{} }})
+		}
+		out = append(out, sm)
+	}
+	return out
+}
+
+// variantLabel is the label ViewSource puts on each pod: its variant.
+const variantLabel = "variant"
+
+// ViewSource is a collector.Source over a simulator View: the pods of a
+// model (Target.Model; the simulator has one namespace) with their
+// variant as a label, as the Prometheus source returns them to the
+// controller.
+type ViewSource struct{ View *View }
+
+var _ collector.Source = ViewSource{}
+
+// Collect implements collector.Source.
+func (s ViewSource) Collect(_ context.Context, now time.Time, t collector.Target) (collector.Report, error) {
+	rep := collector.Report{Target: t, Time: now}
+	for _, vv := range s.View.Variants {
+		if s.View.Scenario.Models[vv.Model].Name != t.Model {
+			continue
+		}
+		for _, p := range vv.Pods {
+			rep.Pods = append(rep.Pods, collector.PodMetrics{Namespace: t.Namespace, Labels: map[string]string{variantLabel: vv.Name},
+				Pod: engine.Pod{Name: p.Name, AgeSeconds: p.AgeSeconds, ArrivalRateRPS: p.ArrivalRateRPS,
+					AvgInputTokens: p.AvgInputTokens, AvgOutputTokens: p.AvgOutputTokens, AvgTTFTMs: p.AvgTTFTMs, AvgITLMs: p.AvgITLMs,
+					KVCacheUsage: p.KVCacheUsage, WaitingRequests: p.WaitingRequests, RunningRequests: p.RunningRequests,
+					KVBlocks: p.KVBlocks, BlockSize: p.BlockSize, MaxBatchSize: p.MaxBatchSize}})
+		}
+	}
+	return rep, nil
+}
