@@ -1,0 +1,223 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+)
+
+// Validate reports every problem, each naming its field.
+func (s *Scenario) Validate() error {
+	var errs []error
+	add := func(path, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+	}
+	if !(s.DurationSeconds > 0 && s.DurationSeconds <= MaxDurationSeconds) {
+		add("durationSeconds", "must be > 0 seconds and at most %g (30 days), got %v", float64(MaxDurationSeconds), s.DurationSeconds)
+	}
+	s.validatePeriods(add)
+	if !(s.DrainSeconds >= 0 && s.DrainSeconds <= MaxDurationSeconds) {
+		add("drainSeconds", "must be ≥ 0 seconds and at most %g (30 days), got %v", float64(MaxDurationSeconds), s.DrainSeconds)
+	}
+	if len(s.Models) == 0 {
+		add("models", "must list at least one model")
+	}
+	names := map[string]int{}
+	for i, m := range s.Models {
+		p := "models[" + strconv.Itoa(i) + "]"
+		if j, dup := names[m.Name]; dup && m.Name != "" {
+			add(p+".name", "duplicates models[%d].name %q", j, m.Name)
+		}
+		names[m.Name] = i
+		validateModel(p, m, add)
+	}
+	validateGateway(s.Gateway, add)
+	validateWVA("autoscalers.wva", s.Autoscalers.WVA, add)
+	validateBaselines(s.Autoscalers, add)
+	if m := s.Autoscalers.ClairvoyantMargin; !(m >= 0 && m <= MaxClairvoyantMargin) {
+		add("autoscalers.clairvoyantMargin", "must be a number between 0 and %d, got %v", MaxClairvoyantMargin, m)
+	}
+	if len(s.Autoscalers.Default) > 0 {
+		if err := CheckAutoscalers(s.Autoscalers.Default); err != nil {
+			add("autoscalers.default", "%v", err)
+		}
+	}
+	if len(errs) == 0 {
+		s.checkSize(add) // on valid values only: the sizes of bad ones mean nothing
+	}
+	return errors.Join(errs...)
+}
+
+func validateModel(p string, m Model, add func(string, string, ...any)) {
+	if m.Name == "" {
+		add(p+".name", "must not be empty")
+	}
+	if m.Priority < 0 {
+		add(p+".priority", "must be ≥ 0 (1 is the highest; 0: the engine's default), got %d", m.Priority)
+	}
+	validateSLO(p+".slo", m.SLO, add)
+	validateWorkload(p+".workload", m.Workload, add)
+	if len(m.Variants) == 0 {
+		add(p+".variants", "must list at least one variant")
+	}
+	names := map[string]int{}
+	for j, v := range m.Variants {
+		vp := p + ".variants[" + strconv.Itoa(j) + "]"
+		if k, dup := names[v.Name]; dup && v.Name != "" {
+			add(vp+".name", "duplicates variants[%d].name %q", k, v.Name)
+		}
+		names[v.Name] = j
+		validateVariant(vp, v, add)
+	}
+}
+
+// validateSLO checks latency targets: finite and > 0 ms.
+func validateSLO(p string, slo SLO, add func(string, string, ...any)) {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"ttftMs", slo.TTFTMs}, {"itlMs", slo.ITLMs}} {
+		if !(f.v > 0) || math.IsInf(f.v, 0) {
+			add(p+"."+f.name, "must be a finite number of ms > 0, got %v", f.v)
+		}
+	}
+}
+
+func validateGateway(g Gateway, add func(string, string, ...any)) {
+	switch g.Router {
+	case "", "least-loaded", "round-robin":
+	default:
+		add("gateway.router", "must be least-loaded or round-robin, got %q", g.Router)
+	}
+	if g.QueueThreshold < 0 {
+		add("gateway.queueThreshold", "must be ≥ 0 waiting requests (0: never shed), got %d", g.QueueThreshold)
+	}
+	if t := g.TimeoutSeconds; !(t >= 0 && t <= MaxDurationSeconds) {
+		add("gateway.timeoutSeconds", "must be ≥ 0 seconds and at most %g (0: the default 120), got %v", float64(MaxDurationSeconds), t)
+	}
+	if w := g.Weights; w != nil {
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"kv", w.KV}, {"queue", w.Queue}, {"batch", w.Batch}, {"prefix", w.Prefix}} {
+			if !(f.v >= 0) || math.IsInf(f.v, 0) {
+				add("gateway.weights."+f.name, "must be a finite number ≥ 0, got %v", f.v)
+			}
+		}
+	}
+	if s := g.Saturation; s != nil {
+		if s.QueueThreshold < 0 {
+			add("gateway.saturation.queueThreshold", "must be ≥ 1 waiting request (0: the default 5), got %d", s.QueueThreshold)
+		}
+		if !(s.KVThreshold >= 0 && s.KVThreshold <= 1) {
+			add("gateway.saturation.kvThreshold", "must be a KV-cache utilisation in (0, 1] (0: the default 0.8), got %v", s.KVThreshold)
+		}
+	}
+}
+
+// MaxDurationSeconds bounds a scenario's simulated time (30 days): the
+// simulator keeps every request's record in memory.
+const MaxDurationSeconds = 30 * 24 * 3600
+
+// minPeriodSeconds is the shortest period a scenario may set for a
+// recurring event (recording, scraping, an autoscaler's loop): each adds
+// events for the whole run.
+const minPeriodSeconds = 0.1
+
+// validatePeriods checks every recurring period and every time setting:
+// finite and ≥ 0 (0 is the default), and periods not below
+// minPeriodSeconds, so that no setting makes the run spin on events or
+// grow without bound.
+func (s *Scenario) validatePeriods(add func(string, string, ...any)) {
+	a := s.Autoscalers
+	for _, f := range []struct {
+		name   string
+		v      float64
+		period bool
+	}{
+		{"recordSeconds", s.RecordSeconds, true}, {"scrape.intervalSeconds", s.Scrape.IntervalSeconds, true},
+		{"scrape.windowSeconds", s.Scrape.WindowSeconds, true}, {"scrape.delaySeconds", s.Scrape.DelaySeconds, false},
+		{"autoscalers.oracleIntervalSeconds", a.OracleIntervalSeconds, true},
+		{"autoscalers.wva.intervalSeconds", a.WVA.IntervalSeconds, true},
+		{"autoscalers.wva.scaleFromZeroIntervalSeconds", a.WVA.ScaleFromZeroIntervalSeconds, true},
+		{"autoscalers.hpa.syncSeconds", a.HPA.SyncSeconds, true}, {"autoscalers.hpa.stabilizationSeconds", a.HPA.StabilizationSeconds, false},
+		{"autoscalers.hpa.tolerance", a.HPA.Tolerance, false},
+		{"autoscalers.keda.pollingSeconds", a.KEDA.PollingSeconds, true}, {"autoscalers.keda.cooldownSeconds", a.KEDA.CooldownSeconds, false},
+		{"autoscalers.keda.stabilizationSeconds", a.KEDA.StabilizationSecs, false}, {"autoscalers.keda.activation", a.KEDA.Activation, false},
+	} {
+		switch {
+		case !(f.v >= 0) || math.IsInf(f.v, 0):
+			add(f.name, "must be a finite number ≥ 0 (0: the default), got %v", f.v)
+		case f.period && f.v > 0 && f.v < minPeriodSeconds:
+			add(f.name, "must be at least %g seconds (0: the default), got %v", minPeriodSeconds, f.v)
+		}
+	}
+	if a.KEDA.MinReplicaCount < 0 {
+		add("autoscalers.keda.minReplicaCount", "must be ≥ 0, got %d", a.KEDA.MinReplicaCount)
+	}
+	for _, acc := range slices.Sorted(maps.Keys(s.Inventory)) {
+		if s.Inventory[acc] < 0 {
+			add("inventory."+acc, "must be ≥ 0 accelerators, got %d", s.Inventory[acc])
+		}
+	}
+}
+
+// validateWVA checks the engine settings a scenario passes to WVA, so that a
+// bad one is an error at load time rather than a run where every cycle
+// fails.
+func validateWVA(p string, w WVAConfig, add func(string, string, ...any)) {
+	switch w.Mode {
+	case "", "capacity-only", "model-only", "hybrid":
+	default:
+		add(p+".mode", "must be capacity-only, model-only or hybrid, got %q", w.Mode)
+	}
+	switch w.Optimizer {
+	case "", "unlimited", "limited":
+	default:
+		add(p+".optimizer", "must be unlimited or limited, got %q", w.Optimizer)
+	}
+	switch w.SaturationPolicy {
+	case "", "None", "PriorityExhaustive", "PriorityRoundRobin", "RoundRobin":
+	default:
+		add(p+".saturationPolicy", "must be None, PriorityExhaustive, PriorityRoundRobin or RoundRobin, got %q", w.SaturationPolicy)
+	}
+	if !(w.SpareQuantile >= 0 && w.SpareQuantile < 1) {
+		add(p+".spareQuantile", "must be in (0, 1) (0: the default 0.95), got %v", w.SpareQuantile)
+	}
+	if !(w.TTFTAttainment >= 0 && w.TTFTAttainment < 1) {
+		add(p+".ttftAttainment", "must be in (0, 1), or 0 to size for the mean TTFT, got %v", w.TTFTAttainment)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"provisioningSeconds", w.ProvisioningSeconds}, {"scaleDownStabilizationSeconds", w.ScaleDownStabilizationSeconds}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			add(p+"."+f.name, "must be a finite number of seconds ≥ 0 (0: the default), got %v", f.v)
+		}
+	}
+	if !(w.KVCacheThreshold >= 0 && w.KVCacheThreshold <= 1) {
+		add(p+".kvCacheThreshold", "must be a KV-cache utilisation in (0, 1] (0: the default 0.8), got %v", w.KVCacheThreshold)
+	}
+	if w.MinNonSaturatedReplicas < 0 || w.MinNonSaturatedReplicas > MaxReplicasPerVariant {
+		add(p+".minNonSaturatedReplicas", "must be between 0 and %d (0: the default), got %d", MaxReplicasPerVariant, w.MinNonSaturatedReplicas)
+	}
+}
+
+// validateBaselines checks the HPA's and KEDA's targets (0 is their
+// default).
+func validateBaselines(a Autoscalers, add func(string, string, ...any)) {
+	if k := a.HPA.KVTarget; !(k >= 0 && k <= 1) {
+		add("autoscalers.hpa.kvTarget", "must be a KV-cache utilisation in (0, 1] (0: the default 0.5), got %v", k)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"hpa.queueTarget", a.HPA.QueueTarget}, {"keda.threshold", a.KEDA.Threshold}, {"keda.thresholdFraction", a.KEDA.ThresholdFraction}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			add("autoscalers."+f.name, "must be a finite number > 0 (0: the default), got %v", f.v)
+		}
+	}
+}
