@@ -9,6 +9,7 @@ package collector
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/llm-d-incubation/wva/internal/engine"
@@ -38,12 +39,67 @@ type Report struct {
 	Target Target
 	// Time is the evaluation time of the queries.
 	Time time.Time
-	// Pods are sorted by name. A pod some of whose required metrics are
-	// missing or invalid has Pod.Missing set (the engine then holds its
-	// variant) and a line in Problems.
+	// Pods are sorted by name. A pod some of whose required series are
+	// absent has Pod.Missing set; one with a figure no server can report
+	// keeps it (the engine judges it with the same rule, InvalidPod). Either
+	// way the engine holds its variant, and Problems says why.
 	Pods []PodMetrics
-	// Problems says, in words, what was missing, stale or invalid.
-	Problems []string
+	// Problems are what was absent or invalid, by pod, sorted.
+	Problems []Problem
+}
+
+// Problem is one thing wrong with a target's metrics. Its kind is the
+// engine's hold cause it leads to.
+type Problem struct {
+	// Pod is the pod's name; empty for the target as a whole (no pod
+	// reports metrics).
+	Pod string
+	// Metric names the series or figure (e.g. vllm:request_success_total,
+	// kvCacheUsage); empty when the problem is the pod's or the target's.
+	Metric string
+	// Kind is empty for information that holds nothing (a pod too new
+	// for a rate).
+	Kind engine.HoldCause
+	// Detail says what is wrong, for a person.
+	Detail string
+}
+
+// String is the problem as the controller's status shows it: "pod: detail".
+func (p Problem) String() string {
+	if p.Pod == "" {
+		return p.Detail
+	}
+	return p.Pod + ": " + p.Detail
+}
+
+// InvalidPod applies the engine's validity rule (engine.InvalidMetrics) to
+// a pod and returns a problem for each figure it rejects.
+func InvalidPod(p *engine.Pod) []Problem {
+	bad := engine.InvalidMetrics(p)
+	out := make([]Problem, 0, len(bad))
+	for _, m := range bad {
+		out = append(out, Problem{Pod: p.Name, Metric: m.Metric, Kind: engine.HoldInvalid, Detail: fmt.Sprintf("%s is %v (%s)", m.Metric, m.Value, m.Why)})
+	}
+	return out
+}
+
+// NoPods is the problem of a target no pod reports metrics for.
+func NoPods(t Target) Problem {
+	return Problem{Kind: engine.HoldMissing, Detail: fmt.Sprintf("no pod reports vLLM metrics for model %q in namespace %q", t.Model, t.Namespace)}
+}
+
+// SortProblems orders problems by pod, metric and detail.
+func SortProblems(ps []Problem) {
+	sort.Slice(ps, func(i, j int) bool {
+		a, b := ps[i], ps[j]
+		if a.Pod != b.Pod {
+			return a.Pod < b.Pod
+		}
+		if a.Metric != b.Metric {
+			return a.Metric < b.Metric
+		}
+		return a.Detail < b.Detail
+	})
 }
 
 // Source reads the metrics of a target's pods as of now.

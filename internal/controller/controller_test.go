@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
+	"github.com/llm-d-incubation/wva/internal/collector"
 	"github.com/llm-d-incubation/wva/internal/collector/file"
 	"github.com/llm-d-incubation/wva/internal/config"
 	"github.com/llm-d-incubation/wva/internal/engine"
@@ -543,6 +544,10 @@ func TestPrometheusDown(t *testing.T) {
 	}
 }
 
+// TestHoldReason: the reason comes from the worst of the engine's cause
+// and the kinds of the problems a real source reported for the variant's
+// pods, never from their text: a pod named after an invalid value does not
+// make its variant's metrics invalid.
 func TestHoldReason(t *testing.T) {
 	for cause, want := range map[engine.HoldCause]string{
 		engine.HoldMissing:     wvav1.ReasonMetricsMissing,
@@ -554,13 +559,38 @@ func TestHoldReason(t *testing.T) {
 			t.Errorf("%q: %s, want %s", cause, got, want)
 		}
 	}
-	for probs, want := range map[string]string{
-		"llm-inference-0: KV usage is NaN":                                       wvav1.ReasonMetricsInvalid,
-		"pod nan-infra-0: invalid kvCacheUsage -1":                               wvav1.ReasonMetricsInvalid,
-		"llm-inference-0: missing vllm:kv_cache_usage_perc or vllm:num_requests": wvav1.ReasonMetricsMissing,
+	f := newFixture(t)
+	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: []file.Pod{
+		{Pod: engine.Pod{Name: "nan-invalid-0", KVCacheUsage: 0.2}},
+		{Pod: engine.Pod{Name: "neg-1", KVCacheUsage: 0.2, WaitingRequests: -2}},
+		{Pod: engine.Pod{Name: "gone-2", Missing: true}},
+	}}}})
+	src, _ := f.planner.Sources(config.Main{})
+	rep, err := src.Collect(context.Background(), f.clock.Now(), collector.Target{Namespace: f.ns, Model: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	of := func(pod string) []collector.Problem {
+		var out []collector.Problem
+		for _, p := range rep.Problems {
+			if p.Pod == pod {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		cause engine.HoldCause
+		pod   string
+		want  string
+	}{
+		{engine.HoldMissing, "nan-invalid-0", wvav1.ReasonMetricsMissing}, // its name is not a problem
+		{engine.HoldMissing, "neg-1", wvav1.ReasonMetricsInvalid},         // a problem worse than the cause
+		{engine.HoldStale, "gone-2", wvav1.ReasonMetricsStale},            // a cause worse than the problem
+		{engine.HoldImplausible, "neg-1", wvav1.ReasonMetricsImplausible},
 	} {
-		if got := holdReason(engine.HoldMissing, []string{probs}); got != want {
-			t.Errorf("%q: %s, want %s", probs, got, want)
+		if got := holdReason(tc.cause, of(tc.pod)); got != tc.want {
+			t.Errorf("%s with %s's problems %+v: %s, want %s", tc.cause, tc.pod, of(tc.pod), got, tc.want)
 		}
 	}
 }

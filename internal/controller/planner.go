@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,12 +126,12 @@ type variant struct {
 
 // Cycle runs one optimisation cycle.
 func (p *Planner) Cycle(ctx context.Context) error {
-	start := time.Now() //nolint:forbidigo // wall time of the cycle, for the duration metric only
 	now := p.Clock.Now()
+	done := func(failed bool) { p.Emitter.CycleDone(p.Clock.Since(now), failed) }
 	set := p.Config.Settings()
 	var list wvav1.VariantAutoscalingList
 	if err := p.Client.List(ctx, &list, p.ListOptions...); err != nil {
-		p.Emitter.CycleDone(time.Since(start), true)
+		done(true)
 		return fmt.Errorf("listing VariantAutoscalings: %w", err)
 	}
 	p.warnings = nil
@@ -161,7 +160,7 @@ func (p *Planner) Cycle(ctx context.Context) error {
 		// Nothing to plan (no variant, or no model's metrics could be read).
 		c.fillHeld()
 		p.finish(ctx, c, nil)
-		p.Emitter.CycleDone(time.Since(start), false)
+		done(false)
 		return nil
 	}
 	plan, err := built.Plan(p.Engine)
@@ -172,14 +171,14 @@ func (p *Planner) Cycle(ctx context.Context) error {
 		}
 		c.hold(all, "the engine failed, decisions are held: ")
 		p.finish(ctx, c, nil)
-		p.Emitter.CycleDone(time.Since(start), true)
+		done(true)
 		return fmt.Errorf("engine: %w", err)
 	}
 	p.countTunerSteps(before)
 	p.decide(ctx, c, plan, snap)
 	c.fillHeld()
 	p.finish(ctx, c, plan)
-	p.Emitter.CycleDone(time.Since(start), false)
+	done(false)
 	return nil
 }
 
@@ -814,21 +813,27 @@ func (p *Planner) metricsStatus(dec *Decision, d engine.VariantDecision, collect
 	// The engine's explanation names each pod and what is wrong with it;
 	// the collector's problems for this variant's pods add which series.
 	msg := d.Explanation
-	var probs []string
+	mine := make(map[string]bool, len(v.pods))
+	for _, name := range v.pods {
+		mine[name] = true
+	}
+	var probs []collector.Problem
 	for _, pr := range rep.Problems {
-		for _, name := range v.pods {
-			if strings.Contains(pr, name+":") {
-				probs = append(probs, pr)
-				break
-			}
+		if pr.Kind != "" && mine[pr.Pod] {
+			probs = append(probs, pr)
 		}
 	}
 	dec.MetricsReason = holdReason(d.Hold, probs)
-	if len(probs) > 3 {
-		probs = append(probs[:3:3], fmt.Sprintf("and %d more", len(probs)-3))
+	texts := make([]string, 0, min(len(probs), 4))
+	for i, pr := range probs {
+		if i == 3 {
+			texts = append(texts, fmt.Sprintf("and %d more", len(probs)-3))
+			break
+		}
+		texts = append(texts, pr.String())
 	}
-	if len(probs) > 0 {
-		msg += "; " + strings.Join(probs, "; ")
+	if len(texts) > 0 {
+		msg += "; " + strings.Join(texts, "; ")
 	}
 	switch {
 	case len(v.pods) > 0:
@@ -845,24 +850,16 @@ func (p *Planner) metricsStatus(dec *Decision, d engine.VariantDecision, collect
 	dec.MetricsMessage = msg
 }
 
-// invalidWord finds an invalid value in a collector's problem text.
-var invalidWord = regexp.MustCompile(`\b(NaN|[+-]?Inf|negative|invalid)\b`)
-
-// holdReason maps the engine's hold cause to a MetricsAvailable reason.
-// The collector marks a pod with an invalid value as missing, so its
-// problems for the variant's own pods ("pod: what") can raise the cause to
-// invalid; only the text after the pod's name is read, so names never
-// classify.
-func holdReason(cause engine.HoldCause, probs []string) string {
-	if cause == engine.HoldImplausible {
-		return wvav1.ReasonMetricsImplausible
-	}
+// holdReason maps the worst of the engine's hold cause and the kinds of
+// the collector's problems for the variant's own pods to a
+// MetricsAvailable reason.
+func holdReason(cause engine.HoldCause, probs []collector.Problem) string {
 	for _, pr := range probs {
-		if j := strings.Index(pr, ": "); j >= 0 && invalidWord.MatchString(pr[j+2:]) {
-			return wvav1.ReasonMetricsInvalid
-		}
+		cause = cause.Worse(pr.Kind)
 	}
 	switch cause {
+	case engine.HoldImplausible:
+		return wvav1.ReasonMetricsImplausible
 	case engine.HoldInvalid:
 		return wvav1.ReasonMetricsInvalid
 	case engine.HoldStale:

@@ -72,7 +72,8 @@ type modelState struct {
 	m        *Model
 	key      string
 	variants []*variantState
-	// Arrival-weighted workload over healthy pods with traffic (seed 001).
+	// Arrival-weighted workload over healthy pods with traffic (the WVA
+	// queueing-model guide §4).
 	demand                       float64
 	inTok, outTok, ttftMs, itlMs float64
 	tokensPerRequest             float64
@@ -347,7 +348,7 @@ func (c *cycle) provisioning(vs *variantState) float64 {
 }
 
 // checkPods keeps the pods with usable metrics and holds the variant when
-// any of its pods has none (seed 002 §4.5, graceful degradation).
+// any of its pods has none (graceful degradation; docs/engine.md §5).
 func (c *cycle) checkPods(vs *variantState) {
 	v := vs.v
 	if v.ReadyReplicas > 0 && len(v.Pods) == 0 {
@@ -383,24 +384,17 @@ func (c *cycle) podProblem(p *Pod) (HoldCause, string) {
 			return HoldStale, fmt.Sprintf("stale (sampled %.0f s ago)", age)
 		}
 	}
-	vals := [...]float64{p.ArrivalRateRPS, p.KVCacheUsage, p.WaitingRequests, p.AvgInputTokens, p.AvgOutputTokens,
-		p.AvgTTFTMs, p.AvgITLMs, p.RunningRequests}
-	for i, v := range vals {
-		if !(v >= 0 && v <= math.MaxFloat64) { // NaN, ±Inf or negative
-			return HoldInvalid, fmt.Sprintf("%s is %v", podMetricNames[i], v)
+	if bad := InvalidMetrics(p); len(bad) > 0 {
+		if bad[0].Why == "above 1" {
+			return HoldInvalid, fmt.Sprintf("kvCacheUsage is %v (above 1)", p.KVCacheUsage)
 		}
-	}
-	if p.KVCacheUsage > 1.001 {
-		return HoldInvalid, fmt.Sprintf("kvCacheUsage is %v (above 1)", p.KVCacheUsage)
+		return HoldInvalid, fmt.Sprintf("%s is %v", bad[0].Metric, bad[0].Value)
 	}
 	if p.ArrivalRateRPS > c.cfg.MaxPodArrivalRPS {
 		return HoldImplausible, fmt.Sprintf("arrivalRate is %.3g requests/s, above the plausible %g per pod", p.ArrivalRateRPS, c.cfg.MaxPodArrivalRPS)
 	}
 	return "", ""
 }
-
-var podMetricNames = [...]string{"arrivalRate", "kvCacheUsage", "waitingRequests", "avgInputTokens", "avgOutputTokens",
-	"avgTTFTMs", "avgITLMs", "runningRequests"}
 
 // saturation runs the saturation analyzer once per role of the model.
 func (c *cycle) saturation(ms *modelState) {

@@ -117,10 +117,18 @@ func PrometheusSecure(t testing.TB, targets map[string]map[string]string, tokens
 // waiting are the gauges; a negative value leaves the series out, NaN is
 // served as NaN. It stops with the test.
 func VLLMPod(t testing.TB, model string, rps, kv, waiting float64) *httptest.Server {
-	return VLLMPodWithout(t, model, rps, kv, waiting)
+	var omit []string
+	if kv < 0 {
+		omit = append(omit, "vllm:kv_cache_usage_perc")
+	}
+	if waiting < 0 {
+		omit = append(omit, "vllm:num_requests_waiting")
+	}
+	return VLLMPodWithout(t, model, rps, kv, waiting, omit...)
 }
 
-// VLLMPodWithout is VLLMPod without the series named in omit (for example
+// VLLMPodWithout is VLLMPod exporting kv and waiting as given (even NaN or
+// negative) and without the series named in omit (for example
 // "vllm:request_success_total"): a pod whose exporter lacks a counter.
 func VLLMPodWithout(t testing.TB, model string, rps, kv, waiting float64, omit ...string) *httptest.Server {
 	start := time.Now()
@@ -141,12 +149,8 @@ func VLLMPodWithout(t testing.TB, model string, rps, kv, waiting float64, omit .
 		put("vllm:time_to_first_token_seconds_count", n)
 		put("vllm:time_per_output_token_seconds_sum", 0.01*199*n)
 		put("vllm:time_per_output_token_seconds_count", 199*n)
-		if kv >= 0 || math.IsNaN(kv) {
-			put("vllm:kv_cache_usage_perc", kv)
-		}
-		if waiting >= 0 {
-			put("vllm:num_requests_waiting", waiting)
-		}
+		put("vllm:kv_cache_usage_perc", kv)
+		put("vllm:num_requests_waiting", waiting)
 		put("vllm:num_requests_running", 7)
 		fmt.Fprintf(w, "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"1024\"} 1\n")
 	}))

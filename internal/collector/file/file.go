@@ -22,7 +22,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"sort"
 	"time"
@@ -79,8 +78,9 @@ func (s Source) read() (Document, error) {
 	return d, nil
 }
 
-// Collect implements collector.Source. A pod whose figures are not finite
-// and non-negative is marked Missing, as the Prometheus source does.
+// Collect implements collector.Source. A pod whose figures break the
+// engine's validity rule gets a problem for each, as from the Prometheus
+// source; the engine holds its variant.
 func (s Source) Collect(_ context.Context, now time.Time, t collector.Target) (collector.Report, error) {
 	rep := collector.Report{Target: t, Time: now}
 	d, err := s.read()
@@ -96,20 +96,17 @@ func (s Source) Collect(_ context.Context, now time.Time, t collector.Target) (c
 			if pod.SampledAt.IsZero() {
 				pod.SampledAt = now
 			}
-			for name, v := range map[string]float64{"arrivalRate": pod.ArrivalRateRPS, "kvCacheUsage": pod.KVCacheUsage,
-				"waitingRequests": pod.WaitingRequests, "avgTTFTMs": pod.AvgTTFTMs, "avgITLMs": pod.AvgITLMs} {
-				if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-					pod.Missing = true
-					rep.Problems = append(rep.Problems, fmt.Sprintf("pod %s: invalid %s %v", pod.Name, name, v))
-				}
+			if pod.Missing {
+				rep.Problems = append(rep.Problems, collector.Problem{Pod: pod.Name, Kind: engine.HoldMissing, Detail: "missing (the file marks it so)"})
 			}
+			rep.Problems = append(rep.Problems, collector.InvalidPod(&pod)...)
 			rep.Pods = append(rep.Pods, collector.PodMetrics{Namespace: t.Namespace, Pod: pod, Labels: p.Labels})
 		}
 	}
 	sort.Slice(rep.Pods, func(i, j int) bool { return rep.Pods[i].Pod.Name < rep.Pods[j].Pod.Name })
-	sort.Strings(rep.Problems)
+	collector.SortProblems(rep.Problems)
 	if len(rep.Pods) == 0 {
-		rep.Problems = append(rep.Problems, fmt.Sprintf("no pod reports vLLM metrics for model %q in namespace %q", t.Model, t.Namespace))
+		rep.Problems = append(rep.Problems, collector.NoPods(t))
 	}
 	return rep, nil
 }

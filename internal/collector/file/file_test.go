@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/llm-d-incubation/wva/internal/collector"
+	"github.com/llm-d-incubation/wva/internal/engine"
 )
 
 const doc = `
@@ -47,11 +49,12 @@ func TestFileSource(t *testing.T) {
 	if len(rep.Pods) != 2 || rep.Pods[0].Pod.Name != "a-0" || rep.Pods[1].Labels["variant"] != "h100" {
 		t.Fatalf("pods: %+v", rep.Pods)
 	}
-	if !rep.Pods[0].Pod.Missing || rep.Pods[1].Pod.Missing || rep.Pods[1].Pod.ArrivalRateRPS != 2.5 || !rep.Pods[1].Pod.SampledAt.Equal(now) {
+	if rep.Pods[0].Pod.Missing || rep.Pods[1].Pod.Missing || rep.Pods[1].Pod.ArrivalRateRPS != 2.5 || !rep.Pods[1].Pod.SampledAt.Equal(now) {
 		t.Errorf("records: %+v", rep.Pods)
 	}
-	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "a-0: invalid kvCacheUsage -0.1") {
-		t.Errorf("problems: %q", rep.Problems)
+	want := []collector.Problem{{Pod: "a-0", Metric: "kvCacheUsage", Kind: engine.HoldInvalid, Detail: "kvCacheUsage is -0.1 (negative)"}}
+	if !reflect.DeepEqual(rep.Problems, want) {
+		t.Errorf("problems: %+v", rep.Problems)
 	}
 	checkDemandAndErrors(t, src, path, now)
 }

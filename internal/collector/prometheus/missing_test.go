@@ -48,7 +48,7 @@ func TestMissingCounterIsMissing(t *testing.T) {
 	if rep.Pods[2].Pod.Missing {
 		t.Errorf("the healthy pod is missing: %+v", rep.Pods[2])
 	}
-	joined := strings.Join(rep.Problems, "\n")
+	joined := joinProblems(rep.Problems)
 	for _, want := range []string{"a: missing vllm:request_success_total (scraped", "b: missing vllm:time_to_first_token_seconds (scraped"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("problems %q lack %q", rep.Problems, want)
@@ -91,11 +91,19 @@ func TestFillMissingRule(t *testing.T) {
 		p := engine.Pod{Name: "p"}
 		problems := fill(&p, tc.v)
 		if p.Missing != tc.missing {
-			t.Errorf("%s: missing %v, want %v (%q)", tc.name, p.Missing, tc.missing, problems)
+			t.Errorf("%s: missing %v, want %v (%+v)", tc.name, p.Missing, tc.missing, problems)
 		}
-		joined := strings.Join(problems, "\n")
+		joined := joinProblems(problems)
 		if (tc.problem == "") != (joined == "") || !strings.Contains(joined, tc.problem) {
 			t.Errorf("%s: problems %q, want %q", tc.name, problems, tc.problem)
 		}
 	}
+}
+
+func joinProblems(ps []collector.Problem) string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return strings.Join(out, "\n")
 }

@@ -388,7 +388,7 @@ func (s *Source) Collect(ctx context.Context, now time.Time, t collector.Target)
 		rep.Pods = append(rep.Pods, *pm)
 	}
 	if len(rep.Pods) == 0 {
-		rep.Problems = append(rep.Problems, fmt.Sprintf("no pod reports vLLM metrics for model %q in namespace %q", t.Model, t.Namespace))
+		rep.Problems = append(rep.Problems, collector.NoPods(t))
 	}
 	return rep, nil
 }
@@ -410,10 +410,10 @@ var counters = []struct{ name, sum, count string }{
 // more that still lacks a counter's rate does not export it, and its zero
 // would be a lie (a saturated pod reading 0 rps looks idle): it is
 // Missing, which holds its variant.
-func fill(p *engine.Pod, v map[string]float64) []string {
-	var problems []string
-	bad := func(format string, args ...any) {
-		problems = append(problems, p.Name+": "+fmt.Sprintf(format, args...))
+func fill(p *engine.Pod, v map[string]float64) []collector.Problem {
+	var problems []collector.Problem
+	missing := func(metric, format string, args ...any) {
+		problems = append(problems, collector.Problem{Pod: p.Name, Metric: metric, Kind: engine.HoldMissing, Detail: fmt.Sprintf(format, args...)})
 	}
 	ratio := func(sum, cnt string, scale float64) float64 {
 		c, okC := v[cnt]
@@ -434,7 +434,7 @@ func fill(p *engine.Pod, v map[string]float64) []string {
 	switch {
 	case !okKV || !okW:
 		p.Missing = true
-		bad("missing vllm:kv_cache_usage_perc or vllm:num_requests_waiting")
+		missing("vllm:kv_cache_usage_perc", "missing vllm:kv_cache_usage_perc or vllm:num_requests_waiting")
 	default:
 		p.KVCacheUsage, p.WaitingRequests = kv, wq
 	}
@@ -450,21 +450,19 @@ func fill(p *engine.Pod, v map[string]float64) []string {
 	case len(absent) == 0 || p.Missing:
 	case v[qSamples] >= 2:
 		p.Missing = true
-		bad("missing %s (scraped %g times in the window, so not too new for a rate)", strings.Join(absent, ", "), v[qSamples])
+		missing(absent[0], "missing %s (scraped %g times in the window, so not too new for a rate)", strings.Join(absent, ", "), v[qSamples])
 	case slices.Contains(absent, counters[0].name):
-		bad("no request rate yet (fewer than two samples in the window)")
+		// A new pod: it reads idle, and the problem is only information
+		// (the pod is not Missing, nothing holds).
+		problems = append(problems, collector.Problem{Pod: p.Name, Metric: counters[0].name, Kind: "",
+			Detail: "no request rate yet (fewer than two samples in the window)"})
 	}
 	if ts, ok := v[qSampled]; ok {
 		sec, frac := math.Modf(ts)
 		p.SampledAt = time.Unix(int64(sec), int64(frac*1e9)).UTC()
 	}
-	for name, x := range map[string]float64{"arrival rate": p.ArrivalRateRPS, "KV usage": p.KVCacheUsage, "waiting": p.WaitingRequests,
-		"input tokens": p.AvgInputTokens, "output tokens": p.AvgOutputTokens, "TTFT": p.AvgTTFTMs, "ITL": p.AvgITLMs, "running": p.RunningRequests} {
-		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
-			bad("%s is %v", name, x)
-		}
-	}
-	sort.Strings(problems)
+	problems = append(problems, collector.InvalidPod(p)...)
+	collector.SortProblems(problems)
 	return problems
 }
 

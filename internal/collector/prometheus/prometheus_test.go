@@ -52,14 +52,14 @@ func TestCollectFromPrometheus(t *testing.T) {
 	if !byName["llama-a100-1"].Pod.Missing {
 		t.Error("the pod without a queue gauge is not marked missing")
 	}
-	joined := strings.Join(rep.Problems, "\n")
+	joined := joinProblems(rep.Problems)
 	if !strings.Contains(joined, "llama-a100-1: missing vllm:kv_cache_usage_perc or vllm:num_requests_waiting") ||
-		!strings.Contains(joined, "llama-a100-2: KV usage is NaN") {
+		!strings.Contains(joined, "llama-a100-2: kvCacheUsage is NaN (NaN)") {
 		t.Errorf("problems: %q", rep.Problems)
 	}
 	// A model nobody serves: no pods, and a problem that says so.
 	none, err := src.Collect(ctx, time.Now(), collector.Target{Namespace: "llm", Model: "mistral"})
-	if err != nil || len(none.Pods) != 0 || len(none.Problems) != 1 || !strings.Contains(none.Problems[0], `no pod reports vLLM metrics for model "mistral"`) {
+	if err != nil || len(none.Pods) != 0 || len(none.Problems) != 1 || !strings.Contains(none.Problems[0].String(), `no pod reports vLLM metrics for model "mistral"`) {
 		t.Errorf("unserved model: %+v, %v", none, err)
 	}
 }
