@@ -83,6 +83,21 @@ const cancelCheckEvents = 4096
 // Run simulates until the scenario's end (or ctx is cancelled: the result
 // then covers the time simulated so far) and returns the result.
 func (s *Sim) Run(ctx context.Context, progress func(simTime float64)) *Result {
+	s.start()
+	s.loop(ctx, progress)
+	if !s.drained() && !s.res.Interrupted {
+		s.advance(s.horizon())
+	}
+	s.finish()
+	if w, ok := s.scaler.(Warner); ok {
+		s.res.Warnings = append(s.res.Warnings, w.Warnings()...)
+	}
+	return s.res
+}
+
+// start puts the initial replicas in place, ready, and schedules the first
+// arrival of each model and the first round of every periodic loop.
+func (s *Sim) start() {
 	for _, v := range s.variants {
 		for range v.cfg.InitialReplicas {
 			r := s.addReplica(v)
@@ -99,68 +114,54 @@ func (s *Sim) Run(ctx context.Context, progress func(simTime float64)) *Result {
 		s.schedule(&event{t: f.FastInterval(), kind: evFast})
 	}
 	s.schedule(&event{t: s.sc.RecordSeconds, kind: evRecord})
+}
+
+// loop handles the events in time order until none is left, the next is
+// past the horizon, the drain is over or ctx is cancelled (the result is
+// then marked interrupted). It reports progress every simulated minute.
+func (s *Sim) loop(ctx context.Context, progress func(simTime float64)) {
 	next := 0.0
-	var ev event
 	for n := 1; len(s.events) > 0; n++ {
 		// A simulated minute can take seconds of wall time: look at ctx
 		// every cancelCheckEvents events (a few ms) as well.
 		if n%cancelCheckEvents == 0 && ctx.Err() != nil {
 			s.res.Interrupted = true
-			break
+			return
 		}
 		e := s.events.pop()
 		if e.t > s.horizon() {
-			break
+			return
 		}
-		t := e.t
-		if s.check != nil {
-			ev = *e // a replica reuses its iteration-end event
-		}
-		s.advance(t)
-		s.dispatch(e)
-		if s.check != nil {
-			s.check(s, &ev)
-		}
+		t := e.t // a replica reuses its iteration-end event
+		s.handle(e)
 		if s.drained() {
-			break
+			return
 		}
 		if t >= next {
 			next = t + 60
 			if ctx.Err() != nil {
 				s.res.Interrupted = true
-				break
+				return
 			}
 			if progress != nil {
 				progress(t)
 			}
 		}
 	}
-	if !s.drained() && !s.res.Interrupted {
-		s.advance(s.horizon())
-	}
-	s.finish()
-	if w, ok := s.scaler.(Warner); ok {
-		s.res.Warnings = append(s.res.Warnings, w.Warnings()...)
-	}
-	return s.res
 }
 
-// nextArrival schedules model m's next arrival after t, unless its
-// arrivals are over (durationSeconds reached, or numRequests arrived).
-func (s *Sim) nextArrival(m int, t float64) {
-	st := s.streams[m]
-	if n := s.sc.Models[m].Workload.NumRequests; n == 0 || st.count < n {
-		next := st.next(t, s.sc.DurationSeconds)
-		if next < s.sc.DurationSeconds {
-			s.schedule(&event{t: next, kind: evArrival, model: m})
-			return
-		}
-		if st.w.rows == nil || st.pos < len(st.w.rows) {
-			t = s.sc.DurationSeconds // else the trace is over at t
-		}
+// handle moves the clock to the event and handles it, then runs the tests'
+// check, if any, on the event as it was.
+func (s *Sim) handle(e *event) {
+	var ev event
+	if s.check != nil {
+		ev = *e // a replica reuses its iteration-end event
 	}
-	s.arrivalsOpen--
-	s.arrivalsEnd = math.Max(s.arrivalsEnd, t)
+	s.advance(e.t)
+	s.dispatch(e)
+	if s.check != nil {
+		s.check(s, &ev)
+	}
 }
 
 // horizon is when the run ends at the latest: durationSeconds, or, with a
@@ -193,10 +194,28 @@ func (s *Sim) advance(t float64) {
 	s.now = math.Max(s.now, t)
 }
 
+// dispatch handles one event by its kind.
 func (s *Sim) dispatch(e *event) {
 	switch e.kind {
 	case evArrival:
 		s.arrive(e.model)
+	case evGatewayTimeout:
+		if !e.req.routed && !e.req.failed {
+			s.fail(e.req, causeTimeout)
+			s.dropFromGateway(e.req)
+		}
+	case evIterationEnd, evStep, evQueued, evReplicaReady, evKill:
+		s.dispatchReplica(e)
+	default:
+		s.dispatchLoop(e)
+	}
+}
+
+// dispatchReplica handles an event of one replica: an iteration's end, an
+// idle server's step, a request reaching its queue, start-up done, the
+// kill at the end of the grace period.
+func (s *Sim) dispatchReplica(e *event) {
+	switch e.kind {
 	case evIterationEnd:
 		if e.replica.state != gone { // a killed pod's iteration never ends
 			e.replica.endIteration(s)
@@ -223,11 +242,13 @@ func (s *Sim) dispatch(e *event) {
 			r.abortAll(s)
 			s.retire(r)
 		}
-	case evGatewayTimeout:
-		if !e.req.routed && !e.req.failed {
-			s.fail(e.req, causeTimeout)
-			s.dropFromGateway(e.req)
-		}
+	}
+}
+
+// dispatchLoop runs a round of a periodic loop (scraping, the autoscaler's
+// cycle, its fast loop, recording) and schedules the next.
+func (s *Sim) dispatchLoop(e *event) {
+	switch e.kind {
 	case evScrape:
 		s.scrape()
 		s.schedule(&event{t: s.now + s.sc.Scrape.IntervalSeconds, kind: evScrape})
@@ -244,76 +265,4 @@ func (s *Sim) dispatch(e *event) {
 		s.record()
 		s.schedule(&event{t: s.now + s.sc.RecordSeconds, kind: evRecord})
 	}
-}
-
-// arrive creates the next request of model m and schedules the one after.
-func (s *Sim) arrive(m int) {
-	s.nextReq++
-	q := &request{id: s.nextReq, model: m, arrive: s.now}
-	s.fill(q)
-	s.res.Arrived++
-	s.res.class(q.model, q.class).Arrived++
-	s.inFlight++
-	s.bucket.arrivals++
-	s.streams[m].count++
-	s.nextArrival(m, s.now)
-	s.route(q)
-}
-
-// fill gives a new request of its model its token counts, class and
-// prefix: from the trace row of this arrival, or drawn from the workload.
-func (s *Sim) fill(q *request) {
-	m := q.model
-	w := &s.sc.Models[m].Workload
-	q.prefix = -1
-	if w.rows != nil {
-		row := w.rows[s.streams[m].pos-1]
-		q.input, q.output, q.prefix = row.input, row.output, row.prefix
-		q.class = classIndex(w.Classes, row.class)
-	} else {
-		rng := s.tokenRNG[m]
-		q.input, q.output = w.Input.draw(rng), w.Output.draw(rng)
-		q.class = drawClass(w.Classes, s.classRNG[m])
-		if w.PrefixGroups > 0 {
-			q.prefix = s.classRNG[m].IntN(w.PrefixGroups)
-		}
-	}
-	if len(w.Classes) > 0 {
-		q.priority = w.Classes[q.class].requestPriority()
-	}
-	if q.prefix >= 0 {
-		q.prefixTokens = min(w.PrefixTokens, q.input-1)
-	}
-}
-
-// drawClass picks a class by share.
-func drawClass(cs []Class, rng *rand.Rand) int {
-	if len(cs) < 2 {
-		return 0
-	}
-	u := rng.Float64()
-	for i, c := range cs {
-		if u < c.Share {
-			return i
-		}
-		u -= c.Share
-	}
-	return len(cs) - 1
-}
-
-func classIndex(cs []Class, name string) int {
-	for i, c := range cs {
-		if c.Name == name {
-			return i
-		}
-	}
-	return 0
-}
-
-// sloOf is the SLO a request is judged by: its class's, else its model's.
-func (s *Sim) sloOf(q *request) *SLO {
-	if cs := s.sc.Models[q.model].Workload.Classes; len(cs) > 0 {
-		return &cs[q.class].SLO
-	}
-	return &s.sc.Models[q.model].SLO
 }

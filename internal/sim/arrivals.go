@@ -1,0 +1,96 @@
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// nextArrival schedules model m's next arrival after t, unless its
+// arrivals are over (durationSeconds reached, or numRequests arrived).
+func (s *Sim) nextArrival(m int, t float64) {
+	st := s.streams[m]
+	if n := s.sc.Models[m].Workload.NumRequests; n == 0 || st.count < n {
+		next := st.next(t, s.sc.DurationSeconds)
+		if next < s.sc.DurationSeconds {
+			s.schedule(&event{t: next, kind: evArrival, model: m})
+			return
+		}
+		if st.w.rows == nil || st.pos < len(st.w.rows) {
+			t = s.sc.DurationSeconds // else the trace is over at t
+		}
+	}
+	s.arrivalsOpen--
+	s.arrivalsEnd = math.Max(s.arrivalsEnd, t)
+}
+
+// arrive creates the next request of model m and schedules the one after.
+func (s *Sim) arrive(m int) {
+	s.nextReq++
+	q := &request{id: s.nextReq, model: m, arrive: s.now}
+	s.fill(q)
+	s.res.Arrived++
+	s.res.class(q.model, q.class).Arrived++
+	s.inFlight++
+	s.bucket.arrivals++
+	s.streams[m].count++
+	s.nextArrival(m, s.now)
+	s.route(q)
+}
+
+// fill gives a new request of its model its token counts, class and
+// prefix: from the trace row of this arrival, or drawn from the workload.
+func (s *Sim) fill(q *request) {
+	m := q.model
+	w := &s.sc.Models[m].Workload
+	q.prefix = -1
+	if w.rows != nil {
+		row := w.rows[s.streams[m].pos-1]
+		q.input, q.output, q.prefix = row.input, row.output, row.prefix
+		q.class = classIndex(w.Classes, row.class)
+	} else {
+		rng := s.tokenRNG[m]
+		q.input, q.output = w.Input.draw(rng), w.Output.draw(rng)
+		q.class = drawClass(w.Classes, s.classRNG[m])
+		if w.PrefixGroups > 0 {
+			q.prefix = s.classRNG[m].IntN(w.PrefixGroups)
+		}
+	}
+	if len(w.Classes) > 0 {
+		q.priority = w.Classes[q.class].requestPriority()
+	}
+	if q.prefix >= 0 {
+		q.prefixTokens = min(w.PrefixTokens, q.input-1)
+	}
+}
+
+// drawClass picks a class by share.
+func drawClass(cs []Class, rng *rand.Rand) int {
+	if len(cs) < 2 {
+		return 0
+	}
+	u := rng.Float64()
+	for i, c := range cs {
+		if u < c.Share {
+			return i
+		}
+		u -= c.Share
+	}
+	return len(cs) - 1
+}
+
+func classIndex(cs []Class, name string) int {
+	for i, c := range cs {
+		if c.Name == name {
+			return i
+		}
+	}
+	return 0
+}
+
+// sloOf is the SLO a request is judged by: its class's, else its model's.
+func (s *Sim) sloOf(q *request) *SLO {
+	if cs := s.sc.Models[q.model].Workload.Classes; len(cs) > 0 {
+		return &cs[q.class].SLO
+	}
+	return &s.sc.Models[q.model].SLO
+}
