@@ -1,6 +1,7 @@
 // Package v1alpha1 holds the VariantAutoscaling API, group llmd.ai,
-// version v1alpha1: the seeds' API, so that manifests written for the
-// reference system apply unchanged.
+// version v1alpha1: the API of the WVA repository
+// (github.com/llm-d/llm-d-workload-variant-autoscaler), so that manifests
+// written for it apply unchanged.
 //
 // +kubebuilder:object:generate=true
 // +groupName=llmd.ai

@@ -13,7 +13,8 @@ const (
 	ActuatorDirect = "direct"
 )
 
-// Condition types (seed 000 §11.2; seed 002 §4.5; seed 004 §IV.H).
+// Condition types (the WVA CRD reference; the MetricsAvailable gate of the
+// WVA paper §IV.H; docs/engine.md §5).
 const (
 	ConditionTargetResolved    = "TargetResolved"
 	ConditionMetricsAvailable  = "MetricsAvailable"
@@ -72,7 +73,7 @@ type CrossVersionObjectReference struct {
 }
 
 // ConfigMapKeyRef points at one key of a ConfigMap (an SLO class of the
-// service-classes ConfigMap, seed 000 Appendix C).
+// service-classes ConfigMap; docs/configuration.md).
 type ConfigMapKeyRef struct {
 	// Name of the ConfigMap (in the controller's namespace).
 	// +kubebuilder:validation:MinLength=1
@@ -92,7 +93,7 @@ type DecodeParms struct {
 }
 
 // PrefillParms are the prefill (TTFT) parameters, in ms: gamma + delta per
-// input token (times the batch, seed 001).
+// input token (times the batch; docs/queueing.md, linear model).
 type PrefillParms struct {
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$`
 	Gamma string `json:"gamma"`
@@ -127,8 +128,8 @@ type AcceleratorProfile struct {
 	MaxBatchSize int32 `json:"maxBatchSize,omitempty"`
 }
 
-// ModelProfile is the model's performance per accelerator type (seed 000
-// §11.2).
+// ModelProfile is the model's performance per accelerator type (the WVA
+// CRD reference).
 type ModelProfile struct {
 	// +listType=map
 	// +listMapKey=acc
@@ -168,7 +169,7 @@ type VariantAutoscalingSpec struct {
 	// +optional
 	ScaleUpLimit *ScaleUpLimit `json:"scaleUpLimit,omitempty"`
 	// VariantCost is the relative cost of one replica, a decimal string
-	// (seed 004 §III.E). When omitted: the accelerator's unit cost times
+	// (the WVA paper §III.E). When omitted: the accelerator's unit cost times
 	// the accelerators per replica, or 10.
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?$`
 	// +kubebuilder:validation:MaxLength=32

@@ -6,8 +6,8 @@ import (
 )
 
 // bestEffort gives the servers that limited mode could not satisfy what is
-// left of the inventory, as the saturation policy says (seed 000 §5.2; the
-// reference optimizer's processUnallocated* functions). Each server draws on
+// left of the inventory, as the saturation policy says (docs/engine.md §4;
+// the WVA optimizer's processUnallocated* functions). Each server draws on
 // the first option, in order of value, that has room for one replica, up to
 // what that option would need to carry the demand.
 func bestEffort(servers []Server, out []Assignment, unsatisfied []int, free map[string]int, policy Policy, phi float64) {
@@ -105,7 +105,8 @@ type Request struct {
 	Name        string  // tie-breaker
 }
 
-// BySaturation is seed 004 §IV.G's Greedy-by-Saturation: scale-up requests
+// BySaturation is Greedy-by-Saturation (the WVA paper §IV.G; the WVA
+// GPU-limiter guide): scale-up requests
 // sorted by remaining spare capacity (ascending: nearest to saturation
 // first), then by cost (ascending), each granted as many of its replicas as
 // the free accelerators of its type allow, until the budget is exhausted. It

@@ -1,8 +1,8 @@
 // Package alloc decides how many replicas of which variants to run:
 // the cheapest mix of a model's variants that covers its demand (unlimited
-// mode, seed 002 §3.3.1), the global greedy under an accelerator inventory
-// (limited mode, seed 000 §5.1–5.3 and Appendix B Algorithm 3), and
-// Greedy-by-Saturation for capacity-driven scale-ups (seed 004 §IV.G).
+// mode), the global greedy under an accelerator inventory (limited mode),
+// and Greedy-by-Saturation for capacity-driven scale-ups (the WVA paper
+// §IV.G). docs/engine.md §4 explains each one with its source.
 // It is pure Go over plain values.
 package alloc
 
@@ -132,7 +132,8 @@ func (s *search) dfs(k int, need, cost, demand float64) {
 	}
 }
 
-// GreedyCover is the reference's cost-aware greedy (seed 002 §3.4): from
+// GreedyCover is the cost-aware greedy of the WVA optimizer (cheapest
+// capacity first, as in the WVA saturation guide): from
 // every option at its minimum, add one replica at a time to the option with
 // the lowest cost per unit of capacity that is below its maximum, until the
 // demand is covered.

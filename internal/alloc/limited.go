@@ -6,7 +6,7 @@ import (
 )
 
 // Policy is what limited mode does with servers it could not satisfy
-// (seed 000 §5.2, "best-effort allocation").
+// ("best-effort allocation"; docs/engine.md §4).
 type Policy string
 
 // Saturation policies.
@@ -44,14 +44,14 @@ type candidate struct {
 	chosen   int
 	units    map[string]int
 	cost     float64
-	value    float64 // cost + transition penalty (seed 000 §5.3)
+	value    float64 // cost + transition penalty (TransitionPenalty)
 }
 
-// Limited allocates under a per-type inventory with the greedy of seed 000
-// §5.2 and Appendix B, Algorithm 3: every server's candidates sorted by value
+// Limited allocates under a per-type inventory with the priority greedy of
+// the WVA optimizer (docs/engine.md §4, limited mode): every server's candidates sorted by value
 // (cost plus transition penalty); servers taken by priority, then by regret
 // (the value lost by falling back to the next candidate: largest first, as in
-// the reference optimizer's code; the seed's prose says "lowest delta"); a
+// the reference optimizer's code; its written description says "lowest delta"); a
 // server whose candidate does not fit moves to its next candidate and is
 // re-inserted. Servers left unsatisfied get the saturation policy.
 // phi is the accelerator-change factor of the transition penalty.
@@ -176,7 +176,7 @@ func currentAllocation(opts []Option) (float64, string) {
 	return cost, acc
 }
 
-// TransitionPenalty is seed 000 §5.3: |C_new − C_cur| on the same
+// TransitionPenalty (docs/engine.md §4): |C_new − C_cur| on the same
 // accelerator type, plus φ·(C_cur + C_new) when the type changes.
 func TransitionPenalty(curCost, newCost float64, sameAccelerator bool, phi float64) float64 {
 	p := math.Abs(newCost - curCost)

@@ -83,7 +83,7 @@ Rows with a missing, non-numeric, zero or negative value are reported on
 stderr with their line number and column, and skipped.
 
 The tuner starts from --init: "bootstrap" (default) guesses the parameters
-from the first row (seed 001 §9.3) and falls back to "default"
+from the first row (the WVA queueing-model guide, §9.3) and falls back to "default"
 (α=5, β=0.05, γ=0.00005 ms for the iteration model); or give the start as
 "A,B,G" ("A,B,G,D" for the linear model), in ms.
 
@@ -100,7 +100,7 @@ and the observed and predicted TTFT and ITL. See docs/tuner.md.`,
 	fs.StringVar(&o.serviceModel, "service-model", tuner.ModelIteration, `service model: "iteration" (α, β, γ) or "linear" (α, β, γ, δ)`)
 	fs.StringVarP(&o.file, "file", "f", "", "observation CSV file (required; - for standard input)")
 	fs.StringVar(&o.init, "init", "bootstrap", `starting estimate: "bootstrap", "default", or "A,B,G[,D]" in ms`)
-	fs.StringVar(&o.strategy, "strategy", string(tuner.StrategyRobust), `"robust" (WVA's tuner) or "seed" (the seeds' configuration, for comparison)`)
+	fs.StringVar(&o.strategy, "strategy", string(tuner.StrategyRobust), `"robust" (WVA's tuner) or "seed" (the reference tuner's configuration, for comparison; docs/tuner.md)`)
 	fs.IntVar(&o.maxQueueSize, "max-queue-size", queueing.DefaultMaxQueueSize, "Q of the queueing model (≥ 0)")
 	fs.StringVarP(&o.output, "output", "o", "table", `output format: "table" or "json"`)
 	cmd.AddCommand(newTuneStudyCommand())

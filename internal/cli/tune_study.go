@@ -33,7 +33,8 @@ drawn between 10 % and 80 % of capacity, token counts varying ±10 % around
 their means, and 0 %, 2 % or 5 % multiplicative noise on TTFT and ITL. In the
 middle of each run every parameter grows by 30 %. The tuner starts from the
 bootstrap guess, the defaults, and 2× and 0.5× the truth, once as WVA's
-robust tuner and once configured exactly as the seeds describe.
+robust tuner and once configured exactly as the reference tuner (the WVA
+queueing-model guide §4; docs/tuner.md §2).
 
 For each run it reports the cycles until the predicted TTFT and ITL at three
 held-out loads (20 %, 50 %, 75 % of capacity) stay within 5 % of the truth,

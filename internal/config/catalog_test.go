@@ -8,7 +8,7 @@ import (
 	"github.com/llm-d-incubation/wva/internal/engine"
 )
 
-// Seed 000 §11.9, the accelerator costs.
+// The accelerator costs ConfigMap as the WVA configuration guide writes it.
 const seedAcceleratorsConfigMap = `
 data:
   L40S: |
@@ -80,7 +80,7 @@ func TestParseAcceleratorsInvalid(t *testing.T) {
 	}
 }
 
-// Seed 000 Appendix C, Example 2.
+// The service-classes ConfigMap as the WVA configuration guide writes it.
 const seedServiceClassesConfigMap = `
 apiVersion: v1
 kind: ConfigMap

@@ -127,7 +127,7 @@ func TestDefaultMain(t *testing.T) {
 	}
 }
 
-// Seed 000 §11.9, the main ConfigMap.
+// The main ConfigMap as the WVA configuration guide writes it.
 const seedMainConfigMap = `
 apiVersion: v1
 kind: ConfigMap

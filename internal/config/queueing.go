@@ -26,7 +26,7 @@ type queueingEntry struct {
 }
 
 // ParseQueueingModel parses the queueing-model ConfigMap (QueueingModelName,
-// seed 001). The key "default" holds sloMultiplier (> 1, default 3) and
+// the WVA queueing-model guide §2). The key "default" holds sloMultiplier (> 1, default 3) and
 // tuningEnabled (default true), and its presence sets Present; every other
 // key is a per-model entry with model_id, an optional namespace ("" matches
 // every namespace), sloMultiplier, and targetTTFT with targetITL (ms; both

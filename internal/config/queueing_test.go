@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// Seed 001, deploy/configmap-queueing-model.yaml.
+// deploy/configmap-queueing-model.yaml of the WVA repository (the WVA
+// queueing-model guide §2).
 const seedQueueingModelConfigMap = `
 apiVersion: v1
 kind: ConfigMap

@@ -43,7 +43,7 @@ var tunerKeys = map[string]tunerSetter{
 		t.Config.Bounds, err = parseBounds(v)
 		return err
 	},
-	// The iteration model's parameters mean other things than the seeds'
+	// The iteration model's parameters mean other things than the
 	// linear model's (γ is per token), so they have their own bounds.
 	"iteration-state-constraints": func(t *Tuner, v string) (err error) {
 		t.Config.IterationBounds, err = parseBounds(v)
@@ -51,8 +51,7 @@ var tunerKeys = map[string]tunerSetter{
 	},
 }
 
-// ParseTuner parses the tuner ConfigMap (TunerName, seed 000 Appendix C
-// Example 3). Absent keys and keys with an empty value take their
+// ParseTuner parses the tuner ConfigMap (TunerName; docs/configuration.md). Absent keys and keys with an empty value take their
 // defaults: tuning enabled, every cycle, and tuner.Config's defaults.
 // Unknown keys are problems.
 func ParseTuner(data map[string]string) (Tuner, error) {

@@ -9,7 +9,7 @@ import (
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
-// Seed 000 Appendix C, Example 3.
+// A tuner ConfigMap as docs/configuration.md writes it.
 const seedTunerConfigMap = `
 apiVersion: v1
 kind: ConfigMap

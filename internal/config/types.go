@@ -14,7 +14,8 @@ import (
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
-// Default ConfigMap names (the seeds' names, so existing manifests work).
+// Default ConfigMap names (the WVA repository's names, so existing manifests
+// work).
 // The controller's flags may change them.
 const (
 	MainName           = "variantautoscaling-config"
@@ -122,12 +123,12 @@ type Main struct {
 	Engine engine.Config
 }
 
-// Accelerator is one entry of the accelerator costs ConfigMap (seed 000
-// §11.9): the cost of one accelerator of the type.
+// Accelerator is one entry of the accelerator costs ConfigMap (the WVA
+// configuration guide): the cost of one accelerator of the type.
 type Accelerator struct {
 	// Name is the accelerator type, the ConfigMap key.
 	Name string `json:"name"`
-	// Count is the seed's count field (default 1, ≥ 1). It does not
+	// Count is the count field of the WVA configuration guide's format (default 1, ≥ 1). It does not
 	// divide Cost: Cost is always the cost of ONE accelerator.
 	Count int `json:"count"`
 	// Cost of one accelerator of the type (> 0), in the unit the
@@ -152,7 +153,7 @@ type Saturation struct {
 }
 
 // QueueingModelEntry is a per-model entry of the queueing-model ConfigMap
-// (seed 001).
+// (the WVA queueing-model guide §2).
 type QueueingModelEntry struct {
 	ModelID, Namespace string
 	SLOMultiplier      float64 // 0: the default's
@@ -162,15 +163,15 @@ type QueueingModelEntry struct {
 
 // QueueingModel is the queueing-model ConfigMap.
 type QueueingModel struct {
-	// Present is true when the ConfigMap has a default entry (seed 001:
-	// that activates the queueing-model path).
+	// Present is true when the ConfigMap has a default entry (the WVA
+	// queueing-model guide §1: that activates the queueing-model path).
 	Present       bool
 	SLOMultiplier float64 // default 3
 	TuningEnabled bool    // default true
 	Models        []QueueingModelEntry
 }
 
-// Tuner is the tuner ConfigMap (seed 000 Appendix C, Example 3).
+// Tuner is the tuner ConfigMap (docs/configuration.md).
 type Tuner struct {
 	Enabled bool          // tuning-enabled (default true)
 	Period  time.Duration // tuning-period (default: every cycle)

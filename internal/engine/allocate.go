@@ -27,13 +27,13 @@ func (c *cycle) options(ms *modelState) []alloc.Option {
 
 // demandOf is the demand the allocator must cover: the observed arrival
 // rate raised to the forecast's quantile (see forecast), at least the TPS
-// floor (ARCHITECTURE.md §4).
+// floor (docs/queueing.md §3).
 func (ms *modelState) demandOf() float64 {
 	return math.Max(math.Max(ms.demand, ms.planned), ms.tpsFloor)
 }
 
 // allocate turns capacities into model targets: per model in unlimited mode
-// (seed 002 §3.3.1), globally under the inventory in limited mode.
+// (docs/engine.md §4), globally under the inventory in limited mode.
 func (c *cycle) allocate() {
 	if c.s.Optimizer == OptimizerLimited {
 		c.allocateLimited()
@@ -71,7 +71,7 @@ func (c *cycle) allocate() {
 	}
 }
 
-// allocateLimited runs the global greedy of seed 000 §5.2 over every model
+// allocateLimited runs limited mode's global greedy (docs/engine.md §4) over every model
 // whose analysis succeeded, under the inventory that the other models'
 // current replicas leave free.
 func (c *cycle) allocateLimited() {

@@ -16,7 +16,7 @@ func direction(target, current int) int {
 }
 
 // arbitrate picks each variant's target from the analyzers' proposals by
-// mode (seed 002 §5.2), with the hybrid matrix of seed 002 §4.3:
+// mode, with the hybrid matrix of docs/engine.md §5:
 //
 //	capacity   model      final
 //	up         down       capacity veto: the capacity target

@@ -2,7 +2,7 @@ package engine
 
 import "testing"
 
-// TestHybridMatrix checks seed 002 §4.3 row by row on a variant with 4
+// TestHybridMatrix checks the hybrid matrix (docs/engine.md §5) row by row on a variant with 4
 // replicas. The saturation group has four non-saturated replicas at KV 0.2:
 // removing one or two is safe, removing three is not (fewer than two left).
 func TestHybridMatrix(t *testing.T) {

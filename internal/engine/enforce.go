@@ -40,8 +40,8 @@ func (c *cycle) enforce() {
 }
 
 // hold keeps a variant whose metrics are missing, stale or non-finite at
-// its last good decision (or its current count) and says so (seed 002
-// §4.5; seed 004 §IV.H, MetricsAvailable gate).
+// its last good decision (or its current count) and says so (the
+// MetricsAvailable gate of the WVA paper §IV.H; docs/engine.md §5).
 func (c *cycle) hold(vs *variantState) {
 	if !vs.held {
 		return
@@ -171,7 +171,7 @@ func (c *cycle) limitScaleUp(vs *variantState) {
 }
 
 // inventory trims capacity-driven scale-ups to the accelerators left free
-// with Greedy-by-Saturation (seed 004 §IV.G): least spare capacity first,
+// with Greedy-by-Saturation (the WVA paper §IV.G): least spare capacity first,
 // then the cheapest.
 func (c *cycle) inventory() {
 	free := map[string]int{}

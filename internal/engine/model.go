@@ -14,7 +14,7 @@ import (
 const tuneWindow = 5
 
 // tune runs one tuner step per variant on its mature pods with traffic
-// (seed 001 "Tuner"; pods younger than the transient delay are skipped).
+// (the WVA queueing-model guide §4; pods younger than the transient delay are skipped).
 func (c *cycle) tune(ms *modelState) {
 	for _, vs := range ms.variants {
 		if vs.held {
@@ -107,7 +107,7 @@ func (c *cycle) maxBatch(vs *variantState, fromPods int) int {
 // effectiveBatch is the most requests a replica can run at once: its batch
 // size N, or fewer when its KV cache (blocks × block size, as its pods
 // report) cannot hold N requests of the average size (input + output
-// tokens, the most a request holds). Beyond the seeds: without it a
+// tokens, the most a request holds). Beyond the WVA guide: without it a
 // KV-bound server (a small cache, long requests) looks far faster to the
 // queueing model than it is.
 func (c *cycle) effectiveBatch(vs *variantState, n int, in, out float64) int {
@@ -146,7 +146,8 @@ func (c *cycle) params(vs *variantState) (*tuner.Params, string, string) {
 // errNoParams: a variant cannot be sized without parameters.
 var errNoParams = errors.New("no performance parameters (profile the variant or enable tuning)")
 
-// analyzeModel is the queueing-model analyzer (seed 001): SLO resolution,
+// analyzeModel is the queueing-model analyzer (the WVA queueing-model
+// guide; docs/engine.md §3): SLO resolution,
 // then λ* and the per-replica capacity of every variant. A variant that
 // cannot be sized gets a zero-capacity placeholder; the model fails only if
 // every variant fails.
@@ -228,7 +229,7 @@ func (c *cycle) analyzerConfig(ms *modelState, vs *variantState, p *tuner.Params
 		MaxBatchSize: c.effectiveBatch(vs, c.maxBatch(vs, 0), in, out), MaxQueueSize: c.cfg.MaxQueueSize}
 }
 
-// resolveSLO is seed 001 §3: explicit targets (the model's, then its
+// resolveSLO is SLO targeting (the WVA queueing-model guide §3): explicit targets (the model's, then its
 // service class's), else k·α inferred from the variants' parameters (the
 // maximum over variants), else 1.5× the observed latency capped at
 // 10 000 ms / 500 ms.

@@ -27,7 +27,7 @@ func capacityOf(t *testing.T, p tuner.Params, in, out float64, n int, slo queuei
 }
 
 // TestModelBasedScaleUp: supply comes from ready replicas and the required
-// count is ceil(demand / capacity) (seed 001; the reference computed supply
+// count is ceil(demand / capacity) (the WVA queueing-model guide §4; the reference computed supply
 // from the desired count and never scaled up).
 func TestModelBasedScaleUp(t *testing.T) {
 	v := variant("h100", "H100").params(h100Params).pods(0.3, 0, 0.3, 0).traffic(30, 1024, 256, 40, 15)

@@ -138,7 +138,7 @@ type VariantDecision struct {
 	Victims []string `json:"victims,omitempty"`
 }
 
-// SaturationDetail are the saturation analyzer's figures (seed 002 §3.4).
+// SaturationDetail are the saturation analyzer's figures (docs/engine.md §2).
 type SaturationDetail struct {
 	Role          string  `json:"role,omitempty"`
 	Replicas      int     `json:"replicas"`
@@ -150,7 +150,7 @@ type SaturationDetail struct {
 	// LoadKV is the KV demand (tokens in use plus queued requests' tokens,
 	// or the sum of usage fractions when block counts are unknown) and
 	// SupplyKV the usable KV capacity of ready and pending replicas at
-	// threshold minus trigger (seed 004 Eq. 4).
+	// threshold minus trigger (the WVA paper, Eq. 4).
 	LoadKV        float64 `json:"loadKv"`
 	SupplyKV      float64 `json:"supplyKv"`
 	LoadQueue     float64 `json:"loadQueue"`

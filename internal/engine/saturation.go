@@ -16,20 +16,20 @@ type satPod struct {
 	tokPerReq float64 // average tokens a request holds (input + output)
 }
 
-// analyzeSaturation is the saturation (capacity) analyzer of seed 002 §3.4
-// and seed 004 §III.B–C for one group of variants (one model and role). It
+// analyzeSaturation is the saturation (capacity) analyzer (the WVA
+// saturation guide; the WVA paper §III.B–C) for one group of variants (one model and role). It
 // sets each variant's capTarget and returns the group's figures.
 //
 //  1. A replica is saturated when KV usage ≥ τ_kv or queue ≥ τ_q (Eq. 2).
 //  2. Scale up when the average spare capacity over non-saturated replicas,
 //     τ_m − U_m, falls below ε_m for any m (Eq. 3), when every replica is
-//     saturated, or (beyond the seeds) when the aggregate load exceeds the
+//     saturated, or (beyond the WVA guide) when the aggregate load exceeds the
 //     usable supply of step 3.
 //  3. How many: the headroom rule Capacity_target = Load + δ_safety (Eq. 4).
 //     Load is KV demand (tokens in use plus queued requests' tokens) and
 //     queue demand; each ready or pending replica supplies (τ − ε) of its
 //     capacity. The deficit is covered with the replicas of the lowest cost
-//     per unit of capacity (seed 002 §3.4: "scale-up: cheapest variant").
+//     per unit of capacity (the WVA saturation guide: cheapest variant up).
 //     Pending replicas count as supply, so a scale-up in progress is not
 //     repeated.
 //  4. Scale down only when the group needs no scale-up and none of its
@@ -37,7 +37,7 @@ type satPod struct {
 //     unit of capacity while the whole group's load spread over the rest
 //     keeps the spares above their triggers and at least
 //     MinNonSaturatedReplicasForScaleDown non-saturated replicas remain
-//     (seed 004 §III.C, fragmentation-aware safety, judged on the group: a
+//     (the WVA paper §III.C, fragmentation-aware safety, judged on the group: a
 //     saturated replica no longer vetoes the scale-down; it is never one
 //     of the victims).
 //
@@ -101,7 +101,7 @@ func analyzeSaturation(cfg SaturationConfig, role string, group []*variantState,
 	g.capKV, g.nonSat, g.pending = capKV, nonSat, pending
 	// Eq. 3 averages over the non-saturated replicas only, so a group whose
 	// replicas are mostly saturated can look roomy through its one idle
-	// replica. Beyond the seeds, an aggregate deficit (load above the
+	// replica. Beyond the WVA guide, an aggregate deficit (load above the
 	// usable supply, Eq. 4) triggers a scale-up as well. Where the
 	// queueing model sizes the model, queues are its drain planner's: they
 	// neither trigger nor size a scale-up here.
@@ -162,7 +162,7 @@ func (g *satGroup) downBlocked() string {
 
 // safeToRemove simulates removing the given replicas (non-saturated ones:
 // the victims the engine names). The group is judged as a whole, not by
-// its busiest replica (the intent of seed 004 §III.C's
+// its busiest replica (the intent of the WVA paper's §III.C
 // fragmentation-aware rule): the whole group's KV load spread over the
 // replicas left must keep the spare at or above its trigger, so must the
 // queue per replica, and MinNonSaturatedReplicasForScaleDown non-saturated

@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestSeedSaturationCases are the cases of the issue, from the seeds'
-// saturation analyzer (defaults τ_kv 0.80, τ_q 5, ε_kv 0.10, ε_q 3).
+// TestSeedSaturationCases are the cases of the WVA saturation guide's
+// analyzer (defaults τ_kv 0.80, τ_q 5, ε_kv 0.10, ε_q 3).
 func TestSeedSaturationCases(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -26,7 +26,7 @@ func TestSeedSaturationCases(t *testing.T) {
 		{"KV 0.70/0.75: scale-down unsafe", []float64{0.70, 0, 0.75, 0}, 3, ReasonSaturationScaleUp, false},
 		{"KV 0.60/0.65: scale-down unsafe, no change", []float64{0.60, 0, 0.65, 0}, 2, ReasonSaturationSteady, false},
 		{"a single replica is never scaled down", []float64{0.05, 0}, 1, ReasonSaturationSteady, false},
-		// The seeds keep two non-saturated replicas; WVA's default keeps
+		// The WVA guide keeps two non-saturated replicas; WVA's default keeps
 		// one (docs/evaluation.md: -17 % cost on diurnal, no SLO lost).
 		{"two idle replicas go down to one", []float64{0.0, 0, 0.0, 0}, 1, ReasonSaturationScaleDown, true},
 	} {
@@ -44,7 +44,7 @@ func TestSeedSaturationCases(t *testing.T) {
 }
 
 // TestHeadroomCount goes beyond ±1: the replicas that restore the headroom
-// (seed 004 Eq. 4) are added at once.
+// (the WVA paper, Eq. 4) are added at once.
 func TestHeadroomCount(t *testing.T) {
 	// Four replicas at KV 0.95: load 3.8, each replica may carry 0.70 → 6.
 	p := plan(t, nil, snapshot(ModeCapacityOnly, variant("v", "H100").pods(0.95, 0, 0.95, 0, 0.95, 0, 0.95, 0)))

@@ -17,17 +17,17 @@ import (
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
-// Mode selects the analyzers (seed 002 §5.2).
+// Mode selects the analyzers (docs/engine.md §5).
 type Mode string
 
 // Modes.
 const (
 	ModeCapacityOnly Mode = "capacity-only" // saturation analyzer only (the default)
 	ModeModelOnly    Mode = "model-only"    // queueing-model analyzer only
-	ModeHybrid       Mode = "hybrid"        // both, arbitrated (seed 002 §4.3)
+	ModeHybrid       Mode = "hybrid"        // both, arbitrated (docs/engine.md §5)
 )
 
-// OptimizerKind selects the allocator (seed 004 §IV.G).
+// OptimizerKind selects the allocator (docs/engine.md §4; the WVA paper §IV.G).
 type OptimizerKind string
 
 // Optimizers.
@@ -46,7 +46,7 @@ type Snapshot struct {
 	Inventory map[string]int `json:"inventory,omitempty"`
 	// Saturation holds the default thresholds; models may override them.
 	Saturation *SaturationConfig `json:"saturation,omitempty"`
-	// ServiceClasses by name (seed 000 Appendix C).
+	// ServiceClasses by name (docs/configuration.md).
 	ServiceClasses map[string]ServiceClass `json:"serviceClasses,omitempty"`
 	Config         Config                  `json:"config,omitempty"`
 	Models         []Model                 `json:"models"`
@@ -56,12 +56,12 @@ type Snapshot struct {
 // defaults.
 type Config struct {
 	// SLOMultiplier k for SLO inference from learned parameters (default 3;
-	// seed 001 §3.2).
+	// the WVA queueing-model guide §3.2).
 	SLOMultiplier float64 `json:"sloMultiplier,omitempty"`
 	// TuningEnabled runs the tuner on each cycle's observations.
 	TuningEnabled bool `json:"tuningEnabled,omitempty"`
 	// TransientDelaySeconds: pods younger than this are not used for tuning
-	// (default 120; seed 001).
+	// (default 120; the WVA queueing-model guide §8).
 	TransientDelaySeconds float64 `json:"transientDelaySeconds,omitempty"`
 	// ScaleToZeroRetentionSeconds: a model with minReplicas 0 scales to zero
 	// only after no request arrived for this long (default 600).
@@ -77,10 +77,10 @@ type Config struct {
 	// (the reference's cost-aware greedy, kept for comparison).
 	AllocationAlgorithm string `json:"allocationAlgorithm,omitempty"`
 	// SaturationPolicy for limited mode: None (default), PriorityExhaustive,
-	// PriorityRoundRobin or RoundRobin (seed 000 §5.2).
+	// PriorityRoundRobin or RoundRobin (docs/engine.md §4).
 	SaturationPolicy string `json:"saturationPolicy,omitempty"`
 	// AcceleratorPenaltyFactor φ of the transition penalty (default 0.1;
-	// seed 000 §5.3).
+	// docs/engine.md §4).
 	AcceleratorPenaltyFactor float64 `json:"acceleratorPenaltyFactor,omitempty"`
 	// SpareQuantile q: the queueing-model analyzer sizes each model for the
 	// q-quantile of its arrival-rate forecast over the provisioning horizon
@@ -118,20 +118,20 @@ type Config struct {
 	Tuner tuner.Config `json:"-"`
 }
 
-// SaturationConfig are the thresholds of the saturation analyzer (seed 002
-// §3.4; seed 004 §III.B). Zero values mean the defaults.
+// SaturationConfig are the thresholds of the saturation analyzer (the WVA
+// saturation guide; the WVA paper §III.B). Zero values mean the defaults.
 type SaturationConfig struct {
 	KVCacheThreshold     float64 `json:"kvCacheThreshold,omitempty"`     // τ_kv (default 0.80)
 	QueueLengthThreshold float64 `json:"queueLengthThreshold,omitempty"` // τ_q (default 5)
 	KVSpareTrigger       float64 `json:"kvSpareTrigger,omitempty"`       // ε_kv (default 0.10)
 	QueueSpareTrigger    float64 `json:"queueSpareTrigger,omitempty"`    // ε_q (default 3)
 	// MinNonSaturatedReplicasForScaleDown replicas must stay non-saturated
-	// after a scale-down (default 1; the seeds' 2 cost 17 % more on the
+	// after a scale-down (default 1; the WVA guide's 2 cost 17 % more on the
 	// diurnal scenario at the same SLO attainment: docs/engine.md).
 	MinNonSaturatedReplicasForScaleDown int `json:"minNonSaturatedReplicasForScaleDown,omitempty"`
 }
 
-// ServiceClass is a named SLO and priority (seed 000 Appendix C).
+// ServiceClass is a named SLO and priority (docs/configuration.md).
 type ServiceClass struct {
 	Priority int     `json:"priority"` // 1 is the highest
 	TTFTMs   float64 `json:"ttftMs,omitempty"`
@@ -139,7 +139,7 @@ type ServiceClass struct {
 	TPS      float64 `json:"tps,omitempty"`
 }
 
-// SLO are explicit per-model targets (seed 001 §3.1).
+// SLO are explicit per-model targets (the WVA queueing-model guide §3.1).
 type SLO struct {
 	TTFTMs float64 `json:"ttftMs,omitempty"`
 	ITLMs  float64 `json:"itlMs,omitempty"`
@@ -176,7 +176,7 @@ type Model struct {
 }
 
 // Variant is one way of serving the model: an accelerator arrangement and
-// its replicas (seed 004 §III.A).
+// its replicas (the WVA paper §III.A).
 type Variant struct {
 	Name                   string  `json:"name"`
 	Accelerator            string  `json:"accelerator"`
@@ -203,7 +203,7 @@ type Variant struct {
 }
 
 // Pod holds one replica's metrics, as a Prometheus collector reads them
-// (ARCHITECTURE.md §7).
+// (docs/collector.md).
 type Pod struct {
 	Name string `json:"name"`
 	// AgeSeconds since the pod became ready (for the tuner's transient
@@ -251,7 +251,7 @@ const (
 	// replica can serve (from the variant's known parameters) has
 	// implausible metrics.
 	ImplausibleCapacityFactor = 100.0
-	// Fallback SLO (seed 001 §3.3): 1.5× observed, capped.
+	// Fallback SLO (the WVA queueing-model guide §3.3): 1.5× observed, capped.
 	FallbackHeadroom = 1.5
 	MaxFallbackTTFT  = 10000.0
 	MaxFallbackITL   = 500.0
@@ -295,7 +295,7 @@ func (c Config) withDefaults() Config {
 // analyzer counts a replica as saturated, unless configured.
 const DefaultKVCacheThreshold = 0.80
 
-// defaultSaturation are seed 002's thresholds.
+// defaultSaturation are the WVA saturation guide's thresholds.
 var defaultSaturation = SaturationConfig{
 	KVCacheThreshold: DefaultKVCacheThreshold, QueueLengthThreshold: 5, KVSpareTrigger: 0.10, QueueSpareTrigger: 3,
 	MinNonSaturatedReplicasForScaleDown: 1,

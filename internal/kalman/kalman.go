@@ -1,5 +1,5 @@
-// Package kalman is a general Extended Kalman Filter (seed 000 §3, Appendix
-// B Algorithm 1) over gonum matrices: predict and update for nonlinear
+// Package kalman is a general Extended Kalman Filter (Simon, Optimal State
+// Estimation, ch. 13; docs/references.md) over gonum matrices: predict and update for nonlinear
 // transition and observation functions, Jacobians by symmetric finite
 // differences or supplied by the caller, a Joseph-form covariance update kept
 // symmetric positive-definite, an iterated (Gauss–Newton) update for strongly
@@ -37,7 +37,7 @@ var ErrNonFinite = errors.New("kalman: observation function returned a non-finit
 const MaxCondition = 1e12
 
 // DefaultJacobianStep is the relative step of the symmetric finite
-// differences (seed 000 §3.3).
+// differences: a 1 % change of each component.
 const DefaultJacobianStep = 0.01
 
 // Filter holds the estimate x and its covariance P.
@@ -45,7 +45,8 @@ type Filter struct {
 	x *mat.VecDense
 	p *mat.SymDense
 	// Lower and Upper, when not nil, bound every component of x; the state
-	// is clamped to them after each update (seed 000 §4.5).
+	// is clamped to them after each update (projection onto the bounds; Simon,
+	// Optimal State Estimation, ch. 7).
 	Lower, Upper []float64
 
 	stashX *mat.VecDense
@@ -91,7 +92,8 @@ func (f *Filter) SetState(x []float64, p *mat.SymDense) {
 	}
 }
 
-// Stash saves (x, P) so that Unstash can roll an update back (seed 000 §4.6).
+// Stash saves (x, P) so that Unstash can roll an update back (a rejected
+// update, docs/tuner.md).
 func (f *Filter) Stash() {
 	f.stashX = mat.VecDenseCopyOf(f.x)
 	f.stashP = mat.NewSymDense(f.p.SymmetricDim(), nil)
@@ -425,7 +427,7 @@ func jacobianOf(fn Func, jac JacobianFunc, x []float64) *mat.Dense {
 
 // NumericalJacobian returns ∂fn/∂x at x by symmetric finite differences:
 // column j is (fn(x + εe_j) − fn(x − εe_j)) / 2ε with ε = rel·|x_j|, or
-// ε = rel when x_j = 0 (seed 000 §3.3). The error is O(ε²).
+// ε = rel when x_j = 0 (central differences). The error is O(ε²).
 func NumericalJacobian(fn Func, x []float64, rel float64) *mat.Dense {
 	return finiteDifferences(fn, x, func(v float64) float64 {
 		if v == 0 {

@@ -18,7 +18,7 @@ func diag(v ...float64) *mat.SymDense {
 }
 
 // textbookKF is the linear Kalman filter written out with explicit inverses
-// (seed 000 §3.1): the reference the EKF must match when f and h are linear.
+// (Simon, Optimal State Estimation, ch. 5): the reference the EKF must match when f and h are linear.
 func textbookKF(x *mat.VecDense, p *mat.Dense, f, h, q, r *mat.Dense, z *mat.VecDense) (*mat.VecDense, *mat.Dense) {
 	var xp mat.VecDense
 	xp.MulVec(f, x)

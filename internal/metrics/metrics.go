@@ -15,7 +15,7 @@ import (
 	"github.com/llm-d-incubation/wva/internal/engine"
 )
 
-// The labels of the decision series (the seeds' names, so existing HPA
+// The labels of the decision series (the WVA HPA guide's names, so existing HPA
 // and KEDA objects keep selecting them).
 const (
 	LabelVariant     = "variant_name"

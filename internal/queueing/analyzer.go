@@ -6,11 +6,11 @@ import (
 )
 
 // DefaultMaxQueueSize is the queue length Q assumed when none is known
-// (seed 001, "Defaults Reference").
+// (the WVA queueing-model guide §8).
 const DefaultMaxQueueSize = 100
 
 // maxRateFraction keeps the largest analysed rate just below μ(N), where the
-// queue would fill up (seed 000 §5.4; ARCHITECTURE.md §4: λmax = 0.999·μ(N)).
+// queue would fill up: λmax = 0.999·μ(N) (docs/queueing.md).
 const maxRateFraction = 0.999
 
 // Config describes one replica of a model variant.

@@ -105,7 +105,7 @@ func TestValidation(t *testing.T) {
 // TestMonotoneInRate checks that waiting time, TTFT and ITL never decrease
 // as the arrival rate grows, from light load to twice the capacity.
 //
-// One exception is inherent in seed 001's mean-field ITL = (S − prefill(B̄))/o:
+// One exception is inherent in the mean-field ITL of the WVA queueing-model guide §9, = (S − prefill(B̄))/o:
 // with N = 1 the service time S is the constant τ(1) while B̄ rises from 0
 // to 1, so ITL falls, by δ̄/o at most. TestIterationITLBatchOfOne pins that.
 func TestMonotoneInRate(t *testing.T) {

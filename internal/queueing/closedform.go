@@ -3,7 +3,7 @@ package queueing
 import "fmt"
 
 // ClosedForm is the light-traffic approximation of the iteration model
-// (seed 001 §9): with ρ = λ(o + 1)δ̄, Little's law on the batch gives
+// (the WVA queueing-model guide §9): with ρ = λ(o + 1)δ̄, Little's law on the batch gives
 // n = λ(o + 1)·T_iter, so T_iter = α + n·δ̄ solves to α/(1 − ρ).
 type ClosedForm struct {
 	Rho        float64 // ρ = λ(o + 1)δ̄ (< 1)
@@ -32,7 +32,8 @@ func (m Iteration) ClosedForm(w Workload, rateRPS float64) (ClosedForm, error) {
 }
 
 // SLOForMultiplier returns the TTFT and ITL targets that correspond to
-// running at utilisation ρ = 1 − 1/k, where T_iter = k·α (seed 001 §3.2):
+// running at utilisation ρ = 1 − 1/k, where T_iter = k·α (the WVA queueing-model
+// guide §3.2):
 // TTFT = kα + (β + γ)i and ITL = kα + β + γ(i + (o + 1)/2).
 func (m Iteration) SLOForMultiplier(w Workload, k float64) (ttftMs, itlMs float64, err error) {
 	if err := m.Validate(w); err != nil {

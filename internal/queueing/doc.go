@@ -4,13 +4,14 @@
 // The package has three layers:
 //
 //   - [Queue] is a birth–death solver for a single queue whose service rate
-//     μ(n) depends on the number n of requests in service (seed 000 §2.2,
-//     §13.4; Appendix B, Algorithm 2). It is exact, allocation-free per solve,
+//     μ(n) depends on the number n of requests in service (Kleinrock,
+//     Queueing Systems vol. 1, ch. 3; docs/queueing.md). It is exact, allocation-free per solve,
 //     and stays finite for K up to 10⁵ and arrival rates far above capacity.
 //   - A [ServiceModel] turns per-request work into the service time τ(n) of a
 //     batch of n requests and maps a solved queue to TTFT and ITL. Two models
-//     are provided: [Linear] (α, β, γ, δ; seed 000 §2.3) and [Iteration]
-//     (α, β, γ; seed 001 §9).
+//     are provided: [Linear] (α, β, γ, δ) and [Iteration]
+//     (α, β, γ; the WVA queueing-model guide §9); docs/queueing.md explains
+//     both.
 //   - [Analyzer] combines the two for one replica: [Analyzer.Analyze] gives
 //     the latencies at an arrival rate, [Analyzer.Size] the largest rate that
 //     meets TTFT/ITL targets and the replica count for a demand.

@@ -47,7 +47,7 @@ func ExampleAnalyzer_Size() {
 	// Output: λ* 15.73 rps (binding: itl), capacity 15.73 rps, 7 replicas
 }
 
-// The closed form of seed 001 §9, and the SLO it implies at k = 3.
+// The closed form of the WVA queueing-model guide §9, and the SLO it implies at k = 3.
 func ExampleIteration_ClosedForm() {
 	m := queueing.Iteration{Alpha: 7, Beta: 0.02, Gamma: 5e-5}
 	w := queueing.Workload{InputTokens: 1024, OutputTokens: 256}

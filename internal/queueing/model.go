@@ -40,7 +40,7 @@ var (
 	_ ServiceModel = Iteration{}
 )
 
-// Linear is the service model of seed 000 §2.3 ("Gen A"): the prefill of a
+// Linear is the linear service model (docs/queueing.md, "Gen A"): the prefill of a
 // batch of n takes γ + δ·i·n and each decode step α + β·n, so a request is in
 // service for τ(n) = prefill(n) + (o − 1)·decode(n). All parameters in ms.
 type Linear struct {
@@ -97,8 +97,8 @@ func (m Linear) ServiceTime(w Workload, n float64) float64 {
 // Latencies implements ServiceModel. The effective concurrency n_eff is the
 // batch size whose service time equals the mean service time S of the queue,
 // clamped to [0, N]; TTFT = W + prefill(n_eff) and ITL = decode(n_eff)
-// (seed 000 §2.4). τ is affine in n, so n_eff = (S − τ(0))/(τ(1) − τ(0)); for
-// i > 0 this is seed 000's (S − γ − α(o−1))/(δi + β(o−1)). When τ does not
+// (docs/queueing.md). τ is affine in n, so n_eff = (S − τ(0))/(τ(1) − τ(0));
+// for i > 0 this is (S − γ − α(o−1))/(δi + β(o−1)). When τ does not
 // depend on n at all, n_eff is the average batch B̄.
 func (m Linear) Latencies(w Workload, s State, maxBatch int) (ttftMs, itlMs float64) {
 	base := m.ServiceTime(w, 0)
@@ -110,7 +110,7 @@ func (m Linear) Latencies(w Workload, s State, maxBatch int) (ttftMs, itlMs floa
 	return s.Wait + m.Prefill(w, nEff), m.Decode(nEff)
 }
 
-// Iteration is the service model of seed 001 §9 ("Gen B"). Each engine
+// Iteration is the service model of the WVA queueing-model guide §9 ("Gen B"). Each engine
 // iteration costs α plus the work of every request in the batch: (β + γ)·i
 // for a prefill and β + γ·(i + k) for the k-th decode step. A request takes
 // part in o + 1 iterations; averaged over them it adds
@@ -163,8 +163,8 @@ func (m Iteration) ServiceTime(w Workload, n float64) float64 {
 	return m.Prefill(w, n) + w.OutputTokens*m.Decode(w, n)
 }
 
-// Latencies implements ServiceModel with the mean-field reading of seed 001
-// §9 at the average batch B̄: TTFT = W + prefill(B̄) and ITL = (S − prefill(B̄))/o,
+// Latencies implements ServiceModel with the mean-field reading of the WVA
+// queueing-model guide §9 at the average batch B̄: TTFT = W + prefill(B̄) and ITL = (S − prefill(B̄))/o,
 // the rest of the time in service spread over the o output tokens.
 func (m Iteration) Latencies(w Workload, s State, _ int) (ttftMs, itlMs float64) {
 	prefill := m.Prefill(w, s.AvgBatch)

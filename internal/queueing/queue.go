@@ -16,7 +16,7 @@ const MaxStates = 10_000_000
 // server works at μ(N). Arrivals that find K requests present are blocked.
 //
 // The stationary distribution is the birth–death product form
-// p_{n} = p_{n-1}·λ/μ(min(n, N)), normalised (seed 000 §2.2 and §13.4).
+// p_{n} = p_{n-1}·λ/μ(min(n, N)), normalised (Kleinrock, Queueing Systems vol. 1, ch. 3).
 // Rates may be in any time unit; every time in [State] is in its inverse.
 type Queue struct {
 	// 1/μ(n) for n = 1..N: invMu[n-1] when the rates were given as a table,

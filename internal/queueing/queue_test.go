@@ -22,7 +22,7 @@ func constantQueue(t *testing.T, mu float64, k int) *Queue {
 }
 
 // TestTextbookMM1K checks the solver against the closed forms of the M/M/1/K
-// queue (Kleinrock, Queueing Systems vol. 1, §3.6; seed 000 §2.1).
+// queue (Kleinrock, Queueing Systems vol. 1, §3.6).
 func TestTextbookMM1K(t *testing.T) {
 	for _, tc := range []struct {
 		name      string

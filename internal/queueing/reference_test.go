@@ -21,14 +21,14 @@ type refCase struct {
 
 // tau is the service time of a request when the batch holds n requests.
 func (c refCase) tau(n float64) float64 {
-	if c.model == "linear" { // seed 000 §2.3
+	if c.model == "linear" { // docs/queueing.md, linear model
 		prefill := 0.0
 		if c.in > 0 {
 			prefill = c.gamma + c.delta*c.in*n
 		}
 		return prefill + (c.out-1)*(c.alpha+c.beta*n)
 	}
-	// seed 001 §9
+	// the WVA queueing-model guide §9
 	work := c.beta*(c.in+c.out)/(c.out+1) + c.gamma*(c.in+c.out/2)
 	iter := c.alpha + n*work
 	prefill := iter + (c.beta+c.gamma)*c.in
@@ -70,7 +70,7 @@ func (c refCase) analyze(rate float64) refResult {
 	w := math.Max(t-serv, 0)
 	r := refResult{x: x * 1000, wait: w, batch: bbar, util: bbar / float64(c.n), block: pk}
 	if c.model == "linear" {
-		// Effective concurrency (seed 000 §2.4), inverting τ(n) = S.
+		// Effective concurrency (docs/queueing.md), inverting τ(n) = S.
 		slope := c.tau(1) - c.tau(0)
 		ne := math.Min(math.Max((serv-c.tau(0))/slope, 0), float64(c.n))
 		prefill := 0.0

@@ -12,7 +12,7 @@ type Targets struct {
 	ITLMs  float64 // largest acceptable average ITL, ms
 	// TPS is a throughput objective in output tokens/s for the whole model.
 	// It does not limit the per-replica rate; it sets a demand floor of
-	// TPS/o requests/s when replicas are counted (ARCHITECTURE.md §4).
+	// TPS/o requests/s when replicas are counted (docs/queueing.md).
 	TPS float64
 	// TTFTAttainment, when set (0 < a < 1), judges the TTFT target per
 	// request instead of on average: the largest rate is the one at which
@@ -54,7 +54,7 @@ type Sizing struct {
 	DemandFloorRPS float64 // TPS/o, the least demand the TPS target implies
 }
 
-// relTol is the relative tolerance on λ of the bisection (seed 000 §5.4).
+// relTol is the relative tolerance on λ of the bisection.
 const relTol = 1e-6
 
 // minRateFraction sets the lightest load the search considers, as a fraction
@@ -193,7 +193,7 @@ func (a *Analyzer) attainmentHint(given float64, t Targets) float64 {
 // when the closed form would start it higher.
 const ttftHintFraction = 0.98
 
-// rateHint inverts the closed form (seed 001 §9): the rate at which the
+// rateHint inverts the closed form (the WVA queueing-model guide §9): the rate at which the
 // light-traffic TTFT or ITL reaches the target. For ITL it aims δ̄(1 + 1/o)
 // lower, the solver's extra work of a request's own iterations at light load
 // (see TestClosedFormAtLightLoad). It is only a starting point for the

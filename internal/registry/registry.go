@@ -1,6 +1,6 @@
 // Package registry holds named, pluggable implementations — metrics
 // sources, actuators, capacity sources — registered at start-up and looked
-// up by the name a configuration gives (seed 004 §IV: the seams).
+// up by the name a configuration gives (the seams of the WVA paper §IV).
 package registry
 
 import (

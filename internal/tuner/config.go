@@ -48,8 +48,8 @@ const (
 	// for observations the estimate cannot explain, and covariance inflation
 	// after consecutive rejections. See docs/tuner.md.
 	StrategyRobust Strategy = "robust"
-	// StrategySeed is the filter exactly as the seeds describe it (seed 000
-	// §4): parameters in linear space, P₀ and Q at 5 % of the state, one
+	// StrategySeed is the reference tuner's filter exactly as published (the
+	// WVA queueing-model guide §4; docs/tuner.md §2): parameters in linear space, P₀ and Q at 5 % of the state, one
 	// EKF update, and the NIS gate from the first step, rolling back x and P.
 	// It exists to compare against; it does not converge from a wrong start.
 	StrategySeed Strategy = "seed"
@@ -64,10 +64,10 @@ type Config struct {
 	// Q = 0, a server that rejects what it cannot batch at once).
 	MaxQueueSize int
 	// PercentChange c sets the process noise Q = diag((c·x)²): how much a
-	// parameter may drift per cycle (default 0.05; seed 000 §4.2).
+	// parameter may drift per cycle (default 0.05; docs/tuner.md §1).
 	PercentChange float64
 	// ErrorLevel ε, TPercentile t and GammaFactor g set the measurement
-	// noise σ = (ε/t)·z/√g (defaults 0.05, 1.96, 1; seed 000 §4.4).
+	// noise σ = (ε/t)·z/√g (defaults 0.05, 1.96, 1; docs/tuner.md §1).
 	ErrorLevel, TPercentile, GammaFactor float64
 	// MaxNIS is the NIS gate (default 7.378, the 97.5 % point of χ² with
 	// two degrees of freedom).
@@ -75,8 +75,8 @@ type Config struct {
 	// Strategy is StrategyRobust (default) or StrategySeed.
 	Strategy Strategy
 	// Bounds replace the built-in bounds of named parameters ("alpha",
-	// "beta", "gamma", "delta") of the linear model (the seeds' model), as
-	// [min, max] in ms (seed 000 Appendix C, state-constraints).
+	// "beta", "gamma", "delta") of the linear model, as [min, max] in ms
+	// (docs/configuration.md, the tuner ConfigMap).
 	// IterationBounds do the same for the iteration model, whose
 	// parameters mean other things (γ is per token) and so need their own.
 	// Bounds of parameters the model does not learn are ignored.
@@ -185,5 +185,5 @@ func (c Config) Validate() error {
 }
 
 // relNoise is the relative standard deviation of an observation,
-// (ε/t)/√g (seed 000 §4.4).
+// (ε/t)/√g (docs/tuner.md §1).
 func (c Config) relNoise() float64 { return c.ErrorLevel / c.TPercentile / math.Sqrt(c.GammaFactor) }

@@ -1,7 +1,7 @@
 // Package tuner learns the parameters of a variant's queueing model online,
 // from the TTFT and ITL its servers report, with an Extended Kalman Filter
-// over the queueing model (seed 000 §4; seed 001 "Tuner", "Cold Start
-// Behavior"). It learns (α, β, γ) for the iteration model and (α, β, γ, δ)
+// over the queueing model (the WVA queueing-model guide §4–5; Kumar, Tantawi
+// & Zhang 2009; docs/tuner.md). It learns (α, β, γ) for the iteration model and (α, β, γ, δ)
 // for the linear model, from a cold start, and says how sure it is.
 //
 // See docs/tuner.md for the design and the convergence study.
@@ -69,8 +69,8 @@ func (p Params) Validate(model string) error {
 var paramNames = []string{"alpha", "beta", "gamma", "delta"}
 
 // Defaults are the starting parameters when no bootstrap is possible. For
-// the iteration model they are seed 001's (α = 5, β = 0.05, γ = 0.00005 ms).
-// The seeds give none for the linear model; ours describe a mid-size model
+// the iteration model they are the WVA queueing-model guide's (§8: α = 5,
+// β = 0.05, γ = 0.00005 ms). It gives none for the linear model; ours describe a mid-size model
 // on a current GPU (5 ms decode step, 20 ms prefill base).
 func Defaults(model string) Params {
 	if model == ModelLinear {
@@ -80,16 +80,16 @@ func Defaults(model string) Params {
 }
 
 // baseFactor is the share of the observed ITL attributed to α by the
-// bootstrap (seed 001 §9.3, "BaseFactor").
+// bootstrap (the WVA queueing-model guide §8–9, "BaseFactor").
 const baseFactor = 0.9
 
 // Bootstrap guesses parameters from one observation by inverting the light-
-// load equations, assuming T_iter ≈ α (seed 001 §9.3):
+// load equations, assuming T_iter ≈ α (the WVA queueing-model guide §9):
 //
 //	α = 0.9·ITL,  β + γ = (TTFT − α)/i,
 //	γ = ((ITL − α) − (β + γ)) / (i + (o + 1)/2 − 1),  β = (β + γ) − γ.
 //
-// For the linear model (which the seeds do not bootstrap) it splits the
+// For the linear model (which the guide does not bootstrap) it splits the
 // light-load decode step α + β ≈ ITL and prefill γ + δ·i ≈ TTFT: α = 0.9·ITL,
 // β = 0.1·ITL, γ = TTFT/2, δ = TTFT/(2i). It reports false when any value
 // would not be positive, and the caller should use Defaults.

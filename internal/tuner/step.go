@@ -65,7 +65,8 @@ func (t *Tuner) Step(obs Observation) (Step, error) {
 	return st, nil
 }
 
-// stepSeed is the cycle exactly as the seeds describe it (seed 000 §4.6):
+// stepSeed is the reference tuner's cycle as published (the WVA
+// queueing-model guide §4):
 // stash, predict, update, then reject on a non-positive parameter or an NIS
 // at or above the gate, restoring x and P from before the predict step.
 func (t *Tuner) stepSeed(st *Step, obs Observation) {
@@ -265,7 +266,7 @@ func (t *Tuner) stateOf(p Params) []float64 {
 	return v
 }
 
-// processNoise is Q = diag((c·x)²) (seed 000 §4.2); for log-parameters the
+// processNoise is Q = diag((c·x)²) (docs/tuner.md §1); for log-parameters the
 // same relative drift is diag(c²).
 func (t *Tuner) processNoise() *mat.SymDense {
 	x := t.filter.State()
@@ -293,7 +294,7 @@ func (t *Tuner) update(obs Observation) (kalman.Update, error) {
 
 // measurement returns the stacked observations (TTFT, ITL per observation;
 // their logs for the robust strategy) and their noise covariance:
-// σ = (ε/t)/√g relative to the observed value (seed 000 §4.4), which in log
+// σ = (ε/t)/√g relative to the observed value (docs/tuner.md §1), which in log
 // units is the constant σ itself; the robust strategy widens a TTFT's σ by
 // its queueing-wait share (see waitShare).
 func (t *Tuner) measurement(batch []Observation) ([]float64, *mat.SymDense) {
@@ -340,7 +341,7 @@ func (t *Tuner) waitShare(o Observation) float64 {
 
 // jacobian differentiates h with respect to the log-parameters with an
 // absolute step of 0.01 (a 1 % change of each parameter); nil for the seed
-// strategy, whose filter uses the seeds' relative step.
+// strategy, whose filter uses the reference tuner's relative step.
 func (t *Tuner) jacobian(batch []Observation) kalman.JacobianFunc {
 	if !t.logSpace() {
 		return nil

@@ -11,7 +11,7 @@ import (
 )
 
 // logJacobianStep is the finite-difference step on a log-parameter: a 1 %
-// change of the parameter, the seeds' relative step (seed 000 §3.3).
+// change of the parameter, the reference tuner's relative step.
 const logJacobianStep = 0.01
 
 // saturatedBlocking is the blocking probability above which the estimate is
@@ -42,7 +42,7 @@ type Tuner struct {
 // New returns a tuner that starts from init. With StrategyRobust the
 // log-parameters start with standard deviation InitialSpread; with
 // StrategySeed the parameters start with 5 % standard deviation (the
-// seeds' P₀ = diag((c·x₀)²)).
+// reference tuner's P₀ = diag((c·x₀)²)).
 func New(cfg Config, init Params) (*Tuner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ func New(cfg Config, init Params) (*Tuner, error) {
 }
 
 // NewCold starts a tuner from a bootstrap guess on the first observation
-// (seed 001 §9.3), or from Defaults when the bootstrap fails. It reports
+// (the WVA queueing-model guide §9), or from Defaults when the bootstrap fails. It reports
 // which it used: "bootstrap" or "default".
 func NewCold(cfg Config, first Observation) (*Tuner, string, error) {
 	model := cfg.withDefaults().ServiceModel

@@ -87,7 +87,7 @@ func TestColdStartConverges(t *testing.T) {
 }
 
 // TestSeedStrategyNeverLeavesAWrongStart reproduces the reference tuner's
-// failure (ARCHITECTURE.md §5): configured as the seeds describe, it rejects
+// failure (docs/tuner.md §2): configured as published, it rejects
 // every update from 1.2× the truth, even on exact observations.
 func TestSeedStrategyNeverLeavesAWrongStart(t *testing.T) {
 	obs := trace(t, h100, TraceSpec{Cycles: 20, Seed: 1})
@@ -269,7 +269,7 @@ func TestLinearModelLearns(t *testing.T) {
 }
 
 func TestBootstrap(t *testing.T) {
-	// Seed 001 §9.3 on round numbers: α = 0.9·10 = 9; β+γ = (60 − 9)/1000 = 0.051;
+	// The bootstrap of the WVA queueing-model guide §9 on round numbers: α = 0.9·10 = 9; β+γ = (60 − 9)/1000 = 0.051;
 	// γ = (1 − 0.051)/(1000 + 50.5 − 1) = 0.000904…; β = 0.051 − γ.
 	p, ok := Bootstrap(ModelIteration, Observation{InputTokens: 1000, OutputTokens: 100, TTFTMs: 60, ITLMs: 10})
 	gamma := (1 - 0.051) / 1049.5

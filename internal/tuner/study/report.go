@@ -117,7 +117,7 @@ var palette = []color.RGBA{{0x1f, 0x77, 0xb4, 0xff}, {0xd6, 0x27, 0x28, 0xff}, {
 
 // PlotTrajectories writes one PNG per truth at the given noise level: the
 // worst held-out prediction error per cycle, for every start, the robust
-// tuner in solid lines and the seeds' configuration dashed. It returns the
+// tuner in solid lines and the reference tuner's configuration dashed. It returns the
 // file names written.
 func PlotTrajectories(rs []Result, noise float64, dir string) ([]string, error) {
 	byTruth := map[string][]Result{}
@@ -134,7 +134,7 @@ func PlotTrajectories(rs []Result, noise float64, dir string) ([]string, error) 
 	var files []string
 	for _, name := range names {
 		p := plot.New()
-		p.Title.Text = fmt.Sprintf("%s, %.0f %% noise: worst held-out TTFT/ITL error (solid: WVA tuner, dashed: seeds' filter)", name, 100*noise)
+		p.Title.Text = fmt.Sprintf("%s, %.0f %% noise: worst held-out TTFT/ITL error (solid: WVA tuner, dashed: reference tuner)", name, 100*noise)
 		p.X.Label.Text = "cycle (parameters ×1.3 at the middle)"
 		p.Y.Label.Text = "relative error"
 		p.Y.Scale = plot.LogScale{}

@@ -1,6 +1,6 @@
 // Package study is the convergence study of the tuner: synthetic traces
 // from known parameters, several starts and noise levels, the robust tuner
-// against the seeds' configuration, with the figures and plots that
+// against the reference tuner's configuration, with the figures and plots that
 // docs/tuner.md reports. `wva tune study` runs it.
 package study
 

@@ -13,7 +13,7 @@ import (
 // TestStudyTargets runs the study at 0 % and 2 % noise and holds the tuner
 // to the targets: every start within 10 cycles, mean NIS of the
 // gate-accepted updates between 0.5 and 4, no start that never moves, and
-// re-convergence after the 30 % jump. The seeds' filter never moves.
+// re-convergence after the 30 % jump. The reference tuner's filter never moves.
 func TestStudyTargets(t *testing.T) {
 	rs, err := Run(Spec{Noises: []float64{0, 0.02}})
 	if err != nil {
@@ -45,7 +45,7 @@ func checkRun(t *testing.T, r Result) {
 	name := r.Truth + " " + string(r.Strategy) + " " + r.Start
 	if r.Strategy == tuner.StrategySeed {
 		if r.Moved || r.ConvergedAt > 0 {
-			t.Errorf("%s: the seeds' filter moved (converged at %d)", name, r.ConvergedAt)
+			t.Errorf("%s: the reference filter moved (converged at %d)", name, r.ConvergedAt)
 		}
 		return
 	}
