@@ -488,7 +488,11 @@ func TestUnknownServiceClass(t *testing.T) {
 
 // TestCycleAndWakeConcurrently: the planner loop and the scale-from-zero
 // loop run in separate goroutines in the manager; under -race this test
-// fails if they share state unguarded.
+// fails if they share state unguarded. Whatever the interleaving, the end
+// state is the one either order gives: the idle model, with requests
+// waiting, is asked for a replica (by the wake-up or by the cycle, never
+// put back to zero by a cycle that saw it before the wake-up), and the
+// served one keeps its replica.
 func TestCycleAndWakeConcurrently(t *testing.T) {
 	f := newFixture(t)
 	f.deployment("llama-h100", 1)
@@ -514,6 +518,15 @@ func TestCycleAndWakeConcurrently(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		if err := <-errs; err != nil {
 			t.Error(err)
+		}
+	}
+	for name, atLeast := range map[string]int{"idle-l40s": 1, "llama-h100": 1} {
+		dec, ok := f.planner.Cache.Get(types.NamespacedName{Namespace: f.ns, Name: name})
+		if !ok || !dec.Decided || dec.Decision.Desired < atLeast {
+			t.Errorf("%s: decision %+v (cached %v), want ≥ %d replicas", name, dec.Decision, ok, atLeast)
+		}
+		if g := f.gauge("inferno_desired_replicas", name); g < float64(atLeast) {
+			t.Errorf("%s: inferno_desired_replicas %v, want ≥ %d", name, g, atLeast)
 		}
 	}
 }

@@ -1,0 +1,320 @@
+// The optimisation cycle: resolve the variants, collect, plan, decide
+// (actuate and describe each variant), publish and persist. Per-cycle
+// state lives in cycleState, not in the Planner.
+
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
+	"github.com/llm-d-incubation/wva/internal/collector"
+	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/tuner"
+)
+
+// Cycle runs one optimisation cycle.
+func (p *Planner) Cycle(ctx context.Context) error {
+	now := p.Clock.Now()
+	done := func(failed bool) { p.Emitter.CycleDone(p.Clock.Since(now), failed) }
+	set := p.Config.Settings()
+	var list wvav1.VariantAutoscalingList
+	if err := p.Client.List(ctx, &list, p.ListOptions...); err != nil {
+		done(true)
+		return fmt.Errorf("listing VariantAutoscalings: %w", err)
+	}
+	if !p.Store.Loaded() { // a failed read at start: try again, never overwrite
+		if _, err := p.Store.Load(ctx); err != nil {
+			p.Log.Error(err, "restoring tuner state; learning continues in memory and is saved once the state is read")
+		}
+	}
+	c := &cycleState{now: now}
+	c.decisions, c.groups, c.keep, c.keepTuner = p.resolve(ctx, now, list.Items)
+	built, reports, collectErrs := p.snapshot(ctx, c, set)
+	snap := built.Snapshot
+	c.reports, c.collectErrs = reports, collectErrs
+	for t, err := range collectErrs {
+		p.Log.Error(err, "collecting metrics; the model's decisions are held", "namespace", t.Namespace, "model", t.Model)
+	}
+	invalid := map[collector.Target]error{}
+	for t, err := range built.Held {
+		if collectErrs[t] == nil {
+			invalid[t] = err
+		}
+	}
+	c.hold(invalid, "this model's snapshot is invalid, its decisions are held: ")
+	before := p.tunerCounts()
+	if len(snap.Models) == 0 {
+		// Nothing to plan (no variant, or no model's metrics could be read).
+		c.fillHeld()
+		p.finish(ctx, c, nil)
+		done(false)
+		return nil
+	}
+	plan, err := built.Plan(p.Engine)
+	if err != nil {
+		all := map[collector.Target]error{}
+		for t := range c.groups {
+			all[t] = err
+		}
+		c.hold(all, "the engine failed, decisions are held: ")
+		p.finish(ctx, c, nil)
+		done(true)
+		return fmt.Errorf("engine: %w", err)
+	}
+	p.countTunerSteps(before)
+	p.decide(ctx, c, plan, snap)
+	c.fillHeld()
+	p.finish(ctx, c, plan)
+	done(false)
+	return nil
+}
+
+// cycleState is what one cycle collects on its way.
+type cycleState struct {
+	now         time.Time
+	decisions   map[types.NamespacedName]Decision
+	groups      map[collector.Target][]*variant
+	keep        map[types.NamespacedName]bool
+	keepTuner   map[tuner.Key]bool
+	reports     map[collector.Target]collector.Report
+	collectErrs map[collector.Target]error
+	// warnings are problems with a model's settings, added to its
+	// variants' explanations.
+	warnings map[collector.Target][]string
+}
+
+// hold marks the variants of the given models as undecided, with why.
+func (c *cycleState) hold(models map[collector.Target]error, prefix string) {
+	for t, err := range models {
+		for _, v := range c.groups[t] {
+			dec := Decision{Time: c.now, OptimizationReason: wvav1.ReasonOptimizationFailed, OptimizationMessage: prefix + err.Error(),
+				MetricsOK: true, MetricsReason: wvav1.ReasonMetricsFound, MetricsMessage: "metrics read", Actuator: actuatorName(v.va)}
+			if cerr := c.collectErrs[t]; cerr != nil {
+				dec.MetricsOK, dec.MetricsReason, dec.MetricsMessage = false, wvav1.ReasonPrometheusError, cerr.Error()
+			}
+			c.decisions[v.key] = dec
+		}
+	}
+}
+
+// countTunerSteps publishes the tuner's accepted and rejected steps since
+// the counts before.
+func (p *Planner) countTunerSteps(before [2]int) {
+	after := p.tunerCounts()
+	for i := 0; i < max(after[0]-before[0], 0); i++ {
+		p.Emitter.TunerStep(true)
+	}
+	for i := 0; i < max(after[1]-before[1], 0); i++ {
+		p.Emitter.TunerStep(false)
+	}
+}
+
+// decide turns the plan into decisions, actuating each; variants the plan
+// does not cover (their model could not be collected) are held.
+func (p *Planner) decide(ctx context.Context, c *cycleState, plan *engine.Plan, snap *engine.Snapshot) {
+	byKey := map[types.NamespacedName]*variant{}
+	targetOf := map[types.NamespacedName]collector.Target{}
+	for t, vs := range c.groups {
+		for _, v := range vs {
+			byKey[v.key] = v
+			targetOf[v.key] = t
+		}
+	}
+	for _, d := range plan.Variants {
+		k := types.NamespacedName{Namespace: d.Namespace, Name: d.Variant}
+		v := byKey[k]
+		if v == nil {
+			continue
+		}
+		t := targetOf[k]
+		if w := c.warnings[t]; len(w) > 0 {
+			d.Explanation += " (" + strings.Join(w, "; ") + ")"
+		}
+		dec := Decision{Time: c.now, Decided: true, Decision: d, MetricsOK: true}
+		metricsStatus(&dec, d, c.collectErrs[t], c.reports[t], v)
+		tuningStatus(&dec, d, snap.Mode, snap.Config.TuningEnabled)
+		if d.Reason == engine.ReasonHoldMetrics {
+			dec.OptimizationReason, dec.OptimizationMessage = wvav1.ReasonMetricsUnavailable, "holding the last decision: "+d.Explanation
+		}
+		p.actuate(ctx, &dec, v, c.now)
+		c.decisions[k] = dec
+	}
+}
+
+// fillHeld gives every variant the cycle did not decide (its model's
+// metrics could not be collected) a held decision that says why.
+func (c *cycleState) fillHeld() {
+	for t, vs := range c.groups {
+		for _, v := range vs {
+			if _, ok := c.decisions[v.key]; ok {
+				continue
+			}
+			dec := Decision{Time: c.now, OptimizationReason: wvav1.ReasonMetricsUnavailable, Actuator: actuatorName(v.va),
+				OptimizationMessage: "no decision this cycle; holding the last one", MetricsReason: wvav1.ReasonMetricsMissing,
+				MetricsMessage: "the model was not planned this cycle"}
+			if err := c.collectErrs[t]; err != nil {
+				dec.MetricsReason, dec.MetricsMessage = wvav1.ReasonPrometheusError, err.Error()
+				dec.OptimizationMessage = "metrics could not be read; holding the last decision"
+			}
+			c.decisions[v.key] = dec
+		}
+	}
+}
+
+// finish stores the decisions, publishes the metrics (with a safety net
+// for undecided variants: their last desired count, else their current),
+// persists the tuner state and tells the reconciler.
+func (p *Planner) finish(ctx context.Context, c *cycleState, plan *engine.Plan) {
+	now, decisions, keep, keepTuner, groups := c.now, c.decisions, c.keep, c.keepTuner, c.groups
+	pub := &engine.Plan{Time: now}
+	if plan != nil {
+		pub.Variants = append(pub.Variants, plan.Variants...)
+	}
+	// A variant the scale-from-zero loop woke while this cycle ran keeps
+	// that newer decision (the cycle saw it at zero replicas).
+	woken := p.Cache.WokenAfter(now)
+	for k, d := range woken {
+		decisions[k], keep[k] = d, true
+	}
+	kept := pub.Variants[:0]
+	for _, d := range pub.Variants {
+		if _, ok := woken[types.NamespacedName{Namespace: d.Namespace, Name: d.Variant}]; !ok {
+			kept = append(kept, d)
+		}
+	}
+	pub.Variants = kept
+	for _, d := range woken {
+		pub.Variants = append(pub.Variants, d.Decision)
+	}
+	decided := map[types.NamespacedName]bool{}
+	for _, d := range pub.Variants {
+		decided[types.NamespacedName{Namespace: d.Namespace, Name: d.Variant}] = true
+	}
+	for _, vs := range groups {
+		for _, v := range vs {
+			if decided[v.key] {
+				continue
+			}
+			if _, ok := woken[v.key]; ok {
+				continue
+			}
+			cur := int(specReplicas(v.target))
+			desired := cur
+			if prev, ok := p.Cache.Get(v.key); ok && prev.Decided {
+				desired = prev.Decision.Desired
+				d := decisions[v.key]
+				d.Decision = prev.Decision // keep showing the last good decision
+				decisions[v.key] = d
+			} else if !v.va.Status.DesiredOptimizedAlloc.LastRunTime.IsZero() {
+				desired = int(v.va.Status.DesiredOptimizedAlloc.NumReplicas)
+			}
+			pub.Variants = append(pub.Variants, engine.VariantDecision{Model: v.va.Spec.ModelID, Namespace: v.va.Namespace, Variant: v.va.Name,
+				Accelerator: acceleratorOf(v.va, v.target), Current: cur, Desired: desired, Reason: engine.ReasonHoldMetrics})
+		}
+	}
+	sort.Slice(pub.Variants, func(i, j int) bool {
+		a, b := pub.Variants[i], pub.Variants[j]
+		return a.Namespace+"/"+a.Variant < b.Namespace+"/"+b.Variant
+	})
+	p.Emitter.Publish(pub)
+	for k, d := range decisions {
+		p.Cache.Set(k, d)
+	}
+	p.Cache.Retain(keep)
+	p.Store.Retain(keepTuner)
+	if err := p.Store.Flush(ctx); err != nil {
+		p.Log.Error(err, "persisting tuner state")
+	}
+	if p.Notify != nil {
+		keys := make([]types.NamespacedName, 0, len(decisions))
+		for k := range decisions {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+		for _, k := range keys {
+			p.Notify(k)
+		}
+	}
+}
+
+// tunerCounts sums the accepted and rejected updates of every record.
+func (p *Planner) tunerCounts() [2]int {
+	var c [2]int
+	for _, e := range p.Store.List("", "", "") {
+		c[0] += e.Record.Updates
+		c[1] += e.Record.Rejections
+	}
+	return c
+}
+
+// actuate hands a decision to the variant's actuator.
+func (p *Planner) actuate(ctx context.Context, dec *Decision, v *variant, now time.Time) {
+	name := actuatorName(v.va)
+	dec.Actuator = name
+	a, ok := p.Actuators[name]
+	if !ok {
+		dec.ActuationErr = fmt.Sprintf("no actuator %q (have %v)", name, ActuatorNames())
+		return
+	}
+	if dec.Decision.Reason == engine.ReasonHoldMetrics {
+		dec.Actuation = observe(v.target, int32(dec.Decision.Desired))
+		return
+	}
+	res, err := a.Apply(ctx, v.va, v.target, Scaling{Desired: int32(dec.Decision.Desired), Victims: dec.Decision.Victims})
+	if err != nil {
+		dec.ActuationErr = err.Error()
+		p.Log.Error(err, "actuation", "variant", v.key)
+		return
+	}
+	dec.Actuation = res
+	if res.Patched {
+		dec.ActuatedAt = now
+	}
+}
+
+// resolve reads each VariantAutoscaling's Deployment and groups the
+// variants by model; variants without a target get an undecided decision.
+func (p *Planner) resolve(ctx context.Context, now time.Time, items []wvav1.VariantAutoscaling) (map[types.NamespacedName]Decision,
+	map[collector.Target][]*variant, map[types.NamespacedName]bool, map[tuner.Key]bool) {
+	decisions := map[types.NamespacedName]Decision{}
+	groups := map[collector.Target][]*variant{}
+	keep := map[types.NamespacedName]bool{}
+	keepTuner := map[tuner.Key]bool{}
+	conflicts := targetConflicts(items)
+	for i := range items {
+		va := &items[i]
+		k := types.NamespacedName{Namespace: va.Namespace, Name: va.Name}
+		keep[k] = true
+		keepTuner[tuner.Key{Namespace: va.Namespace, Model: va.Spec.ModelID, Variant: va.Name}] = true
+		if va.DeletionTimestamp != nil {
+			continue
+		}
+		if owner, ok := conflicts[k]; ok {
+			msg := fmt.Sprintf("deployment %s is already the target of VariantAutoscaling %s (the older); this one is neither planned nor actuated until one of them targets another deployment", va.TargetName(), owner)
+			decisions[k] = Decision{Time: now, OptimizationReason: wvav1.ReasonTargetConflict, OptimizationMessage: msg, Conflict: msg}
+			continue
+		}
+		var d appsv1.Deployment
+		err := p.Client.Get(ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.TargetName()}, &d)
+		if err != nil {
+			reason := wvav1.ReasonTargetNotFound
+			if !apierrors.IsNotFound(err) {
+				reason = wvav1.ReasonOptimizationFailed
+			}
+			decisions[k] = Decision{Time: now, OptimizationReason: reason, OptimizationMessage: fmt.Sprintf("deployment %s: %v", va.TargetName(), err)}
+			continue
+		}
+		t := collector.Target{Namespace: va.Namespace, Model: va.Spec.ModelID}
+		groups[t] = append(groups[t], &variant{va: va, target: &d, key: k})
+	}
+	return decisions, groups, keep, keepTuner
+}

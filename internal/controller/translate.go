@@ -1,0 +1,302 @@
+// The controller's translation layer, free of API calls: VariantAutoscalings
+// and Deployments to the engine's variants (bounds, accelerator, profile,
+// cost), target conflicts, and the engine's decisions to status
+// (MetricsAvailable, TuningActive). Tested without an API server in
+// translate_test.go.
+
+package controller
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
+	"github.com/llm-d-incubation/wva/internal/collector"
+	"github.com/llm-d-incubation/wva/internal/config"
+	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/snapshot"
+	"github.com/llm-d-incubation/wva/internal/tuner"
+)
+
+// LabelAccelerator is the target label the seeds' system reads the
+// accelerator type from when the VariantAutoscaling does not say it.
+const LabelAccelerator = "inference.optimization/acceleratorName"
+
+// engineVariant translates a VariantAutoscaling and its Deployment; its
+// pods are the report's that the variant label names, or else that its
+// Deployment owns.
+func engineVariant(v *variant, set Settings, owners map[string]podInfo) snapshot.Variant {
+	va, d := v.va, v.target
+	acc := acceleratorOf(va, d)
+	ev := engine.Variant{Name: va.Name, Accelerator: acc, CurrentReplicas: int(specReplicas(d)), ReadyReplicas: int(d.Status.ReadyReplicas)}
+	if r := va.Spec.Role; r == "prefill" || r == "decode" {
+		ev.Role = r
+	}
+	if va.Spec.MinReplicas != nil {
+		minR := int(*va.Spec.MinReplicas)
+		ev.MinReplicas = &minR
+	}
+	if va.Spec.MaxReplicas != nil {
+		ev.MaxReplicas = int(*va.Spec.MaxReplicas)
+	}
+	if l := va.Spec.ScaleUpLimit; l != nil {
+		if l.Replicas != nil {
+			ev.ScaleUpLimitReplicas = int(*l.Replicas)
+		}
+		if f, err := strconv.ParseFloat(l.Factor, 64); err == nil && f >= 1 && f <= math.MaxFloat64 {
+			ev.ScaleUpLimitFactor = f
+		}
+	}
+	prof := profileFor(va, acc)
+	if prof != nil {
+		ev.AcceleratorsPerReplica = int(prof.AccCount)
+		ev.MaxBatchSize = int(prof.MaxBatchSize)
+		if pp, ok := profiledParams(prof); ok {
+			ev.ServiceModel, ev.Params = tuner.ModelLinear, &pp
+		}
+	}
+	ev.Cost = variantCost(va, acc, set.Accelerators)
+	out := snapshot.Variant{Variant: ev, LastGood: -1}
+	if a := va.Status.DesiredOptimizedAlloc; !a.LastRunTime.IsZero() {
+		out.LastGood = int(a.NumReplicas)
+	}
+	label := set.Main.PodVariantLabel
+	out.Owns = func(pm collector.PodMetrics) (bool, time.Time) {
+		if label != "" {
+			return pm.Labels[label] == va.Name, time.Time{}
+		}
+		info, ok := owners[pm.Pod.Name]
+		return ok && info.variant == va.Name, info.ready
+	}
+	return out
+}
+
+// acceleratorOf resolves a variant's accelerator type: the spec, the
+// target's label, the only profile entry, else "unknown".
+func acceleratorOf(va *wvav1.VariantAutoscaling, d *appsv1.Deployment) string {
+	if va.Spec.Accelerator != "" {
+		return va.Spec.Accelerator
+	}
+	if d != nil {
+		if a := d.Labels[LabelAccelerator]; a != "" {
+			return a
+		}
+		if a := d.Spec.Template.Labels[LabelAccelerator]; a != "" {
+			return a
+		}
+	}
+	if va.Spec.ModelProfile != nil && len(va.Spec.ModelProfile.Accelerators) == 1 {
+		return va.Spec.ModelProfile.Accelerators[0].Acc
+	}
+	return "unknown"
+}
+
+func profileFor(va *wvav1.VariantAutoscaling, acc string) *wvav1.AcceleratorProfile {
+	if va.Spec.ModelProfile == nil {
+		return nil
+	}
+	for i := range va.Spec.ModelProfile.Accelerators {
+		if a := &va.Spec.ModelProfile.Accelerators[i]; a.Acc == acc {
+			return a
+		}
+	}
+	return nil
+}
+
+// profiledParams reads the seeds' linear-model parameters (decode α, β;
+// prefill γ, δ; ms). The API server checked their syntax.
+func profiledParams(a *wvav1.AcceleratorProfile) (tuner.Params, bool) {
+	if a.PerfParms == nil {
+		return tuner.Params{}, false
+	}
+	var v [4]float64
+	for i, s := range []string{a.PerfParms.DecodeParms.Alpha, a.PerfParms.DecodeParms.Beta, a.PerfParms.PrefillParms.Gamma, a.PerfParms.PrefillParms.Delta} {
+		x, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(x > 0) {
+			return tuner.Params{}, false
+		}
+		v[i] = x
+	}
+	return tuner.Params{Alpha: v[0], Beta: v[1], Gamma: v[2], Delta: v[3]}, true
+}
+
+// variantCost: the spec's variantCost, else the accelerator's unit cost
+// times the accelerators per replica, else the engine's default.
+func variantCost(va *wvav1.VariantAutoscaling, acc string, accs map[string]config.Accelerator) float64 {
+	if c, err := strconv.ParseFloat(va.Spec.VariantCost, 64); err == nil && c > 0 {
+		return c
+	}
+	if a, ok := accs[acc]; ok && a.Cost > 0 {
+		perReplica := 1
+		if prof := profileFor(va, acc); prof != nil && prof.AccCount > 0 {
+			perReplica = int(prof.AccCount)
+		}
+		return a.Cost * float64(perReplica)
+	}
+	return engine.DefaultVariantCost
+}
+
+// classRef is the model's SLO class reference: the first variant's that
+// has one (variants of a model should agree).
+func classRef(vs []*variant) *wvav1.ConfigMapKeyRef {
+	for _, v := range vs {
+		if v.va.Spec.SLOClassRef != nil {
+			return v.va.Spec.SLOClassRef
+		}
+	}
+	return nil
+}
+
+// ownedBy says whether a pod the Deployment's selector matches is really
+// the Deployment's: its controller, when it has one, is the Deployment's
+// ReplicaSet (named after the Deployment and the pod's template hash).
+// Overlapping selectors of two Deployments then do not mix their pods.
+func ownedBy(pod *corev1.Pod, d *appsv1.Deployment) bool {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil {
+		return true
+	}
+	return ref.Kind == "ReplicaSet" && ref.Name == d.Name+"-"+pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+}
+
+// targetConflicts finds VariantAutoscalings whose Deployment an older one
+// (by creation time, then name) already targets, each with that owner's
+// name. Two autoscalers on one Deployment would fight over it.
+func targetConflicts(items []wvav1.VariantAutoscaling) map[types.NamespacedName]string {
+	order := make([]*wvav1.VariantAutoscaling, 0, len(items))
+	for i := range items {
+		if items[i].DeletionTimestamp == nil {
+			order = append(order, &items[i])
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Name < b.Name
+	})
+	owner := map[types.NamespacedName]string{}
+	out := map[types.NamespacedName]string{}
+	for _, va := range order {
+		target := types.NamespacedName{Namespace: va.Namespace, Name: va.TargetName()}
+		if o, ok := owner[target]; ok {
+			out[types.NamespacedName{Namespace: va.Namespace, Name: va.Name}] = o
+			continue
+		}
+		owner[target] = va.Name
+	}
+	return out
+}
+
+// metricsStatus fills MetricsAvailable from the engine's verdict and the
+// collector's problems for this variant's pods.
+func metricsStatus(dec *Decision, d engine.VariantDecision, collectErr error, rep collector.Report, v *variant) {
+	if collectErr != nil {
+		dec.MetricsOK, dec.MetricsReason, dec.MetricsMessage = false, wvav1.ReasonPrometheusError, collectErr.Error()
+		return
+	}
+	if d.Reason != engine.ReasonHoldMetrics {
+		dec.MetricsReason, dec.MetricsMessage = wvav1.ReasonMetricsFound, fmt.Sprintf("%d pods report metrics", len(v.pods))
+		return
+	}
+	dec.MetricsOK = false
+	// The engine's explanation names each pod and what is wrong with it;
+	// the collector's problems for this variant's pods add which series.
+	msg := d.Explanation
+	mine := make(map[string]bool, len(v.pods))
+	for _, name := range v.pods {
+		mine[name] = true
+	}
+	var probs []collector.Problem
+	for _, pr := range rep.Problems {
+		if pr.Kind != "" && mine[pr.Pod] {
+			probs = append(probs, pr)
+		}
+	}
+	dec.MetricsReason = holdReason(d.Hold, probs)
+	texts := make([]string, 0, min(len(probs), 4))
+	for i, pr := range probs {
+		if i == 3 {
+			texts = append(texts, fmt.Sprintf("and %d more", len(probs)-3))
+			break
+		}
+		texts = append(texts, pr.String())
+	}
+	if len(texts) > 0 {
+		msg += "; " + strings.Join(texts, "; ")
+	}
+	switch {
+	case len(v.pods) > 0:
+	case apierrors.IsForbidden(v.listErr):
+		dec.MetricsReason = wvav1.ReasonPodListForbidden
+		msg = fmt.Sprintf("the controller may not list pods in namespace %s, so it cannot tell which pods are %s's: grant its service account "+
+			"list on pods there, or set WVA_POD_VARIANT_LABEL (%v)", v.va.Namespace, v.va.Name, v.listErr)
+	case v.listErr != nil:
+		dec.MetricsReason = wvav1.ReasonPodListFailed
+		msg = fmt.Sprintf("listing the pods of %s failed: %v", v.va.Name, v.listErr)
+	default:
+		msg = fmt.Sprintf("no vLLM metrics found for model %q of %s; ensure a ServiceMonitor or PodMonitor scrapes its pods", v.va.Spec.ModelID, v.va.Name)
+	}
+	dec.MetricsMessage = msg
+}
+
+// holdReason maps the worst of the engine's hold cause and the kinds of
+// the collector's problems for the variant's own pods to a
+// MetricsAvailable reason.
+func holdReason(cause engine.HoldCause, probs []collector.Problem) string {
+	for _, pr := range probs {
+		cause = cause.Worse(pr.Kind)
+	}
+	switch cause {
+	case engine.HoldImplausible:
+		return wvav1.ReasonMetricsImplausible
+	case engine.HoldInvalid:
+		return wvav1.ReasonMetricsInvalid
+	case engine.HoldStale:
+		return wvav1.ReasonMetricsStale
+	default:
+		return wvav1.ReasonMetricsMissing
+	}
+}
+
+func tuningStatus(dec *Decision, d engine.VariantDecision, mode engine.Mode, enabled bool) {
+	switch {
+	case d.Queueing != nil && d.Queueing.ParamsSource == "profiled":
+		dec.TuningReason, dec.TuningMessage = wvav1.ReasonProfiled, "using the profiled parameters of spec.modelProfile"
+	case mode == engine.ModeCapacityOnly:
+		dec.TuningReason, dec.TuningMessage = wvav1.ReasonTuningDisabled, "the engine runs in capacity-only mode"
+	case !enabled && d.Queueing == nil:
+		dec.TuningReason, dec.TuningMessage = wvav1.ReasonTuningDisabled, "tuning is disabled or waiting for its period"
+	default:
+		dec.TuningActive, dec.TuningReason = true, wvav1.ReasonTuning
+		dec.TuningMessage = "learning the parameters online"
+		if d.Queueing != nil {
+			if d.Queueing.Params != nil {
+				q := d.Queueing.Params
+				dec.TuningMessage = fmt.Sprintf("α=%.4g β=%.4g γ=%.4g ms", q.Alpha, q.Beta, q.Gamma)
+			}
+			if d.Queueing.Tuning != "" {
+				dec.TuningMessage += "; " + d.Queueing.Tuning
+			}
+		}
+	}
+}
+
+// actuatorName is the VA's actuator (metrics-only by default).
+func actuatorName(va *wvav1.VariantAutoscaling) string {
+	if va.Spec.Actuator == "" {
+		return wvav1.ActuatorMetricsOnly
+	}
+	return va.Spec.Actuator
+}

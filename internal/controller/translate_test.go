@@ -1,0 +1,115 @@
+package controller
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
+	"github.com/llm-d-incubation/wva/internal/collector"
+	"github.com/llm-d-incubation/wva/internal/config"
+	"github.com/llm-d-incubation/wva/internal/engine"
+)
+
+// The translation layer on its own: no API server, no cycle.
+
+func TestEngineVariant(t *testing.T) {
+	two, nine, four := int32(2), int32(9), int32(4)
+	va := &wvav1.VariantAutoscaling{ObjectMeta: metav1.ObjectMeta{Name: "llama-h100", Namespace: "llm"},
+		Spec: wvav1.VariantAutoscalingSpec{ModelID: "llama", Accelerator: "H100", MinReplicas: &two, MaxReplicas: &nine,
+			ScaleUpLimit: &wvav1.ScaleUpLimit{Factor: "1.5", Replicas: &four},
+			ModelProfile: &wvav1.ModelProfile{Accelerators: []wvav1.AcceleratorProfile{{Acc: "H100", AccCount: 2, MaxBatchSize: 128,
+				PerfParms: &wvav1.PerfParms{DecodeParms: wvav1.DecodeParms{Alpha: "6.9", Beta: "0.03"}, PrefillParms: wvav1.PrefillParms{Gamma: "5", Delta: "0.001"}}}}}}}
+	va.Status.DesiredOptimizedAlloc = wvav1.OptimizedAlloc{LastRunTime: metav1.Now(), NumReplicas: 5}
+	three := int32(3)
+	d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: &three}, Status: appsv1.DeploymentStatus{ReadyReplicas: 2}}
+	set := Settings{Accelerators: map[string]config.Accelerator{"H100": {Name: "H100", Cost: 40}}}
+	owners := map[string]podInfo{"llama-h100-0": {variant: "llama-h100", ready: time.Unix(100, 0)}, "other-0": {variant: "other"}}
+	got := engineVariant(&variant{va: va, target: d}, set, owners)
+	ev := got.Variant
+	if ev.CurrentReplicas != 3 || ev.ReadyReplicas != 2 || *ev.MinReplicas != 2 || ev.MaxReplicas != 9 ||
+		ev.ScaleUpLimitFactor != 1.5 || ev.ScaleUpLimitReplicas != 4 || ev.AcceleratorsPerReplica != 2 || ev.MaxBatchSize != 128 {
+		t.Errorf("variant %+v", ev)
+	}
+	if ev.Cost != 80 { // 40 per accelerator × 2 per replica
+		t.Errorf("cost %v, want 80", ev.Cost)
+	}
+	if ev.Params == nil || ev.Params.Alpha != 6.9 || ev.Params.Delta != 0.001 {
+		t.Errorf("profiled parameters %+v", ev.Params)
+	}
+	if got.LastGood != 5 {
+		t.Errorf("last good %d, want the published 5", got.LastGood)
+	}
+	mine, ready := got.Owns(collector.PodMetrics{Pod: engine.Pod{Name: "llama-h100-0"}})
+	other, _ := got.Owns(collector.PodMetrics{Pod: engine.Pod{Name: "other-0"}})
+	if !mine || other || !ready.Equal(time.Unix(100, 0)) {
+		t.Errorf("owns: mine %v (ready %v), other %v", mine, ready, other)
+	}
+	// A factor that does not parse, or below 1, is ignored (the CRD's CEL
+	// rejects it; an older API server may not).
+	va.Spec.ScaleUpLimit.Factor = "0.5"
+	if f := engineVariant(&variant{va: va, target: d}, set, owners).Variant.ScaleUpLimitFactor; f != 0 {
+		t.Errorf("factor 0.5 read as %v", f)
+	}
+}
+
+func TestTargetConflicts(t *testing.T) {
+	at := func(sec int64) metav1.Time { return metav1.NewTime(time.Unix(sec, 0)) }
+	items := []wvav1.VariantAutoscaling{
+		{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "n", CreationTimestamp: at(10)}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "n", CreationTimestamp: at(20)},
+			Spec: wvav1.VariantAutoscalingSpec{ScaleTargetRef: &wvav1.CrossVersionObjectReference{Name: "b"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "n", CreationTimestamp: at(20)},
+			Spec: wvav1.VariantAutoscalingSpec{ScaleTargetRef: &wvav1.CrossVersionObjectReference{Name: "b"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "m", CreationTimestamp: at(30)}}, // another namespace
+		{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "n", CreationTimestamp: at(5), DeletionTimestamp: &metav1.Time{}},
+			Spec: wvav1.VariantAutoscalingSpec{ScaleTargetRef: &wvav1.CrossVersionObjectReference{Name: "b"}}}, // being deleted
+	}
+	got := targetConflicts(items)
+	want := map[types.NamespacedName]string{{Namespace: "n", Name: "a"}: "b", {Namespace: "n", Name: "c"}: "b"}
+	if len(got) != len(want) || got[types.NamespacedName{Namespace: "n", Name: "a"}] != "b" || got[types.NamespacedName{Namespace: "n", Name: "c"}] != "b" {
+		t.Errorf("conflicts %v, want %v", got, want)
+	}
+}
+
+func TestMetricsStatus(t *testing.T) {
+	va := &wvav1.VariantAutoscaling{ObjectMeta: metav1.ObjectMeta{Name: "v", Namespace: "n"}, Spec: wvav1.VariantAutoscalingSpec{ModelID: "m"}}
+	rep := collector.Report{Problems: []collector.Problem{
+		{Pod: "v-0", Metric: "kvCacheUsage", Kind: engine.HoldInvalid, Detail: "kvCacheUsage is NaN (NaN)"},
+		{Pod: "w-0", Metric: "waitingRequests", Kind: engine.HoldInvalid, Detail: "another variant's pod"},
+		{Pod: "v-1", Kind: "", Detail: "no request rate yet"},
+	}}
+	held := engine.VariantDecision{Reason: engine.ReasonHoldMetrics, Hold: engine.HoldMissing, Explanation: "held"}
+	for _, tc := range []struct {
+		name    string
+		d       engine.VariantDecision
+		err     error
+		v       variant
+		ok      bool
+		reason  string
+		message string
+	}{
+		{"planned", engine.VariantDecision{Reason: engine.ReasonModelSteady}, nil, variant{va: va, pods: []string{"v-0", "v-1"}}, true, wvav1.ReasonMetricsFound, "2 pods report metrics"},
+		{"source down", held, errors.New("connection refused"), variant{va: va}, false, wvav1.ReasonPrometheusError, "connection refused"},
+		{"own invalid pod", held, nil, variant{va: va, pods: []string{"v-0", "v-1"}}, false, wvav1.ReasonMetricsInvalid, "held; v-0: kvCacheUsage is NaN (NaN)"},
+		{"no pods", held, nil, variant{va: va}, false, wvav1.ReasonMetricsMissing, "ensure a ServiceMonitor or PodMonitor"},
+		{"pods not listable", held, nil, variant{va: va, listErr: apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", nil)}, false,
+			wvav1.ReasonPodListForbidden, "may not list pods in namespace n"},
+	} {
+		dec := Decision{MetricsOK: true}
+		metricsStatus(&dec, tc.d, tc.err, rep, &tc.v)
+		if dec.MetricsOK != tc.ok || dec.MetricsReason != tc.reason || !strings.Contains(dec.MetricsMessage, tc.message) {
+			t.Errorf("%s: %v %s %q, want %v %s %q", tc.name, dec.MetricsOK, dec.MetricsReason, dec.MetricsMessage, tc.ok, tc.reason, tc.message)
+		}
+		if strings.Contains(dec.MetricsMessage, "another variant's pod") || strings.Contains(dec.MetricsMessage, "no request rate yet") {
+			t.Errorf("%s: the message has problems that are not this variant's or hold nothing: %q", tc.name, dec.MetricsMessage)
+		}
+	}
+}
