@@ -134,12 +134,33 @@ func (r *replica) enqueue(s *Sim, q *request) {
 
 // startIteration forms the batch and schedules the iteration's end.
 func (r *replica) startIteration(s *Sim) {
-	cfg := &r.v.cfg
-	budget := cfg.MaxBatchedTokens
 	var w work
-	preempted := false
 	r.nSched = 0
-	// 1. Running requests, oldest first.
+	budget, preempted := r.continueRunning(&w, r.v.cfg.MaxBatchedTokens)
+	if !preempted {
+		// Admissions only when this iteration preempted none (BLIS, vLLM).
+		r.admitWaiting(&w, budget)
+	}
+	if r.head > 1024 && r.head*2 > len(r.waiting) {
+		r.waiting = append(r.waiting[:0], r.waiting[r.head:]...)
+		r.head = 0
+	}
+	if r.nSched == 0 && r.head == len(r.waiting) {
+		r.busy = false
+		return
+	}
+	r.busy = true
+	r.iterStart = s.now
+	r.iterEnd = event{t: s.now + r.v.iterationSeconds(&w), kind: evIterationEnd, replica: r}
+	s.schedule(&r.iterEnd)
+}
+
+// continueRunning schedules the running requests, oldest first, within the
+// iteration's token budget: a prefill chunk or one decode token each,
+// preempting from the tail when the KV cache has no room. It returns the
+// budget left and whether it preempted.
+func (r *replica) continueRunning(w *work, budget int) (int, bool) {
+	preempted := false
 	for r.nSched < len(r.running) && budget > 0 {
 		q := r.running[r.nSched]
 		n := 1
@@ -154,12 +175,18 @@ func (r *replica) startIteration(s *Sim) {
 		if self {
 			break
 		}
-		r.schedule(q, n, &w)
+		r.schedule(q, n, w)
 		budget -= n
 	}
-	// 2. Admissions from the head of the queue, unless this iteration
-	// preempted (BLIS, vLLM).
-	for !preempted && r.nSched == len(r.running) && len(r.running) < cfg.MaxBatchSize && budget > 0 && r.head < len(r.waiting) {
+	return budget, preempted
+}
+
+// admitWaiting admits requests from the head of the queue while the batch
+// and the budget have room, each reusing its cached prefix; the head waits
+// when the KV cache cannot hold it (head-of-line blocking).
+func (r *replica) admitWaiting(w *work, budget int) {
+	cfg := &r.v.cfg
+	for r.nSched == len(r.running) && len(r.running) < cfg.MaxBatchSize && budget > 0 && r.head < len(r.waiting) {
 		q := r.waiting[r.head]
 		hits := r.kv.cachedPrefix(q)
 		start := len(hits) * r.kv.bs
@@ -177,21 +204,9 @@ func (r *replica) startIteration(s *Sim) {
 		q.prevBlocks = nil
 		q.computed = start
 		r.running = append(r.running, q)
-		r.schedule(q, n, &w)
+		r.schedule(q, n, w)
 		budget -= n
 	}
-	if r.head > 1024 && r.head*2 > len(r.waiting) {
-		r.waiting = append(r.waiting[:0], r.waiting[r.head:]...)
-		r.head = 0
-	}
-	if r.nSched == 0 && r.head == len(r.waiting) {
-		r.busy = false
-		return
-	}
-	r.busy = true
-	r.iterStart = s.now
-	r.iterEnd = event{t: s.now + r.v.iterationSeconds(&w), kind: evIterationEnd, replica: r}
-	s.schedule(&r.iterEnd)
 }
 
 // work is what one iteration computes.

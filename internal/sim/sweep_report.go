@@ -23,6 +23,29 @@ func WriteSweepTable(w io.Writer, r *SweepResult) error {
 		fmt.Fprintf(w, "%s: %d settings over %d seeds (%d–%d); frontier points (*) and the defaults (d), mean ± sd\n\n",
 			r.Scenario, len(r.Points), len(r.Seeds), r.Seeds[0], r.Seeds[len(r.Seeds)-1])
 	}
+	if err := writeFrontierPoints(w, r); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\ncost at equal SLO attainment (interpolated on each frontier; ≤: the cheapest setting already exceeds it)")
+	if err := writeAtAttainment(w, r); err != nil {
+		return err
+	}
+	for _, d := range r.Dominance {
+		if d.Dominates {
+			fmt.Fprintf(w, "%s's frontier dominates %s's\n", d.A, d.B)
+			continue
+		}
+		fmt.Fprintf(w, "%s's frontier does not dominate %s's: %d of its points are cheaper, e.g. %s\n", d.A, d.B, len(d.Beaten), d.Beaten[0])
+	}
+	if r.Interrupted {
+		fmt.Fprintln(w, "interrupted: points missing a seed are left out")
+	}
+	return nil
+}
+
+// writeFrontierPoints prints the table of the frontier points and the
+// defaults' points.
+func writeFrontierPoints(w io.Writer, r *SweepResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "AUTOSCALER\tSETTINGS\t\tSLO %\tCOST")
 	for _, p := range r.Points {
@@ -43,11 +66,13 @@ func WriteSweepTable(w io.Writer, r *SweepResult) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f ± %.2f\t%.3f ± %.3f\n", p.Autoscaler, label, mark,
 			p.SLOAttainment.Mean, p.SLOAttainment.SD, p.Cost.Mean, p.Cost.SD)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "\ncost at equal SLO attainment (interpolated on each frontier; ≤: the cheapest setting already exceeds it)")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	return tw.Flush()
+}
+
+// writeAtAttainment prints each autoscaler's cost at the target
+// attainments.
+func writeAtAttainment(w io.Writer, r *SweepResult) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	targets := attainmentTargets(r)
 	fmt.Fprint(tw, "AUTOSCALER\t")
 	for _, t := range targets {
@@ -61,20 +86,7 @@ func WriteSweepTable(w io.Writer, r *SweepResult) error {
 		}
 		fmt.Fprintln(tw)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, d := range r.Dominance {
-		if d.Dominates {
-			fmt.Fprintf(w, "%s's frontier dominates %s's\n", d.A, d.B)
-			continue
-		}
-		fmt.Fprintf(w, "%s's frontier does not dominate %s's: %d of its points are cheaper, e.g. %s\n", d.A, d.B, len(d.Beaten), d.Beaten[0])
-	}
-	if r.Interrupted {
-		fmt.Fprintln(w, "interrupted: points missing a seed are left out")
-	}
-	return nil
+	return tw.Flush()
 }
 
 func formatAt(a AtAttainment, ok bool) string {
@@ -169,30 +181,8 @@ func WriteSweepPlot(dir string, r *SweepResult) ([]string, error) {
 	}
 	lo, hi := 100.0, 0.0
 	for i, name := range names {
-		c := colors[i%len(colors)]
-		var all, def plotter.XYs
-		for _, pt := range r.Points {
-			if pt.Autoscaler != name {
-				continue
-			}
-			xy := plotter.XY{X: pt.SLOAttainment.Mean, Y: pt.Cost.Mean}
-			all = append(all, xy)
-			if pt.Default {
-				def = append(def, xy)
-			}
-			lo, hi = min(lo, xy.X), max(hi, xy.X)
-		}
-		if err := scatter(p, all, c, draw.CircleGlyph{}, 2.5); err != nil {
-			return nil, err
-		}
-		if err := scatter(p, def, c, draw.RingGlyph{}, 6); err != nil {
-			return nil, err
-		}
-		var fr plotter.XYs
-		for _, pt := range frontier(r.Points, name) {
-			fr = append(fr, plotter.XY{X: pt.SLOAttainment.Mean, Y: pt.Cost.Mean})
-		}
-		if err := line(p, name, fr, c, false); err != nil {
+		var err error
+		if lo, hi, err = plotFrontier(p, r.Points, name, colors[i%len(colors)], lo, hi); err != nil {
 			return nil, err
 		}
 	}
@@ -207,6 +197,34 @@ func WriteSweepPlot(dir string, r *SweepResult) ([]string, error) {
 	}
 	p.Y.Min = 0
 	return saveFigure(dir, "frontier", []*plot.Plot{p}, 9*vg.Inch, 6*vg.Inch)
+}
+
+// plotFrontier adds an autoscaler's points (its defaults' ringed) and its
+// frontier line; it returns [lo, hi] widened to its points' attainments.
+func plotFrontier(p *plot.Plot, points []SweepPoint, name string, c color.Color, lo, hi float64) (float64, float64, error) {
+	var all, def plotter.XYs
+	for _, pt := range points {
+		if pt.Autoscaler != name {
+			continue
+		}
+		xy := plotter.XY{X: pt.SLOAttainment.Mean, Y: pt.Cost.Mean}
+		all = append(all, xy)
+		if pt.Default {
+			def = append(def, xy)
+		}
+		lo, hi = min(lo, xy.X), max(hi, xy.X)
+	}
+	if err := scatter(p, all, c, draw.CircleGlyph{}, 2.5); err != nil {
+		return lo, hi, err
+	}
+	if err := scatter(p, def, c, draw.RingGlyph{}, 6); err != nil {
+		return lo, hi, err
+	}
+	var fr plotter.XYs
+	for _, pt := range frontier(points, name) {
+		fr = append(fr, plotter.XY{X: pt.SLOAttainment.Mean, Y: pt.Cost.Mean})
+	}
+	return lo, hi, line(p, name, fr, c, false)
 }
 
 func scatter(p *plot.Plot, xys plotter.XYs, c color.Color, g draw.GlyphDrawer, r float64) error {

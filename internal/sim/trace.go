@@ -283,21 +283,10 @@ func readTrace(path string) ([]traceRow, error) {
 // parseRow reads one trace record; at names the line in errors, which do
 // not repeat the record's text.
 func parseRow(rec []string, col map[string]int, at string) (traceRow, error) {
-	get := func(name string) (float64, error) {
-		i := col[name]
-		if i >= len(rec) {
-			return 0, fmt.Errorf("%s: column %s: missing value", at, name)
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(rec[i]), 64)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			return 0, fmt.Errorf("%s: column %s: not a number", at, name)
-		}
-		return v, nil
-	}
 	row := traceRow{prefix: -1}
 	var vals [3]float64
 	for k, name := range []string{"seconds", "input_tokens", "output_tokens"} {
-		v, err := get(name)
+		v, err := traceNumber(rec, col[name], name, at)
 		if err != nil {
 			return row, err
 		}
@@ -308,17 +297,36 @@ func parseRow(rec []string, col map[string]int, at string) (traceRow, error) {
 		return row, fmt.Errorf("%s: seconds must be between 0 and %d, and token counts between 1 and %d", at, MaxDurationSeconds, MaxTokens)
 	}
 	row.input, row.output = int(vals[1]), int(vals[2])
+	err := row.readOptional(rec, col, at)
+	return row, err
+}
+
+// traceNumber reads the finite number in column i (named name) of a
+// record.
+func traceNumber(rec []string, i int, name, at string) (float64, error) {
+	if i >= len(rec) {
+		return 0, fmt.Errorf("%s: column %s: missing value", at, name)
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(rec[i]), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("%s: column %s: not a number", at, name)
+	}
+	return v, nil
+}
+
+// readOptional reads the optional class and prefix columns of a record.
+func (row *traceRow) readOptional(rec []string, col map[string]int, at string) error {
 	if i, ok := col["class"]; ok && i < len(rec) {
 		row.class = strings.Clone(strings.TrimSpace(rec[i])) // not the whole record's memory
 	}
 	if i, ok := col["prefix"]; ok && i < len(rec) && strings.TrimSpace(rec[i]) != "" {
 		p, err := prefixGroup(rec[i], at)
 		if err != nil {
-			return row, err
+			return err
 		}
 		row.prefix = p
 	}
-	return row, nil
+	return nil
 }
 
 // prefixGroup reads a trace's prefix column.

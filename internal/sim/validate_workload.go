@@ -53,24 +53,7 @@ func validateRate(p string, r Rate, add func(string, string, ...any)) {
 		{"mean", r.Mean}, {"amplitude", r.Amplitude}, {"periodSeconds", r.PeriodSeconds}} {
 		nonNeg(p+"."+f.name, f.v)
 	}
-	if len(r.Steps) > MaxRatePoints || len(r.Spikes) > MaxRatePoints {
-		add(p, "at most %d steps and %d spikes, got %d and %d", MaxRatePoints, MaxRatePoints, len(r.Steps), len(r.Spikes))
-		return
-	}
-	for i, st := range r.Steps {
-		sp := p + ".steps[" + strconv.Itoa(i) + "]"
-		nonNeg(sp+".atSeconds", st.AtSeconds)
-		nonNeg(sp+".rps", st.RPS)
-		if i > 0 && st.AtSeconds < r.Steps[i-1].AtSeconds {
-			add(sp+".atSeconds", "steps must be in time order, got %v after %v", st.AtSeconds, r.Steps[i-1].AtSeconds)
-		}
-	}
-	for i, sk := range r.Spikes {
-		sp := p + ".spikes[" + strconv.Itoa(i) + "]"
-		nonNeg(sp+".atSeconds", sk.AtSeconds)
-		nonNeg(sp+".durationSeconds", sk.DurationSeconds)
-		nonNeg(sp+".rps", sk.RPS)
-	}
+	validateRatePoints(p, r, nonNeg, add)
 	switch r.Pattern {
 	case "constant", "spikes":
 	case "staircase":
@@ -90,6 +73,29 @@ func validateRate(p string, r Rate, add func(string, string, ...any)) {
 	}
 }
 
+// validateRatePoints checks a rate's steps (in time order) and spikes,
+// each number with nonNeg.
+func validateRatePoints(p string, r Rate, nonNeg func(string, float64), add func(string, string, ...any)) {
+	if len(r.Steps) > MaxRatePoints || len(r.Spikes) > MaxRatePoints {
+		add(p, "at most %d steps and %d spikes, got %d and %d", MaxRatePoints, MaxRatePoints, len(r.Steps), len(r.Spikes))
+		return
+	}
+	for i, st := range r.Steps {
+		sp := p + ".steps[" + strconv.Itoa(i) + "]"
+		nonNeg(sp+".atSeconds", st.AtSeconds)
+		nonNeg(sp+".rps", st.RPS)
+		if i > 0 && st.AtSeconds < r.Steps[i-1].AtSeconds {
+			add(sp+".atSeconds", "steps must be in time order, got %v after %v", st.AtSeconds, r.Steps[i-1].AtSeconds)
+		}
+	}
+	for i, sk := range r.Spikes {
+		sp := p + ".spikes[" + strconv.Itoa(i) + "]"
+		nonNeg(sp+".atSeconds", sk.AtSeconds)
+		nonNeg(sp+".durationSeconds", sk.DurationSeconds)
+		nonNeg(sp+".rps", sk.RPS)
+	}
+}
+
 // tokenCount reports a token count that is not finite, below lo or above
 // MaxTokens.
 func tokenCount(p string, v, lo float64, add func(string, string, ...any)) {
@@ -103,24 +109,7 @@ func validateTokens(p string, t Tokens, add func(string, string, ...any)) {
 	case "", "constant", "normal", "lognormal":
 		tokenCount(p+".mean", t.Mean, 1, add)
 	case "empirical":
-		if t.Mean != 0 {
-			tokenCount(p+".mean", t.Mean, 0, add)
-		}
-		if len(t.Values) == 0 && t.File == "" {
-			add(p+".values", "an empirical distribution needs values or a file")
-		}
-		if len(t.Values) > 0 && t.File != "" && !t.loaded {
-			add(p+".file", "give values or a file, not both")
-		}
-		if len(t.Values) > MaxEmpiricalValues {
-			add(p+".values", "at most %d values, got %d", MaxEmpiricalValues, len(t.Values))
-		}
-		for i, v := range t.Values {
-			if !(v >= 1 && v <= MaxTokens) {
-				add(p+".values["+strconv.Itoa(i)+"]", "must be a token count between 1 and %d, got %v", MaxTokens, v)
-				break
-			}
-		}
+		validateEmpirical(p, t, add)
 	default:
 		add(p+".dist", "must be constant, normal, lognormal or empirical, got %q", t.Dist)
 	}
@@ -129,6 +118,29 @@ func validateTokens(p string, t Tokens, add func(string, string, ...any)) {
 	tokenCount(p+".max", t.Max, 0, add)
 	if t.Min > 0 && t.Max > 0 && t.Min > t.Max {
 		add(p+".max", "must be ≥ min (%v), got %v", t.Min, t.Max)
+	}
+}
+
+// validateEmpirical checks an empirical distribution: values or a file,
+// not both, at most MaxEmpiricalValues token counts.
+func validateEmpirical(p string, t Tokens, add func(string, string, ...any)) {
+	if t.Mean != 0 {
+		tokenCount(p+".mean", t.Mean, 0, add)
+	}
+	if len(t.Values) == 0 && t.File == "" {
+		add(p+".values", "an empirical distribution needs values or a file")
+	}
+	if len(t.Values) > 0 && t.File != "" && !t.loaded {
+		add(p+".file", "give values or a file, not both")
+	}
+	if len(t.Values) > MaxEmpiricalValues {
+		add(p+".values", "at most %d values, got %d", MaxEmpiricalValues, len(t.Values))
+	}
+	for i, v := range t.Values {
+		if !(v >= 1 && v <= MaxTokens) {
+			add(p+".values["+strconv.Itoa(i)+"]", "must be a token count between 1 and %d, got %v", MaxTokens, v)
+			break
+		}
 	}
 }
 
