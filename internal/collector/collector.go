@@ -3,7 +3,7 @@
 // pod serving it and returns them as the engine's Pod records, with the
 // problems it found. The Prometheus source (package prometheus) is the
 // production one; the seam lets tests and the simulator plug in others
-// (seed 004 §IV.C, MetricsSource).
+// (the WVA paper §IV.C, its MetricsSource).
 package collector
 
 import (

@@ -12,7 +12,7 @@ import (
 	"github.com/llm-d-incubation/wva/internal/registry"
 )
 
-// Actuator brings a decision to the workload (seed 004 §IV.E). Apply is
+// Actuator brings a decision to the workload (the WVA paper §IV.E). Apply is
 // called once per cycle for each variant with a decision; it reports
 // whether the target now runs the desired count.
 type Actuator interface {

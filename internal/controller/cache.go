@@ -10,7 +10,7 @@ import (
 )
 
 // Decision is what the planner concluded for one VariantAutoscaling in its
-// last cycle; the reconciler turns it into status (seed 004 §IV.B,
+// last cycle; the reconciler turns it into status (the WVA paper §IV.B,
 // DecisionCache).
 type Decision struct {
 	Time time.Time

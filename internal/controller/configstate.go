@@ -17,7 +17,7 @@ type ConfigNames struct {
 	Main, Accelerators, ServiceClasses, Saturation, QueueingModel, Tuner, Inventory string
 }
 
-// DefaultConfigNames are the seeds' names.
+// DefaultConfigNames are the WVA repository's names, so its manifests work.
 func DefaultConfigNames() ConfigNames {
 	return ConfigNames{Main: config.MainName, Accelerators: config.AcceleratorsName, ServiceClasses: config.ServiceClassesName,
 		Saturation: config.SaturationName, QueueingModel: config.QueueingModelName, Tuner: config.TunerName, Inventory: config.InventoryName}
@@ -49,7 +49,7 @@ type Settings struct {
 }
 
 // ConfigState keeps the last good configuration of every ConfigMap and
-// the problems of those that are currently invalid (seed 002 §4.6; an
+// the problems of those that are currently invalid (docs/operations.md; an
 // invalid ConfigMap never replaces a good one).
 type ConfigState struct {
 	names ConfigNames

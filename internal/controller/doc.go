@@ -4,7 +4,7 @@
 // reconciler that turns its decisions into VariantAutoscaling status, the
 // ConfigMap watch with hot reload, the tuner state store, the actuators
 // (metrics-only, direct /scale), capacity discovery for limited mode and
-// the scale-from-zero loop (seed 000 §11; seed 002 §3–5; seed 004 §IV).
+// the scale-from-zero loop (the WVA paper §IV; docs/controller.md).
 //
 // docs/controller.md describes the design; docs/operations.md how to run it.
 package controller

@@ -14,7 +14,7 @@ import (
 )
 
 // Inventory discovers how many accelerators of each type the cluster has,
-// for the limited optimizer (seed 004 §IV.D).
+// for the limited optimizer (the WVA paper §IV.D; the WVA GPU-limiter guide).
 type Inventory interface {
 	Discover(ctx context.Context, types []string) (map[string]int, error)
 }

@@ -28,7 +28,7 @@ import (
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
-// LabelAccelerator is the target label the seeds' system reads the
+// LabelAccelerator is the target label the WVA repository's controller reads the
 // accelerator type from when the VariantAutoscaling does not say it.
 const LabelAccelerator = "inference.optimization/acceleratorName"
 
@@ -113,7 +113,7 @@ func profileFor(va *wvav1.VariantAutoscaling, acc string) *wvav1.AcceleratorProf
 	return nil
 }
 
-// profiledParams reads the seeds' linear-model parameters (decode α, β;
+// profiledParams reads the linear-model parameters of the WVA CRD's modelProfile (decode α, β;
 // prefill γ, δ; ms). The API server checked their syntax.
 func profiledParams(a *wvav1.AcceleratorProfile) (tuner.Params, bool) {
 	if a.PerfParms == nil {

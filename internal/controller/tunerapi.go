@@ -9,7 +9,7 @@ import (
 )
 
 // TunerParams is one variant's learned parameters as GET /tuner/params
-// returns them (seed 000 §6.2, extended with the filter's confidence).
+// returns them (as the WVA repository's tuner exposes them, extended with the filter's confidence; docs/tuner.md).
 type TunerParams struct {
 	Namespace    string      `json:"namespace"`
 	Model        string      `json:"model"`
