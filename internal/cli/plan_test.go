@@ -131,6 +131,22 @@ func closedFormRate(alpha, beta, gamma, in, out, ttft, itl float64) float64 {
 	return rho / ((out + 1) * delta) * 1000 // per ms → per s
 }
 
+// cheapestCover enumerates chat's allocations under the inventory (5 H100 at
+// cost 40, at least one; 4 A100 at cost 15) and returns the cheapest that
+// carries 60 requests/s.
+func cheapestCover(capH, capA float64) (h, a int) {
+	h, a = -1, -1
+	best := math.Inf(1)
+	for nh := 1; nh <= 5; nh++ {
+		for na := 0; na <= 4; na++ {
+			if cost := 40*float64(nh) + 15*float64(na); float64(nh)*capH+float64(na)*capA >= 60 && cost < best {
+				h, a, best = nh, na, cost
+			}
+		}
+	}
+	return h, a
+}
+
 // TestPlanLimitedDerived derives the counts of examples/plan/limited.yaml
 // by hand: per-replica capacities from the closed form, then the cheapest
 // cover of each model's demand under the inventory, by priority.
@@ -161,15 +177,7 @@ func TestPlanLimitedDerived(t *testing.T) {
 			t.Fatalf("%s: the closed form gives %.3g, the hand computation %.3g", c.name, c.got, c.hand)
 		}
 	}
-	// The cheapest cover, by enumeration under the inventory (5 H100, 4 A100).
-	bestH, bestA, bestCost := -1, -1, math.Inf(1)
-	for h := 1; h <= 5; h++ {
-		for a := 0; a <= 4; a++ {
-			if cost := 40*float64(h) + 15*float64(a); float64(h)*chatH+float64(a)*chatA >= 60 && cost < bestCost {
-				bestH, bestA, bestCost = h, a, cost
-			}
-		}
-	}
+	bestH, bestA := cheapestCover(chatH, chatA)
 	batch := min(int(math.Ceil(24/batchH)), 5-bestH)
 	want := map[string]int{"chat-h100": bestH, "chat-a100": bestA, "batch-h100": batch, "idle-a100": 0}
 	if bestH != 1 || bestA != 3 || batch != 4 {
@@ -183,10 +191,12 @@ func TestPlanLimitedDerived(t *testing.T) {
 		}
 		// The exact queue waits a little longer than the closed form's one
 		// iteration, so its capacity is a little lower: within 5 %.
-		if cf, ok := closed[v.Variant]; ok && v.Queueing != nil {
-			if c := v.Queueing.CapacityPerReplicaRps; c > cf*1.001 || c < cf*0.95 {
-				t.Errorf("%s: capacity %.4g requests/s, the closed form %.4g", v.Variant, c, cf)
-			}
+		cf, ok := closed[v.Variant]
+		if !ok || v.Queueing == nil {
+			continue
+		}
+		if c := v.Queueing.CapacityPerReplicaRps; c > cf*1.001 || c < cf*0.95 {
+			t.Errorf("%s: capacity %.4g requests/s, the closed form %.4g", v.Variant, c, cf)
 		}
 	}
 }

@@ -133,6 +133,21 @@ func (o *simulateOptions) run(cmd *cobra.Command) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
+	if o.sweep {
+		if !cmd.Flags().Changed("repeat") {
+			o.repeat = 5
+		}
+		return o.runSweep(cmd, ctx, sc, names)
+	}
+	if o.repeat > 1 {
+		return o.runSeeds(cmd, ctx, sc, names)
+	}
+	return o.runOnce(cmd, ctx, sc, names)
+}
+
+// runOnce runs the scenario once with every autoscaler named (all when
+// none), writes the files and prints the comparison.
+func (o *simulateOptions) runOnce(cmd *cobra.Command, ctx context.Context, sc sim.Scenario, names []string) error {
 	errw := cmd.ErrOrStderr()
 	start := time.Now()
 	last := time.Time{}
@@ -142,15 +157,6 @@ func (o *simulateOptions) run(cmd *cobra.Command) error {
 		}
 		last = time.Now()
 		fmt.Fprintf(errw, "\r%s: %s %3.0f%% of %.0f s simulated (%.1f s)   ", sc.Name, name, 100*t/total, total, time.Since(start).Seconds())
-	}
-	if o.sweep {
-		if !cmd.Flags().Changed("repeat") {
-			o.repeat = 5
-		}
-		return o.runSweep(cmd, ctx, sc, names)
-	}
-	if o.repeat > 1 {
-		return o.runSeeds(cmd, ctx, sc, names)
 	}
 	if err := o.checkOut(); err != nil {
 		return err

@@ -82,8 +82,7 @@ func TestSimulateBadInput(t *testing.T) {
 	}
 }
 
-// TestSimulateRepeat: --repeat runs consecutive seeds and summarises them;
-// --write-traces writes a replayable trace per model.
+// TestSimulateRepeat: --repeat runs consecutive seeds and summarises them.
 func TestSimulateRepeat(t *testing.T) {
 	file := tempFile(t, "s.yaml", shortScenario)
 	out := t.TempDir()
@@ -110,6 +109,12 @@ func TestSimulateRepeat(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(out, "seeds.csv")); err != nil || fi.Size() == 0 {
 		t.Errorf("seeds.csv: %v", err)
 	}
+}
+
+// TestSimulateWriteTraces: --write-traces writes a replayable trace per
+// model.
+func TestSimulateWriteTraces(t *testing.T) {
+	file := tempFile(t, "s.yaml", shortScenario)
 	traces := t.TempDir()
 	if _, stderr, code := run(t, "simulate", "-f", file, "--write-traces", traces); code != 0 {
 		t.Fatalf("--write-traces: exit %d: %s", code, stderr)
