@@ -156,15 +156,8 @@ func (c Config) Validate() error {
 	if c.ServiceModel != ModelIteration && c.ServiceModel != ModelLinear {
 		return fmt.Errorf("tuner: service model must be %q or %q, got %q", ModelIteration, ModelLinear, c.ServiceModel)
 	}
-	for name, b := range mergedBounds(c.Bounds, c.IterationBounds) {
-		switch name {
-		case "alpha", "beta", "gamma", "delta":
-		default:
-			return fmt.Errorf("tuner: bounds for unknown parameter %q (want alpha, beta, gamma or delta)", name)
-		}
-		if !(b[0] > 0) || !(b[1] > b[0]) || math.IsInf(b[1], 0) {
-			return fmt.Errorf("tuner: bounds of %s must satisfy 0 < min < max < ∞, got [%v, %v]", name, b[0], b[1])
-		}
+	if err := validateBounds(mergedBounds(c.Bounds, c.IterationBounds)); err != nil {
+		return err
 	}
 	if c.Strategy != StrategyRobust && c.Strategy != StrategySeed {
 		return fmt.Errorf("tuner: strategy must be %q or %q, got %q", StrategyRobust, StrategySeed, c.Strategy)
@@ -180,6 +173,22 @@ func (c Config) Validate() error {
 	}
 	if c.Window < 1 || c.MaxRejections < 1 || c.MaxIterations < 1 {
 		return fmt.Errorf("tuner: window, max rejections and max iterations must be ≥ 1")
+	}
+	return nil
+}
+
+// validateBounds reports the first bound on an unknown parameter or with
+// min and max not 0 < min < max < ∞.
+func validateBounds(bounds map[string][2]float64) error {
+	for name, b := range bounds {
+		switch name {
+		case "alpha", "beta", "gamma", "delta":
+		default:
+			return fmt.Errorf("tuner: bounds for unknown parameter %q (want alpha, beta, gamma or delta)", name)
+		}
+		if !(b[0] > 0) || !(b[1] > b[0]) || math.IsInf(b[1], 0) {
+			return fmt.Errorf("tuner: bounds of %s must satisfy 0 < min < max < ∞, got [%v, %v]", name, b[0], b[1])
+		}
 	}
 	return nil
 }

@@ -293,14 +293,7 @@ func TestBootstrap(t *testing.T) {
 func TestStoreResumes(t *testing.T) {
 	obs := trace(t, h100, TraceSpec{Cycles: 14, Noise: 0.02, Seed: 9})
 	a, _ := New(Config{}, Defaults(ModelIteration))
-	var last Step
-	for _, o := range obs[:5] {
-		st, err := a.Step(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		last = st
-	}
+	last := stepAll(t, a, obs[:5])
 	store := NewMemoryStore()
 	key := Key{Namespace: "llm", Model: "meta-llama/Llama-3.1-8B", Variant: "llama-h100"}
 	now := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
@@ -325,18 +318,39 @@ func TestStoreResumes(t *testing.T) {
 			t.Fatalf("restored tuner diverged: %+v vs %+v", sb, sa)
 		}
 	}
+	checkRestoreRejects(t, rec)
+	if err := store.Delete(key); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := store.Get(key); ok {
+		t.Error("deleted key still present")
+	}
+}
+
+// stepAll runs tu over obs and returns the last step.
+func stepAll(t *testing.T, tu *Tuner, obs []Observation) Step {
+	t.Helper()
+	var last Step
+	for _, o := range obs {
+		st, err := tu.Step(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = st
+	}
+	return last
+}
+
+// checkRestoreRejects: an iteration record does not restore into a linear
+// tuner, nor a covariance that is not positive-definite (rec is changed).
+func checkRestoreRejects(t *testing.T, rec Record) {
+	t.Helper()
 	if _, err := Restore(Config{ServiceModel: ModelLinear}, rec); err == nil {
 		t.Error("restored an iteration record into a linear tuner")
 	}
 	rec.StateCovariance[0][0] = -1
 	if _, err := Restore(Config{}, rec); err == nil {
 		t.Error("restored a covariance that is not positive-definite")
-	}
-	if err := store.Delete(key); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok, _ := store.Get(key); ok {
-		t.Error("deleted key still present")
 	}
 }
 
