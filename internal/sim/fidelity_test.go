@@ -46,7 +46,8 @@ func serverLatencies(t *testing.T, sc Scenario) (ttft, itl float64) {
 // the mean-field model counts one iteration in all ("residual wait ≈
 // T_iter", plus the prefill work). The simulated TTFT is therefore higher
 // by about half an iteration; the test holds it within 10 % plus three
-// quarters of the mean iteration time T_iter(B̄) = α + B̄·δ̄ (docs/evaluation.md §2).
+// quarters of the mean iteration time T_iter(B̄) = α + B̄·δ̄
+// (docs/evaluation.md, section 2 "Fidelity").
 func TestFidelity(t *testing.T) {
 	p := tuner.Params{Alpha: 7, Beta: 0.02, Gamma: 5e-5}
 	a, err := queueing.NewAnalyzer(queueing.Config{Model: queueing.Iteration{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma},
