@@ -228,6 +228,13 @@ func TestSize(t *testing.T) {
 	if s.CapacityRPS != s.AtStar.ThroughputRPS || s.CapacityRPS > s.RateStarRPS {
 		t.Errorf("capacity %v, throughput at λ* %v, λ* %v", s.CapacityRPS, s.AtStar.ThroughputRPS, s.RateStarRPS)
 	}
+	checkReplicas(t, s)
+}
+
+// checkReplicas: the replicas for a demand are ⌈demand / capacity⌉, and a
+// negative demand is a ParamError.
+func checkReplicas(t *testing.T, s Sizing) {
+	t.Helper()
 	for _, tc := range []struct{ demand, want float64 }{{0, 0}, {1e-9, 1}, {s.CapacityRPS, 1}, {s.CapacityRPS * 1.0001, 2}, {10 * s.CapacityRPS, 10}} {
 		if got, err := s.Replicas(tc.demand); err != nil || float64(got) != tc.want {
 			t.Errorf("Replicas(%v) = %v, %v; want %v", tc.demand, got, err, tc.want)

@@ -58,6 +58,17 @@ func checkState(t *testing.T, s State, capacity float64, q int) {
 // inRange reports whether lo ≤ v ≤ hi (false for NaN).
 func inRange(v, lo, hi float64) bool { return v >= lo && v <= hi }
 
+// isParamError reports whether err is set, failing t when it is not a
+// ParamError.
+func isParamError(t *testing.T, call string, err error) bool {
+	t.Helper()
+	var pe *ParamError
+	if err != nil && !errors.As(err, &pe) {
+		t.Fatalf("%s: %v is not a ParamError", call, err)
+	}
+	return err != nil
+}
+
 // FuzzAnalyzer drives both service models with arbitrary parameters and
 // rates: valid input gives finite, non-negative results; invalid input gives
 // a ParamError, never a panic.
@@ -76,18 +87,11 @@ func FuzzAnalyzer(f *testing.F) {
 			}
 		}
 		a, err := NewAnalyzer(Config{Model: m, Workload: Workload{InputTokens: in, OutputTokens: out}, MaxBatchSize: int(n), MaxQueueSize: int(q)})
-		var pe *ParamError
-		if err != nil {
-			if !errors.As(err, &pe) {
-				t.Fatalf("NewAnalyzer: %v is not a ParamError", err)
-			}
+		if isParamError(t, "NewAnalyzer", err) {
 			return
 		}
 		res, err := a.Analyze(rate)
-		if err != nil {
-			if !errors.As(err, &pe) {
-				t.Fatalf("Analyze: %v is not a ParamError", err)
-			}
+		if isParamError(t, "Analyze", err) {
 			return
 		}
 		for i, v := range []float64{res.TTFTMs, res.ITLMs, res.ThroughputRPS, res.WaitMs, res.AvgBatchSize, res.Utilization, res.Blocking, res.MaxRateRPS} {
@@ -95,15 +99,23 @@ func FuzzAnalyzer(f *testing.F) {
 				t.Fatalf("metric %d = %v in %+v", i, v, res)
 			}
 		}
-		s, err := a.Size(Targets{TTFTMs: ttft, ITLMs: itl})
-		if err != nil {
-			if !errors.As(err, &pe) && !errors.Is(err, ErrInfeasible) {
-				t.Fatalf("Size: unexpected error %v", err)
-			}
-			return
-		}
-		if !(s.RateStarRPS > 0) || s.RateStarRPS > a.MaxRate() || !finite(s.CapacityRPS) || s.CapacityRPS <= 0 {
-			t.Fatalf("sizing %+v", s)
-		}
+		checkFuzzSize(t, a, ttft, itl)
 	})
+}
+
+// checkFuzzSize: sizing either fails with a ParamError or ErrInfeasible or
+// gives a positive λ* within the stable range and a finite capacity.
+func checkFuzzSize(t *testing.T, a *Analyzer, ttft, itl float64) {
+	t.Helper()
+	s, err := a.Size(Targets{TTFTMs: ttft, ITLMs: itl})
+	var pe *ParamError
+	if err != nil {
+		if !errors.As(err, &pe) && !errors.Is(err, ErrInfeasible) {
+			t.Fatalf("Size: unexpected error %v", err)
+		}
+		return
+	}
+	if !(s.RateStarRPS > 0) || s.RateStarRPS > a.MaxRate() || !finite(s.CapacityRPS) || s.CapacityRPS <= 0 {
+		t.Fatalf("sizing %+v", s)
+	}
 }

@@ -66,23 +66,36 @@ func (q *Queue) waitWithin(lambda, t, below, pN float64) float64 {
 	if x <= 0 {
 		return below // no completion can happen in no time
 	}
-	sum := 0.0
 	if r := math.Exp(lr); x < 700 && pN > 1e-290 && r > 0 && !math.IsInf(r, 0) {
-		pmf, w, cdf := math.Exp(-x), pN, 0.0
-		for j := range end {
-			if j > 0 {
-				pmf *= x / float64(j)
-				w *= r
-			}
-			cdf += pmf
-			tail := 1 - cdf
-			if tail <= 0 {
-				break
-			}
-			sum += w * tail
-		}
-		return math.Min(below+sum, 1)
+		return math.Min(below+waitedMassDirect(x, pN, r, end), 1)
 	}
+	return math.Min(below+waitedMassLog(x, logPN, lr, end), 1)
+}
+
+// waitedMassDirect is Σ_{j<end} p_N·r^j·P(Poisson(x) ≥ j+1), the pmf and
+// the weights by recurrence.
+func waitedMassDirect(x, pN, r float64, end int) float64 {
+	sum := 0.0
+	pmf, w, cdf := math.Exp(-x), pN, 0.0
+	for j := range end {
+		if j > 0 {
+			pmf *= x / float64(j)
+			w *= r
+		}
+		cdf += pmf
+		tail := 1 - cdf
+		if tail <= 0 {
+			break
+		}
+		sum += w * tail
+	}
+	return sum
+}
+
+// waitedMassLog is waitedMassDirect with every term in log space, for
+// where e^{−x} or p_N would underflow.
+func waitedMassLog(x, logPN, lr float64, end int) float64 {
+	sum := 0.0
 	logX := math.Log(x)
 	cdf := 0.0
 	for j := range end {
@@ -94,7 +107,7 @@ func (q *Queue) waitWithin(lambda, t, below, pN float64) float64 {
 		}
 		sum += math.Exp(logPN+float64(j)*lr) * tail
 	}
-	return math.Min(below+sum, 1)
+	return sum
 }
 
 // TTFTAttainment returns the predicted share of requests, of all that
