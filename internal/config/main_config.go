@@ -290,7 +290,7 @@ func setMetricsMaxAge(m *Main, v string) error {
 func ParseURL(v string) (string, error) {
 	const example = "https://prometheus.monitoring.svc:9090"
 	u, err := url.Parse(v)
-	if err != nil || !slices.Contains([]string{"http", "https"}, u.Scheme) || u.Host == "" || u.Hostname() == "" || u.Opaque != "" {
+	if err != nil || !isHTTPURL(u) {
 		shown := v
 		if err == nil && u.User != nil {
 			shown = u.Redacted()
@@ -300,15 +300,29 @@ func ParseURL(v string) (string, error) {
 	if u.User != nil {
 		return "", fmt.Errorf("want no user name or password in the URL (they would be logged; use a bearer token file), got %q", u.Redacted())
 	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return "", fmt.Errorf("want a port from 1 to 65535, got %q in %q", p, v)
-		}
+	if err := checkPort(u.Port(), v); err != nil {
+		return "", err
 	}
 	if u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(v, "?") || strings.HasSuffix(v, "#") {
 		return "", fmt.Errorf("want no query or fragment in the URL, such as %s, got %q", example, v)
 	}
 	return v, nil
+}
+
+// isHTTPURL: an http or https scheme and a host name.
+func isHTTPURL(u *url.URL) bool {
+	return slices.Contains([]string{"http", "https"}, u.Scheme) && u.Host != "" && u.Hostname() != "" && u.Opaque == ""
+}
+
+// checkPort checks the port p of the URL v, if any: 1 to 65535.
+func checkPort(p, v string) error {
+	if p == "" {
+		return nil
+	}
+	if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("want a port from 1 to 65535, got %q in %q", p, v)
+	}
+	return nil
 }
 
 // ParsePromQL checks a query with the Prometheus parser: it must parse and
