@@ -73,25 +73,35 @@ func (c *cycle) zero(ms *modelState) {
 		}
 	case busy:
 	case idle >= c.cfg.ScaleToZeroRetentionSeconds:
-		for _, vs := range ms.variants {
-			if vs.v.minReplicas() == 0 && !vs.held && vs.target != 0 {
-				vs.target, vs.reason = 0, ReasonScaleToZero
-				vs.note("scale to zero: no request for %.0f s (retention %.0f s)", idle, c.cfg.ScaleToZeroRetentionSeconds)
-			}
-		}
+		c.scaleToZero(ms, idle)
 	case target == 0 && current > 0:
-		// Idle, but not for long enough: keep one replica of the cheapest
-		// running variant.
-		var running []*variantState
-		for _, vs := range ms.variants {
-			if vs.v.CurrentReplicas > 0 {
-				running = append(running, vs)
-			}
+		c.retainOne(ms, idle)
+	}
+}
+
+// scaleToZero takes every variant that allows it (minReplicas 0, not
+// held) to zero after idle seconds without a request.
+func (c *cycle) scaleToZero(ms *modelState, idle float64) {
+	for _, vs := range ms.variants {
+		if vs.v.minReplicas() == 0 && !vs.held && vs.target != 0 {
+			vs.target, vs.reason = 0, ReasonScaleToZero
+			vs.note("scale to zero: no request for %.0f s (retention %.0f s)", idle, c.cfg.ScaleToZeroRetentionSeconds)
 		}
-		if vs := cheapest(running); vs != nil {
-			vs.target, vs.reason = 1, ReasonIdleRetention
-			vs.note("idle for %.0f s, below the %.0f s retention before scale to zero", idle, c.cfg.ScaleToZeroRetentionSeconds)
+	}
+}
+
+// retainOne keeps one replica of the cheapest running variant of a model
+// idle, but not for long enough to scale to zero.
+func (c *cycle) retainOne(ms *modelState, idle float64) {
+	var running []*variantState
+	for _, vs := range ms.variants {
+		if vs.v.CurrentReplicas > 0 {
+			running = append(running, vs)
 		}
+	}
+	if vs := cheapest(running); vs != nil {
+		vs.target, vs.reason = 1, ReasonIdleRetention
+		vs.note("idle for %.0f s, below the %.0f s retention before scale to zero", idle, c.cfg.ScaleToZeroRetentionSeconds)
 	}
 }
 

@@ -229,8 +229,8 @@ func (c *cycle) analyzerConfig(ms *modelState, vs *variantState, p *tuner.Params
 		MaxBatchSize: c.effectiveBatch(vs, c.maxBatch(vs, 0), in, out), MaxQueueSize: c.cfg.MaxQueueSize}
 }
 
-// resolveSLO is SLO targeting (the WVA queueing-model guide §3): explicit targets (the model's, then its
-// service class's), else k·α inferred from the variants' parameters (the
+// resolveSLO is SLO targeting (the WVA queueing-model guide §3): explicit
+// targets (the model's, then its service class's), else k·α inferred from the variants' parameters (the
 // maximum over variants), else 1.5× the observed latency capped at
 // 10 000 ms / 500 ms.
 func (c *cycle) resolveSLO(ms *modelState) (queueing.Targets, string, error) {
@@ -241,25 +241,7 @@ func (c *cycle) resolveSLO(ms *modelState) (queueing.Targets, string, error) {
 	if sc, ok := c.s.ServiceClasses[m.ServiceClass]; ok && (sc.TTFTMs > 0 || sc.ITLMs > 0) {
 		return queueing.Targets{TTFTMs: sc.TTFTMs, ITLMs: sc.ITLMs, TPS: sc.TPS}, "service-class", nil
 	}
-	k := c.cfg.SLOMultiplier
-	if m.SLOMultiplier > 0 {
-		k = m.SLOMultiplier
-	}
-	var inferred queueing.Targets
-	if ms.outTok > 0 {
-		w := queueing.Workload{InputTokens: ms.inTok, OutputTokens: ms.outTok}
-		for _, vs := range ms.variants {
-			p, _, _ := c.params(vs)
-			if p == nil || vs.v.serviceModel() != tuner.ModelIteration {
-				continue
-			}
-			it := queueing.Iteration{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma}
-			if ttft, itl, err := it.SLOForMultiplier(w, k); err == nil {
-				inferred.TTFTMs, inferred.ITLMs = math.Max(inferred.TTFTMs, ttft), math.Max(inferred.ITLMs, itl)
-			}
-		}
-	}
-	if inferred.TTFTMs > 0 {
+	if inferred := c.inferSLO(ms); inferred.TTFTMs > 0 {
 		return inferred, "inferred", nil
 	}
 	if ms.ttftMs > 0 && ms.itlMs > 0 {
@@ -270,4 +252,31 @@ func (c *cycle) resolveSLO(ms *modelState) (queueing.Targets, string, error) {
 		return queueing.Targets{}, "", nil // idle: nothing to size against
 	}
 	return queueing.Targets{}, "", errors.New("no SLO: set targets, or provide parameters or latency metrics")
+}
+
+// inferSLO is the SLO the multiplier k implies for the model's average
+// request (the WVA queueing-model guide §3.2): per iteration-model variant
+// with parameters, TTFT = kα + (β+γ)i and ITL = kα + β + γ(i + (o+1)/2), the
+// maximum over the variants; zero targets when none has parameters.
+func (c *cycle) inferSLO(ms *modelState) queueing.Targets {
+	var inferred queueing.Targets
+	if ms.outTok <= 0 {
+		return inferred
+	}
+	k := c.cfg.SLOMultiplier
+	if ms.m.SLOMultiplier > 0 {
+		k = ms.m.SLOMultiplier
+	}
+	w := queueing.Workload{InputTokens: ms.inTok, OutputTokens: ms.outTok}
+	for _, vs := range ms.variants {
+		p, _, _ := c.params(vs)
+		if p == nil || vs.v.serviceModel() != tuner.ModelIteration {
+			continue
+		}
+		it := queueing.Iteration{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma}
+		if ttft, itl, err := it.SLOForMultiplier(w, k); err == nil {
+			inferred.TTFTMs, inferred.ITLMs = math.Max(inferred.TTFTMs, ttft), math.Max(inferred.ITLMs, itl)
+		}
+	}
+	return inferred
 }

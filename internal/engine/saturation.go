@@ -63,42 +63,10 @@ func analyzeSaturation(cfg SaturationConfig, role string, group []*variantState,
 		}
 		return g
 	}
-	unit := unitCapacity(pods, normalized)
-	g.unit = unit
-	var spareKV, spareQ float64
-	nonSat := 0
-	pending := 0
-	for _, vs := range group {
-		if vs.held {
-			continue // neither its load nor its supply is known
-		}
-		pending += vs.v.pending()
-		capV := unit(vs)
-		d.SupplyKV += float64(vs.v.CurrentReplicas) * capV * (cfg.KVCacheThreshold - cfg.KVSpareTrigger)
-		d.SupplyQueue += float64(vs.v.CurrentReplicas) * (cfg.QueueLengthThreshold - cfg.QueueSpareTrigger)
-	}
-	var capKV float64
-	for _, p := range pods {
-		c := capOf(p, normalized)
-		capKV += c
-		d.LoadKV += p.kv * c
-		if !normalized && !drainQueue {
-			d.LoadKV += p.queue * p.tokPerReq
-			g.queuedKV += p.queue * p.tokPerReq
-		}
-		d.LoadQueue += p.queue
-		if g.saturated(p) {
-			d.Saturated++
-			continue
-		}
-		nonSat++
-		spareKV += cfg.KVCacheThreshold - p.kv
-		spareQ += cfg.QueueLengthThreshold - p.queue
-	}
-	if nonSat > 0 {
-		d.AvgSpareKV, d.AvgSpareQueue = spareKV/float64(nonSat), spareQ/float64(nonSat)
-	}
-	g.capKV, g.nonSat, g.pending = capKV, nonSat, pending
+	g.unit = unitCapacity(pods, normalized)
+	g.addSupply()
+	g.addLoad(pods, normalized)
+	nonSat := g.nonSat
 	// Eq. 3 averages over the non-saturated replicas only, so a group whose
 	// replicas are mostly saturated can look roomy through its one idle
 	// replica. Beyond the WVA guide, an aggregate deficit (load above the
@@ -118,6 +86,51 @@ func analyzeSaturation(cfg SaturationConfig, role string, group []*variantState,
 	}
 	g.scaleDown()
 	return g
+}
+
+// addSupply sums the usable supply (Eq. 4: threshold minus trigger per
+// replica) and the pending replicas of the group's variants that are not
+// held.
+func (g *satGroup) addSupply() {
+	cfg, d := g.cfg, &g.d
+	for _, vs := range g.variants {
+		if vs.held {
+			continue // neither its load nor its supply is known
+		}
+		g.pending += vs.v.pending()
+		capV := g.unit(vs)
+		d.SupplyKV += float64(vs.v.CurrentReplicas) * capV * (cfg.KVCacheThreshold - cfg.KVSpareTrigger)
+		d.SupplyQueue += float64(vs.v.CurrentReplicas) * (cfg.QueueLengthThreshold - cfg.QueueSpareTrigger)
+	}
+}
+
+// addLoad sums the pods' load, counts the saturated ones (Eq. 2) and
+// averages the spare capacity of the others (Eq. 3).
+func (g *satGroup) addLoad(pods []satPod, normalized bool) {
+	cfg, d := g.cfg, &g.d
+	var spareKV, spareQ, capKV float64
+	nonSat := 0
+	for _, p := range pods {
+		c := capOf(p, normalized)
+		capKV += c
+		d.LoadKV += p.kv * c
+		if !normalized && !g.drainQueue {
+			d.LoadKV += p.queue * p.tokPerReq
+			g.queuedKV += p.queue * p.tokPerReq
+		}
+		d.LoadQueue += p.queue
+		if g.saturated(p) {
+			d.Saturated++
+			continue
+		}
+		nonSat++
+		spareKV += cfg.KVCacheThreshold - p.kv
+		spareQ += cfg.QueueLengthThreshold - p.queue
+	}
+	if nonSat > 0 {
+		d.AvgSpareKV, d.AvgSpareQueue = spareKV/float64(nonSat), spareQ/float64(nonSat)
+	}
+	g.capKV, g.nonSat = capKV, nonSat
 }
 
 // satGroup is the saturation analysis of one model and role, kept so that

@@ -117,6 +117,11 @@ func (v *validator) config(c Config) {
 	if c.MaxPodArrivalRPS != 0 && !(c.MaxPodArrivalRPS > 0 && c.MaxPodArrivalRPS <= math.MaxFloat64) {
 		v.add("config.maxPodArrivalRPS", "must be a positive number of requests/s (0 means the default %v), got %v", DefaultMaxPodArrivalRPS, c.MaxPodArrivalRPS)
 	}
+	v.configChoices(c)
+}
+
+// configChoices checks the configuration's named choices.
+func (v *validator) configChoices(c Config) {
 	switch c.AllocationAlgorithm {
 	case "", "exact", "greedy":
 	default:
