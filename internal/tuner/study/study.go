@@ -291,7 +291,8 @@ func ErrorAfterContext(ctx context.Context, cycles, traces int) ([]Spread, error
 	var out []Spread
 	for _, noise := range Noises {
 		var errs []float64
-		for seed := uint64(1); seed <= uint64(traces); seed++ {
+		for i := range traces {
+			seed := uint64(i) + 1
 			for _, tr := range Truths {
 				obs, err := tuner.Synthesize(tr, tuner.TraceSpec{Cycles: cycles, Noise: noise, MaxQueueSize: 100, Seed: seed})
 				if err != nil {
