@@ -48,12 +48,12 @@ func desired(p planJSON) map[string]int {
 	return m
 }
 
-// TestPlanSeedCases runs the shipped saturation cases and checks each
+// TestPlanSaturationCases runs the shipped saturation cases and checks each
 // decision against refSaturation, an independent transcription of the WVA
 // saturation guide's algorithm (docs/references.md), not the engine's code.
-func TestPlanSeedCases(t *testing.T) {
-	got := desired(runPlan(t, "-f", "../../examples/plan/seed-cases.yaml"))
-	// The pods of examples/plan/seed-cases.yaml: KV usage and waiting
+func TestPlanSaturationCases(t *testing.T) {
+	got := desired(runPlan(t, "-f", "../../examples/plan/saturation-cases.yaml"))
+	// The pods of examples/plan/saturation-cases.yaml: KV usage and waiting
 	// requests per replica.
 	cases := map[string]struct{ kv, queue []float64 }{
 		"up-kv":       {[]float64{0.75, 0.76}, []float64{2, 2}},

@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// TestSeedSaturationCases are the cases of the WVA saturation guide's
+// TestSaturationGuideCases are cases worked through the WVA saturation guide's
 // analyzer (defaults τ_kv 0.80, τ_q 5, ε_kv 0.10, ε_q 3).
-func TestSeedSaturationCases(t *testing.T) {
+func TestSaturationGuideCases(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		kvQueue []float64
