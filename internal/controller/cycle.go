@@ -7,6 +7,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -266,10 +267,10 @@ func (p *Planner) actuate(ctx context.Context, dec *Decision, v *variant, now ti
 		return
 	}
 	if dec.Decision.Reason == engine.ReasonHoldMetrics {
-		dec.Actuation = observe(v.target, int32(dec.Decision.Desired))
+		dec.Actuation = observe(v.target, replicas32(dec.Decision.Desired))
 		return
 	}
-	res, err := a.Apply(ctx, v.va, v.target, Scaling{Desired: int32(dec.Decision.Desired), Victims: dec.Decision.Victims})
+	res, err := a.Apply(ctx, v.va, v.target, Scaling{Desired: replicas32(dec.Decision.Desired), Victims: dec.Decision.Victims})
 	if err != nil {
 		dec.ActuationErr = err.Error()
 		p.Log.Error(err, "actuation", "variant", v.key)
@@ -317,4 +318,11 @@ func (p *Planner) resolve(ctx context.Context, now time.Time, items []wvav1.Vari
 		groups[t] = append(groups[t], &variant{va: va, target: &d, key: k})
 	}
 	return decisions, groups, keep, keepTuner
+}
+
+// replicas32 is a replica count as the Kubernetes API holds it. The engine
+// bounds counts far below (maxReplicas, WVA_MAX_REPLICAS_DEFAULT, the
+// sizing's MaxInt32 check); the clamp keeps a conversion from wrapping.
+func replicas32(n int) int32 {
+	return int32(min(max(n, 0), math.MaxInt32))
 }

@@ -62,7 +62,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		} else {
 			setCondition(&st.Conditions, now, wvav1.ConditionOptimizationReady, false, dec.OptimizationReason, dec.OptimizationMessage)
 		}
-		st.DesiredOptimizedAlloc = wvav1.OptimizedAlloc{LastRunTime: apiTime(dec.Time), NumReplicas: int32(dec.Decision.Desired),
+		st.DesiredOptimizedAlloc = wvav1.OptimizedAlloc{LastRunTime: apiTime(dec.Time), NumReplicas: replicas32(dec.Decision.Desired),
 			Accelerator: dec.Decision.Accelerator, Reason: string(dec.Decision.Reason)}
 	default:
 		setCondition(&st.Conditions, now, wvav1.ConditionOptimizationReady, false, dec.OptimizationReason, dec.OptimizationMessage)

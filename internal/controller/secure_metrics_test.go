@@ -142,7 +142,7 @@ type metricsClient struct {
 
 func newMetricsClient(t *testing.T) metricsClient {
 	return metricsClient{t: t, c: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}, //nolint:gosec // self-signed test server
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}, // a self-signed test server
 		ForceAttemptHTTP2: true}}}
 }
 

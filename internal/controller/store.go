@@ -306,7 +306,7 @@ func spread(data map[string]string) ([]map[string]string, error) {
 		for k, v := range data {
 			h := fnv.New32a()
 			h.Write([]byte(k))
-			i := int(h.Sum32() % uint32(n)) //nolint:gosec // n ≤ maxShards
+			i := int(h.Sum32() % uint32(n)) // n ≤ maxShards
 			shards[i][k] = v
 			if used[i] += len(k) + len(v); used[i] > shardBudget {
 				fits = false

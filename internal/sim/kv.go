@@ -46,9 +46,9 @@ func keyOf(q *request, j, bs int) blockKey {
 		return 0
 	}
 	if q.prefix >= 0 && (j+1)*bs <= q.prefixTokens {
-		return prefixBit | blockKey(q.prefix)<<24 | blockKey(j)
+		return prefixBit | blockKey(q.prefix)<<24 | blockKey(j) //nolint:gosec // prefix ≥ 0 (checked above) and j ≥ 0
 	}
-	return blockKey(q.id)<<24 | blockKey(j)
+	return blockKey(q.id)<<24 | blockKey(j) //nolint:gosec // request ids and block indices count up from 0
 }
 
 func newKVCache(nBlocks, bs int) *kvCache {

@@ -41,15 +41,16 @@ func (res *SweepResult) compare(spec SweepSpec) {
 // mean cost at most as high, one of them strictly.
 func markFrontiers(ps []SweepPoint) {
 	for i := range ps {
-		ps[i].Frontier = true
+		a := &ps[i]
+		a.Frontier = true
 		for j := range ps {
-			if i == j || ps[i].Autoscaler != ps[j].Autoscaler {
+			b := &ps[j]
+			if i == j || a.Autoscaler != b.Autoscaler {
 				continue
 			}
-			a, b := ps[i], ps[j]
 			if b.SLOAttainment.Mean >= a.SLOAttainment.Mean && b.Cost.Mean <= a.Cost.Mean &&
 				(b.SLOAttainment.Mean > a.SLOAttainment.Mean || b.Cost.Mean < a.Cost.Mean || j < i) {
-				ps[i].Frontier = false
+				a.Frontier = false
 				break
 			}
 		}
