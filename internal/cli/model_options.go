@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/llm-d-incubation/wva/internal/queueing"
+	"github.com/llm-d-incubation/wva/internal/sim"
 )
 
 // modelCase is one fully resolved calculator case: flags, then the case
@@ -249,8 +250,8 @@ func (c modelCase) analyzer(extraRequired ...string) (*queueing.Analyzer, error)
 		flag string
 		v    float64
 	}{{"input-tokens", c.InputTokens}, {"output-tokens", c.OutputTokens}} {
-		if f.v > maxModelTokens {
-			return nil, fmt.Errorf("%s: must be at most %d tokens, got %v", c.field(f.flag), maxModelTokens, f.v)
+		if f.v > sim.MaxTokens { // beyond it the model's times overflow into meaningless figures
+			return nil, fmt.Errorf("%s: must be at most %d tokens, got %v", c.field(f.flag), sim.MaxTokens, f.v)
 		}
 	}
 	a, err := queueing.NewAnalyzer(queueing.Config{
@@ -264,11 +265,6 @@ func (c modelCase) analyzer(extraRequired ...string) (*queueing.Analyzer, error)
 	}
 	return a, nil
 }
-
-// maxModelTokens bounds --input-tokens and --output-tokens: beyond it
-// the model's times overflow into meaningless figures (it is the
-// simulator's limit on a request's tokens too).
-const maxModelTokens = 10_000_000
 
 func queueingTargets(c modelCase) queueing.Targets {
 	return queueing.Targets{TTFTMs: c.TargetTTFT, ITLMs: c.TargetITL, TPS: c.TargetTPS, TTFTAttainment: c.TTFTAttainment}

@@ -112,6 +112,12 @@ func sizeCase(c modelCase) (sizeResult, error) {
 	}
 	if c.TargetTTFT > 0 {
 		at := s.TTFTAttainment
+		if c.TTFTAttainment == 0 { // sized for the mean: not computed by Size
+			var err error
+			if at, err = a.TTFTAttainment(s.RateStarRPS, c.TargetTTFT); err != nil {
+				return sizeResult{}, c.explain(err)
+			}
+		}
 		r.TTFTAttainment = &at
 	}
 	if c.given["demand"] || c.TargetTPS > 0 {

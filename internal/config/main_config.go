@@ -107,10 +107,22 @@ func checkClientCert(ps *problems, p Prometheus) {
 // (The metrics source checks the same for the flags and the ConfigMap
 // together.)
 func checkBearer(ps *problems, p Prometheus) {
-	if p.BearerTokenFile != "" && strings.HasPrefix(p.URL, "http://") && !p.BearerTokenOverHTTP {
+	if p.TokenInClearText() {
 		ps.add("PROMETHEUS_BEARER_TOKEN_FILE", "the token would be sent in clear text to %s: use an https:// PROMETHEUS_BASE_URL, "+
 			"or set PROMETHEUS_BEARER_TOKEN_OVER_HTTP to true to allow it", p.URL)
 	}
+}
+
+// TokenInClearText says whether the bearer token would travel unencrypted:
+// a token file, an http URL (its scheme read as URL parsing reads it, in
+// any case) and no opt-in. The flags, the ConfigMap and the metrics source
+// all ask this.
+func (p Prometheus) TokenInClearText() bool {
+	if p.BearerTokenFile == "" || p.BearerTokenOverHTTP {
+		return false
+	}
+	u, err := url.Parse(p.URL)
+	return err == nil && u.Scheme == "http"
 }
 
 // setter stores a trimmed, non-empty value in m or says what is wrong.

@@ -296,6 +296,8 @@ func TestParseMainInvalid(t *testing.T) {
 		{"bearer token over http", map[string]string{"PROMETHEUS_BASE_URL": "http://prometheus:9090", "PROMETHEUS_BEARER_TOKEN_FILE": "/var/run/token"},
 			p("PROMETHEUS_BEARER_TOKEN_FILE", "the token would be sent in clear text to http://prometheus:9090: use an https:// PROMETHEUS_BASE_URL, "+
 				"or set PROMETHEUS_BEARER_TOKEN_OVER_HTTP to true to allow it")},
+		{"bearer token over HTTP in capitals", map[string]string{"PROMETHEUS_BASE_URL": "HTTP://prometheus:9090", "PROMETHEUS_BEARER_TOKEN_FILE": "/var/run/token"},
+			p("PROMETHEUS_BEARER_TOKEN_FILE", "the token would be sent in clear text to")},
 		{"token opt-in not a bool", map[string]string{"PROMETHEUS_BEARER_TOKEN_OVER_HTTP": "please"},
 			p("PROMETHEUS_BEARER_TOKEN_OVER_HTTP", `want true or false, got "please"`)},
 		{"URL without scheme", map[string]string{"PROMETHEUS_BASE_URL": "prometheus:9090"},

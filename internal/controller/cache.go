@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
 	"github.com/llm-d-incubation/wva/internal/engine"
 )
 
@@ -32,10 +33,12 @@ type Decision struct {
 	ActuationErr                string
 	Actuator                    string
 	ActuatedAt                  time.Time
-	// Conflict, when set, says which older VariantAutoscaling targets the
-	// same Deployment: this one is neither planned nor actuated.
-	Conflict string
 }
+
+// conflict says the decision is a TargetConflict: an older VariantAutoscaling
+// targets the same Deployment (the message names it), so this one is
+// neither planned nor actuated.
+func (d Decision) conflict() bool { return d.OptimizationReason == wvav1.ReasonTargetConflict }
 
 // DecisionCache holds the last decision per VariantAutoscaling.
 type DecisionCache struct {

@@ -60,8 +60,20 @@ func (p *Planner) snapshot(ctx context.Context, c *cycleState, set Settings) (
 	// not read by the deadline is held, like an unreachable source.
 	cctx, cancel := context.WithTimeout(ctx, CollectDeadline(set.Main.Interval))
 	defer cancel()
-	gw := p.gatewaySignals(cctx, now, set.Main, src, srcErr, true)
+	// The gateway's two queries run beside the pods' collection, under the
+	// same deadline; past it the model plans from its pods alone.
+	gwc := make(chan gateway, 1)
+	go func() { gwc <- p.gatewaySignals(cctx, now, set.Main, src, srcErr, true) }()
 	collected := collectAll(cctx, src, srcErr, now, targets)
+	var gw gateway
+	select {
+	case gw = <-gwc:
+	case <-cctx.Done():
+		select { // read at the deadline: keep it
+		case gw = <-gwc:
+		default:
+		}
+	}
 	models := make([]snapshot.Model, 0, len(targets))
 	for i, t := range targets {
 		vs := groups[t]

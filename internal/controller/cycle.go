@@ -301,7 +301,7 @@ func (p *Planner) resolve(ctx context.Context, now time.Time, items []wvav1.Vari
 		}
 		if owner, ok := conflicts[k]; ok {
 			msg := fmt.Sprintf("deployment %s is already the target of VariantAutoscaling %s (the older); this one is neither planned nor actuated until one of them targets another deployment", va.TargetName(), owner)
-			decisions[k] = Decision{Time: now, OptimizationReason: wvav1.ReasonTargetConflict, OptimizationMessage: msg, Conflict: msg}
+			decisions[k] = Decision{Time: now, OptimizationReason: wvav1.ReasonTargetConflict, OptimizationMessage: msg}
 			continue
 		}
 		var d appsv1.Deployment

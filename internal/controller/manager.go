@@ -194,7 +194,7 @@ func (o Options) validateSource() []error {
 	case p.KeyFile != "" && p.CertFile == "":
 		errs = append(errs, errors.New("--prometheus-cert-file is required with --prometheus-key-file"))
 	}
-	if p.BearerTokenFile != "" && strings.HasPrefix(p.URL, "http://") && !p.BearerTokenOverHTTP {
+	if p.TokenInClearText() {
 		errs = append(errs, fmt.Errorf("--prometheus-token-file: the token would be sent in clear text to %s: "+
 			"use an https:// --prometheus-url, or --prometheus-token-over-http to allow it", p.URL))
 	}

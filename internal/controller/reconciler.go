@@ -109,8 +109,8 @@ func (r *Reconciler) targetStatus(ctx context.Context, va *wvav1.VariantAutoscal
 	var d appsv1.Deployment
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.TargetName()}, &d)
 	switch {
-	case err == nil && ok && dec.Conflict != "":
-		setCondition(&st.Conditions, now, wvav1.ConditionTargetResolved, false, wvav1.ReasonTargetConflict, dec.Conflict)
+	case err == nil && ok && dec.conflict():
+		setCondition(&st.Conditions, now, wvav1.ConditionTargetResolved, false, wvav1.ReasonTargetConflict, dec.OptimizationMessage)
 	case err == nil:
 		setCondition(&st.Conditions, now, wvav1.ConditionTargetResolved, true, wvav1.ReasonTargetFound,
 			fmt.Sprintf("deployment %s found", d.Name))
@@ -127,7 +127,7 @@ func (r *Reconciler) targetStatus(ctx context.Context, va *wvav1.VariantAutoscal
 }
 
 func (r *Reconciler) actuationStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time, dec Decision, ok bool, target *appsv1.Deployment) {
-	if !ok || target == nil || dec.Conflict != "" || !dec.Decided && st.DesiredOptimizedAlloc.LastRunTime.IsZero() {
+	if !ok || target == nil || dec.conflict() || !dec.Decided && st.DesiredOptimizedAlloc.LastRunTime.IsZero() {
 		return
 	}
 	desired := st.DesiredOptimizedAlloc.NumReplicas

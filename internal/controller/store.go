@@ -270,13 +270,13 @@ func (s *ConfigMapStore) Flush(ctx context.Context) error {
 	}
 	next := map[string]uint64{}
 	for i := len(shards) - 1; i >= 0; i-- { // the first (with the count) last
-		if err := s.writeShard(ctx, i, shards[i], len(shards), written, next); err != nil {
+		if err := s.writeShard(ctx, i, shards[i], len(shards), old, written, next); err != nil {
 			s.markDirty()
 			return err
 		}
 	}
 	for i := len(shards); i < old; i++ {
-		if err := s.writeShard(ctx, i, map[string]string{}, len(shards), written, next); err != nil {
+		if err := s.writeShard(ctx, i, map[string]string{}, len(shards), old, written, next); err != nil {
 			s.markDirty()
 			return err
 		}
@@ -321,12 +321,13 @@ func spread(data map[string]string) ([]map[string]string, error) {
 }
 
 // writeShard creates or updates shard i of n with data, unless its content
-// is what was last written; next records what it now holds.
-func (s *ConfigMapStore) writeShard(ctx context.Context, i int, data map[string]string, n int, written, next map[string]uint64) error {
+// is what was last written (and, for the first, the count old it records
+// is n); next records what it now holds.
+func (s *ConfigMapStore) writeShard(ctx context.Context, i int, data map[string]string, n, old int, written, next map[string]uint64) error {
 	name := s.shardName(i)
 	h := dataHash(data)
 	next[name] = h
-	if prev, ok := written[name]; ok && prev == h && (i > 0 || s.shardsWritten() == n) {
+	if prev, ok := written[name]; ok && prev == h && (i > 0 || old == n) {
 		return nil
 	}
 	ref := types.NamespacedName{Namespace: s.ref.Namespace, Name: name}
@@ -358,13 +359,6 @@ func setShard(cm *corev1.ConfigMap, i, n int, data map[string]string) {
 		cm.Annotations = map[string]string{}
 	}
 	cm.Annotations[ShardsAnnotation] = strconv.Itoa(n)
-}
-
-// shardsWritten is the shard count the first shard records.
-func (s *ConfigMapStore) shardsWritten() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.shards
 }
 
 func (s *ConfigMapStore) markDirty() {

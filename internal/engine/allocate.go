@@ -44,22 +44,18 @@ func (c *cycle) allocate() {
 			continue
 		}
 		opts := c.options(ms)
-		var cover alloc.Cover
-		if c.cfg.AllocationAlgorithm == "greedy" {
-			cover = alloc.GreedyCover(opts, ms.demandOf())
-		} else {
-			cover = alloc.CheapestCover(opts, ms.demandOf())
-		}
-		steady := cover
-		if ms.planned > ms.demand {
-			// The same cover without the forecast's spare: the difference
-			// is the spare, released as soon as the forecast drops.
-			d := math.Max(ms.demand, ms.tpsFloor)
+		coverOf := func(d float64) alloc.Cover {
 			if c.cfg.AllocationAlgorithm == "greedy" {
-				steady = alloc.GreedyCover(opts, d)
-			} else {
-				steady = alloc.CheapestCover(opts, d)
+				return alloc.GreedyCover(opts, d)
 			}
+			return alloc.CheapestCover(opts, d)
+		}
+		cover := coverOf(ms.demandOf())
+		steady := cover
+		// The same cover without the forecast's spare: the difference is
+		// the spare, released as soon as the forecast drops.
+		if d := math.Max(ms.demand, ms.tpsFloor); d < ms.demandOf() {
+			steady = coverOf(d)
 		}
 		for i, vs := range ms.variants {
 			vs.modelTarget = cover.Replicas[i]

@@ -48,7 +48,9 @@ type Sizing struct {
 	Binding string
 	AtStar  Metrics // the replica at λ*
 	// TTFTAttainment is the predicted share of arrivals at λ* whose TTFT
-	// is within the target (0 without a TTFT target).
+	// is within the target when sizing judged TTFT per request
+	// (Targets.TTFTAttainment > 0); otherwise 0: sizing for the mean does
+	// not need it, and [Analyzer.TTFTAttainment] computes it on request.
 	TTFTAttainment float64
 	MinRateRPS     float64 // lightest load the search considers
 	DemandFloorRPS float64 // TPS/o, the least demand the TPS target implies
@@ -120,7 +122,7 @@ func (a *Analyzer) SizeNear(t Targets, h Hints) (Sizing, error) {
 		s.Binding = TargetITL
 	}
 	s.AtStar = a.metrics(s.RateStarRPS, sz.state(s.RateStarRPS))
-	if t.TTFTMs > 0 {
+	if t.TTFTMs > 0 && t.TTFTAttainment > 0 {
 		s.TTFTAttainment = a.attainment(s.RateStarRPS, t.TTFTMs, sz.state(s.RateStarRPS))
 	}
 	s.CapacityRPS = s.AtStar.ThroughputRPS

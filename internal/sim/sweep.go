@@ -72,9 +72,6 @@ func KnobKeys() []string {
 	return out
 }
 
-// DefaultGrid returns a knob's default values.
-func DefaultGrid(key string) []float64 { return append([]float64(nil), knobs[key].grid...) }
-
 // ParseGrid reads "KEY=V1,V2,…" (one --grid flag).
 func ParseGrid(s string) (string, []float64, error) {
 	key, list, ok := strings.Cut(s, "=")

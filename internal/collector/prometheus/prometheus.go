@@ -119,7 +119,7 @@ func New(cfg Config) (*Source, error) {
 			return nil, fmt.Errorf("prometheus: %q is not a valid label name", l)
 		}
 	}
-	tr, err := transport(cfg)
+	tr, err := transport(cfg, u)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,9 @@ func New(cfg Config) (*Source, error) {
 	return &Source{cfg: cfg, api: v1.NewAPI(client)}, nil
 }
 
-func transport(cfg Config) (http.RoundTripper, error) {
+// transport is the client side of TLS and the bearer token; u is cfg.URL
+// as New parsed it (read only with a token).
+func transport(cfg Config, u *url.URL) (http.RoundTripper, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipVerify} //nolint:gosec // an explicit opt-in
 	if cfg.CAFile != "" {
 		ca := &caFile{path: cfg.CAFile}
@@ -169,10 +171,6 @@ func transport(cfg Config) (http.RoundTripper, error) {
 	}
 	if _, err := os.ReadFile(cfg.BearerTokenFile); err != nil {
 		return nil, fmt.Errorf("prometheus: bearer token file: %w", err)
-	}
-	u, err := url.Parse(cfg.URL)
-	if err != nil {
-		return nil, fmt.Errorf("prometheus: URL %q: %w", cfg.URL, err)
 	}
 	return &bearer{file: cfg.BearerTokenFile, origin: origin(u), overHTTP: cfg.BearerTokenOverHTTP, next: base}, nil
 }

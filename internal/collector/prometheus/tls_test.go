@@ -105,7 +105,7 @@ func TestTLSRotation(t *testing.T) {
 	write(t, caPath, ca1.certPEM)
 	write(t, certPath, cl1.certPEM)
 	write(t, keyPath, cl1.keyPEM)
-	rt, err := transport(Config{CAFile: caPath, CertFile: certPath, KeyFile: keyPath})
+	rt, err := transport(Config{CAFile: caPath, CertFile: certPath, KeyFile: keyPath}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestTLSRotation(t *testing.T) {
 	// An explicit opt-out of verification accepts a server of any CA.
 	other := issue(t, "other", nil)
 	current.Store(&other.cert)
-	insecure, err := transport(Config{CAFile: caPath, CertFile: certPath, KeyFile: keyPath, InsecureSkipVerify: true})
+	insecure, err := transport(Config{CAFile: caPath, CertFile: certPath, KeyFile: keyPath, InsecureSkipVerify: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
