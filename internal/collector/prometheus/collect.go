@@ -26,14 +26,8 @@ type podKey struct{ ns, pod string }
 func (s *Source) Collect(ctx context.Context, now time.Time, t collector.Target) (collector.Report, error) {
 	rep := collector.Report{Target: t, Time: now}
 	qs := s.queries(t)
-	names := make([]string, 0, len(qs))
-	for n := range qs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	// The cache geometry last: it only annotates pods found by the others.
-	names = append(slices.DeleteFunc(names, func(n string) bool { return n == qCacheBlock }), qCacheBlock)
-	res := map[string]model.Vector{}
+	names := queryOrder(qs)
+	res := make(map[string]model.Vector, len(names))
 	for _, n := range names {
 		v, err := s.query(ctx, qs[n], now)
 		if err != nil {
@@ -41,49 +35,86 @@ func (s *Source) Collect(ctx context.Context, now time.Time, t collector.Target)
 		}
 		res[n] = v
 	}
-	pods := map[podKey]*collector.PodMetrics{}
-	val := map[podKey]map[string]float64{}
-	for _, n := range names {
-		for _, smp := range res[n] {
-			k := podKey{string(smp.Metric[model.LabelName(s.cfg.NamespaceLabel)]), string(smp.Metric[model.LabelName(s.cfg.PodLabel)])}
-			if k.pod == "" {
-				continue
-			}
-			pm, ok := pods[k]
-			if !ok && n == qCacheBlock {
-				continue // a pod of another model
-			}
-			if !ok {
-				pm = &collector.PodMetrics{Namespace: k.ns, Pod: engine.Pod{Name: k.pod}, Labels: map[string]string{}}
-				pods[k] = pm
-				val[k] = map[string]float64{}
-			}
-			for _, l := range s.cfg.KeepLabels {
-				if v, ok := smp.Metric[model.LabelName(l)]; ok {
-					pm.Labels[l] = string(v)
-				}
-			}
-			val[k][n] = float64(smp.Value)
-			if n == qCacheBlock {
-				pm.Pod.KVBlocks, _ = strconv.Atoi(string(smp.Metric["num_gpu_blocks"]))
-				pm.Pod.BlockSize, _ = strconv.Atoi(string(smp.Metric["block_size"]))
-			}
-		}
-	}
-	keys := make([]podKey, 0, len(pods))
-	for k := range pods {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].ns+"/"+keys[i].pod < keys[j].ns+"/"+keys[j].pod })
-	for _, k := range keys {
-		pm := pods[k]
-		rep.Problems = append(rep.Problems, fill(&pm.Pod, val[k])...)
+	pods := s.gather(names, res)
+	for _, k := range pods.keys() {
+		pm := pods.pm[k]
+		rep.Problems = append(rep.Problems, fill(&pm.Pod, pods.val[k])...)
 		rep.Pods = append(rep.Pods, *pm)
 	}
 	if len(rep.Pods) == 0 {
 		rep.Problems = append(rep.Problems, collector.NoPods(t))
 	}
 	return rep, nil
+}
+
+// queryOrder is the order in which Collect runs and reads the queries:
+// by name, the cache geometry last (it only annotates pods found by the
+// others).
+func queryOrder(qs map[string]string) []string {
+	names := make([]string, 0, len(qs))
+	for n := range qs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return append(slices.DeleteFunc(names, func(n string) bool { return n == qCacheBlock }), qCacheBlock)
+}
+
+// podValues are the pods the queries found: each pod's record and its
+// value of each query, by query name.
+type podValues struct {
+	pm  map[podKey]*collector.PodMetrics
+	val map[podKey]map[string]float64
+}
+
+// gather groups the queries' samples by pod, reading the queries in the
+// order of names.
+func (s *Source) gather(names []string, res map[string]model.Vector) podValues {
+	pv := podValues{pm: map[podKey]*collector.PodMetrics{}, val: map[podKey]map[string]float64{}}
+	for _, n := range names {
+		for _, smp := range res[n] {
+			s.add(pv, n, smp)
+		}
+	}
+	return pv
+}
+
+// add records the sample of query n. A series without a pod label is
+// skipped, and so is a cache geometry of a pod no other query found (a pod
+// of another model).
+func (s *Source) add(pv podValues, n string, smp *model.Sample) {
+	k := podKey{string(smp.Metric[model.LabelName(s.cfg.NamespaceLabel)]), string(smp.Metric[model.LabelName(s.cfg.PodLabel)])}
+	if k.pod == "" {
+		return
+	}
+	pm, ok := pv.pm[k]
+	if !ok && n == qCacheBlock {
+		return // a pod of another model
+	}
+	if !ok {
+		pm = &collector.PodMetrics{Namespace: k.ns, Pod: engine.Pod{Name: k.pod}, Labels: map[string]string{}}
+		pv.pm[k] = pm
+		pv.val[k] = map[string]float64{}
+	}
+	for _, l := range s.cfg.KeepLabels {
+		if v, ok := smp.Metric[model.LabelName(l)]; ok {
+			pm.Labels[l] = string(v)
+		}
+	}
+	pv.val[k][n] = float64(smp.Value)
+	if n == qCacheBlock {
+		pm.Pod.KVBlocks, _ = strconv.Atoi(string(smp.Metric["num_gpu_blocks"]))
+		pm.Pod.BlockSize, _ = strconv.Atoi(string(smp.Metric["block_size"]))
+	}
+}
+
+// keys are the pods in the order of the report: by namespace/pod.
+func (pv podValues) keys() []podKey {
+	keys := make([]podKey, 0, len(pv.pm))
+	for k := range pv.pm {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].ns+"/"+keys[i].pod < keys[j].ns+"/"+keys[j].pod })
+	return keys
 }
 
 // counters are the rates the engine needs, each as sum and count (the
