@@ -74,15 +74,12 @@ func write(t *testing.T, path string, b []byte) {
 	}
 }
 
-// TestTLSRotation: the CA bundle and the client certificate are re-read
-// when they change (cert-manager rotates both), without rebuilding the
-// source; the server's name is still checked.
-func TestTLSRotation(t *testing.T) {
-	ca1, ca2 := issue(t, "ca-1", nil), issue(t, "ca-2", nil)
-	srv1, srv2 := issue(t, "prometheus", &ca1), issue(t, "prometheus", &ca2)
-	cl1, cl2 := issue(t, "wva-1", &ca1), issue(t, "wva-2", &ca1)
-	var current atomic.Pointer[tls.Certificate]
-	current.Store(&srv1.cert)
+// rotatingServer is an HTTPS server that presents the certificate current
+// holds at each handshake, requires a client certificate, and answers the
+// client certificate's common name. Keep-alives are off, so every request
+// is a new handshake.
+func rotatingServer(t *testing.T, current *atomic.Pointer[tls.Certificate]) *httptest.Server {
+	t.Helper()
 	server := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cn := ""
 		if len(r.TLS.PeerCertificates) > 0 {
@@ -99,6 +96,30 @@ func TestTLSRotation(t *testing.T) {
 	server.Config.SetKeepAlivesEnabled(false) // every request is a new handshake
 	server.StartTLS()
 	t.Cleanup(server.Close)
+	return server
+}
+
+// getBody returns the body of a GET of url.
+func getBody(c *http.Client, url string) (string, error) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// TestTLSRotation: the CA bundle and the client certificate are re-read
+// when they change (cert-manager rotates both), without rebuilding the
+// source; the server's name is still checked.
+func TestTLSRotation(t *testing.T) {
+	ca1, ca2 := issue(t, "ca-1", nil), issue(t, "ca-2", nil)
+	srv1, srv2 := issue(t, "prometheus", &ca1), issue(t, "prometheus", &ca2)
+	cl1, cl2 := issue(t, "wva-1", &ca1), issue(t, "wva-2", &ca1)
+	var current atomic.Pointer[tls.Certificate]
+	current.Store(&srv1.cert)
+	server := rotatingServer(t, &current)
 
 	dir := t.TempDir()
 	caPath, certPath, keyPath := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
@@ -110,15 +131,7 @@ func TestTLSRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &http.Client{Transport: rt, Timeout: 5 * time.Second}
-	get := func(url string) (string, error) {
-		resp, err := c.Get(url)
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		return string(b), err
-	}
+	get := func(url string) (string, error) { return getBody(c, url) }
 	if cn, err := get(server.URL); err != nil || cn != "wva-1" {
 		t.Fatalf("first request: %q, %v", cn, err)
 	}
