@@ -175,24 +175,36 @@ func (c *cycleState) fillHeld() {
 // for undecided variants: their last desired count, else their current),
 // persists the tuner state and tells the reconciler.
 func (p *Planner) finish(ctx context.Context, c *cycleState, plan *engine.Plan) {
-	now, decisions, keep, keepTuner, groups := c.now, c.decisions, c.keep, c.keepTuner, c.groups
-	pub := &engine.Plan{Time: now}
-	if plan != nil {
-		pub.Variants = append(pub.Variants, plan.Variants...)
-	}
 	// A variant the scale-from-zero loop woke while this cycle ran keeps
 	// that newer decision (the cycle saw it at zero replicas).
-	woken := p.Cache.WokenAfter(now)
+	woken := p.Cache.WokenAfter(c.now)
 	for k, d := range woken {
-		decisions[k], keep[k] = d, true
+		c.decisions[k], c.keep[k] = d, true
 	}
-	kept := pub.Variants[:0]
-	for _, d := range pub.Variants {
-		if _, ok := woken[types.NamespacedName{Namespace: d.Namespace, Name: d.Variant}]; !ok {
-			kept = append(kept, d)
+	p.Emitter.Publish(p.published(c, plan, woken))
+	for k, d := range c.decisions {
+		p.Cache.Set(k, d)
+	}
+	p.Cache.Retain(c.keep)
+	p.Store.Retain(c.keepTuner)
+	if err := p.Store.Flush(ctx); err != nil {
+		p.Log.Error(err, "persisting tuner state")
+	}
+	p.notifyAll(c.decisions)
+}
+
+// published is the plan the metrics show, sorted by namespace and name:
+// the cycle's decisions, the woken variants' newer ones in place of theirs,
+// and a hold for every other variant (see heldAtLast).
+func (p *Planner) published(c *cycleState, plan *engine.Plan, woken map[types.NamespacedName]Decision) *engine.Plan {
+	pub := &engine.Plan{Time: c.now}
+	if plan != nil {
+		for _, d := range plan.Variants {
+			if _, ok := woken[types.NamespacedName{Namespace: d.Namespace, Name: d.Variant}]; !ok {
+				pub.Variants = append(pub.Variants, d)
+			}
 		}
 	}
-	pub.Variants = kept
 	for _, d := range woken {
 		pub.Variants = append(pub.Variants, d.Decision)
 	}
@@ -200,50 +212,55 @@ func (p *Planner) finish(ctx context.Context, c *cycleState, plan *engine.Plan) 
 	for _, d := range pub.Variants {
 		decided[types.NamespacedName{Namespace: d.Namespace, Name: d.Variant}] = true
 	}
-	for _, vs := range groups {
+	for k := range woken {
+		decided[k] = true
+	}
+	for _, vs := range c.groups {
 		for _, v := range vs {
-			if decided[v.key] {
-				continue
+			if !decided[v.key] {
+				pub.Variants = append(pub.Variants, p.heldAtLast(c, v))
 			}
-			if _, ok := woken[v.key]; ok {
-				continue
-			}
-			cur := int(specReplicas(v.target))
-			desired := cur
-			if prev, ok := p.Cache.Get(v.key); ok && prev.Decided {
-				desired = prev.Decision.Desired
-				d := decisions[v.key]
-				d.Decision = prev.Decision // keep showing the last good decision
-				decisions[v.key] = d
-			} else if !v.va.Status.DesiredOptimizedAlloc.LastRunTime.IsZero() {
-				desired = int(v.va.Status.DesiredOptimizedAlloc.NumReplicas)
-			}
-			pub.Variants = append(pub.Variants, engine.VariantDecision{Model: v.va.Spec.ModelID, Namespace: v.va.Namespace, Variant: v.va.Name,
-				Accelerator: acceleratorOf(v.va, v.target), Current: cur, Desired: desired, Reason: engine.ReasonHoldMetrics})
 		}
 	}
 	sort.Slice(pub.Variants, func(i, j int) bool {
 		a, b := pub.Variants[i], pub.Variants[j]
 		return a.Namespace+"/"+a.Variant < b.Namespace+"/"+b.Variant
 	})
-	p.Emitter.Publish(pub)
-	for k, d := range decisions {
-		p.Cache.Set(k, d)
+	return pub
+}
+
+// heldAtLast is the safety net for a variant the cycle did not decide: a
+// hold at its last desired count, the cached decision's (which its decision
+// keeps showing) or else its status's, and at its current count when it
+// has neither.
+func (p *Planner) heldAtLast(c *cycleState, v *variant) engine.VariantDecision {
+	cur := int(specReplicas(v.target))
+	desired := cur
+	if prev, ok := p.Cache.Get(v.key); ok && prev.Decided {
+		desired = prev.Decision.Desired
+		d := c.decisions[v.key]
+		d.Decision = prev.Decision // keep showing the last good decision
+		c.decisions[v.key] = d
+	} else if !v.va.Status.DesiredOptimizedAlloc.LastRunTime.IsZero() {
+		desired = int(v.va.Status.DesiredOptimizedAlloc.NumReplicas)
 	}
-	p.Cache.Retain(keep)
-	p.Store.Retain(keepTuner)
-	if err := p.Store.Flush(ctx); err != nil {
-		p.Log.Error(err, "persisting tuner state")
+	return engine.VariantDecision{Model: v.va.Spec.ModelID, Namespace: v.va.Namespace, Variant: v.va.Name,
+		Accelerator: acceleratorOf(v.va, v.target), Current: cur, Desired: desired, Reason: engine.ReasonHoldMetrics}
+}
+
+// notifyAll tells the reconciler of every variant given a decision this
+// cycle, in name order.
+func (p *Planner) notifyAll(decisions map[types.NamespacedName]Decision) {
+	if p.Notify == nil {
+		return
 	}
-	if p.Notify != nil {
-		keys := make([]types.NamespacedName, 0, len(decisions))
-		for k := range decisions {
-			keys = append(keys, k)
-		}
-		sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
-		for _, k := range keys {
-			p.Notify(k)
-		}
+	keys := make([]types.NamespacedName, 0, len(decisions))
+	for k := range decisions {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	for _, k := range keys {
+		p.Notify(k)
 	}
 }
 
