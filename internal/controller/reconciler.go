@@ -50,6 +50,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	optimizationStatus(&st, now, dec, ok)
+	if ok && target != nil {
+		signalStatus(&st, now, dec)
+	}
+	r.actuationStatus(&st, now, dec, ok, target)
+	r.configStatus(&st, now)
+	return r.writeStatus(ctx, &va, st)
+}
+
+// optimizationStatus sets OptimizationReady and, for a decided variant,
+// the desired allocation from the planner's decision (ok: there is one).
+func optimizationStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time, dec Decision, ok bool) {
 	switch {
 	case !ok:
 		if findCondition(st.Conditions, wvav1.ConditionOptimizationReady) == nil {
@@ -67,33 +79,44 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	default:
 		setCondition(&st.Conditions, now, wvav1.ConditionOptimizationReady, false, dec.OptimizationReason, dec.OptimizationMessage)
 	}
-	if ok && target != nil {
-		if dec.MetricsOK {
-			setCondition(&st.Conditions, now, wvav1.ConditionMetricsAvailable, true, orDefault(dec.MetricsReason, wvav1.ReasonMetricsFound), dec.MetricsMessage)
-		} else if dec.MetricsReason != "" {
-			setCondition(&st.Conditions, now, wvav1.ConditionMetricsAvailable, false, dec.MetricsReason, dec.MetricsMessage)
-		}
-		if dec.TuningReason != "" {
-			setCondition(&st.Conditions, now, wvav1.ConditionTuningActive, dec.TuningActive, dec.TuningReason, dec.TuningMessage)
-		}
-	}
-	r.actuationStatus(&st, now, dec, ok, target)
-	if probs := r.Config.Problems(); len(probs) > 0 {
-		msgs := make([]string, len(probs))
-		for i, p := range probs {
-			msgs[i] = p.Error()
-		}
-		setCondition(&st.Conditions, now, wvav1.ConditionConfigValid, false, wvav1.ReasonConfigInvalid,
-			"using the last good configuration: "+strings.Join(msgs, "; "))
-	} else {
-		setCondition(&st.Conditions, now, wvav1.ConditionConfigValid, true, wvav1.ReasonConfigValid, "all configuration ConfigMaps are valid")
-	}
+}
 
+// signalStatus sets MetricsAvailable and TuningActive from the decision,
+// each only when the decision says something of it.
+func signalStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time, dec Decision) {
+	if dec.MetricsOK {
+		setCondition(&st.Conditions, now, wvav1.ConditionMetricsAvailable, true, orDefault(dec.MetricsReason, wvav1.ReasonMetricsFound), dec.MetricsMessage)
+	} else if dec.MetricsReason != "" {
+		setCondition(&st.Conditions, now, wvav1.ConditionMetricsAvailable, false, dec.MetricsReason, dec.MetricsMessage)
+	}
+	if dec.TuningReason != "" {
+		setCondition(&st.Conditions, now, wvav1.ConditionTuningActive, dec.TuningActive, dec.TuningReason, dec.TuningMessage)
+	}
+}
+
+// configStatus sets ConfigValid from the configuration's problems.
+func (r *Reconciler) configStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time) {
+	probs := r.Config.Problems()
+	if len(probs) == 0 {
+		setCondition(&st.Conditions, now, wvav1.ConditionConfigValid, true, wvav1.ReasonConfigValid, "all configuration ConfigMaps are valid")
+		return
+	}
+	msgs := make([]string, len(probs))
+	for i, p := range probs {
+		msgs[i] = p.Error()
+	}
+	setCondition(&st.Conditions, now, wvav1.ConditionConfigValid, false, wvav1.ReasonConfigInvalid,
+		"using the last good configuration: "+strings.Join(msgs, "; "))
+}
+
+// writeStatus writes st as va's status, only when it changed; a conflict
+// asks for another reconcile a second later.
+func (r *Reconciler) writeStatus(ctx context.Context, va *wvav1.VariantAutoscaling, st wvav1.VariantAutoscalingStatus) (ctrl.Result, error) {
 	if equality.Semantic.DeepEqual(st, va.Status) {
 		return ctrl.Result{}, nil
 	}
 	va.Status = st
-	if err := r.Client.Status().Update(ctx, &va); err != nil {
+	if err := r.Client.Status().Update(ctx, va); err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: time.Second}, nil // someone else wrote; read again
 		}
@@ -126,6 +149,10 @@ func (r *Reconciler) targetStatus(ctx context.Context, va *wvav1.VariantAutoscal
 	return &d, nil
 }
 
+// actuationStatus sets the actuation and ActuationComplete, comparing the
+// target as it is now with the desired allocation; without a target, a
+// decision or a desired allocation, and in a target conflict, it leaves
+// them as they are.
 func (r *Reconciler) actuationStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time, dec Decision, ok bool, target *appsv1.Deployment) {
 	if !ok || target == nil || dec.conflict() || !dec.Decided && st.DesiredOptimizedAlloc.LastRunTime.IsZero() {
 		return
