@@ -96,6 +96,7 @@ func (c *cycle) allocateLimited() {
 		a := res[i]
 		for j, vs := range ms.variants {
 			vs.modelTarget = a.Replicas[j]
+			free[vs.v.Accelerator] -= vs.modelTarget * vs.v.acceleratorsPerReplica()
 		}
 		switch {
 		case a.BestEffort:
@@ -104,6 +105,7 @@ func (c *cycle) allocateLimited() {
 			ms.sum.ModelError = "inventory too small for the SLO; nothing allocated (saturation policy None)"
 		}
 	}
+	c.free = free
 }
 
 // priority is the model's priority: its own, else its service class's,

@@ -30,6 +30,26 @@ func (c *cycle) forecast(ms *modelState) {
 	ms.sum.PlannedRPS, ms.sum.HorizonSeconds = ms.planned, h
 }
 
+// drainAll runs the drain planner for every model: in parallel in
+// unlimited mode; in limited mode one model after another, by priority,
+// each taking its transient replicas out of the inventory the global
+// allocation left free, so that no model's drain takes what a model of
+// higher priority was allocated.
+func (c *cycle) drainAll() {
+	if c.free == nil {
+		c.parallel(c.drain)
+		return
+	}
+	order := make([]*modelState, len(c.models))
+	copy(order, c.models)
+	sort.SliceStable(order, func(i, j int) bool {
+		return c.priority(order[i].m) < c.priority(order[j].m)
+	})
+	for _, ms := range order {
+		c.drain(ms)
+	}
+}
+
 // drain plans for the backlog (requests waiting in the replicas' queues and
 // at the gateway) instead of counting it as demand. The steady fleet is
 // sized from the arrival rate; the backlog needs extra replicas only when
@@ -39,12 +59,10 @@ func (c *cycle) forecast(ms *modelState) {
 // beyond λ (M₁ − λ). If that does not clear it within another H, a
 // transient addition of the replicas with the lowest cost per request/s
 // makes up the difference. It is not part of the scale-down window's
-// record, so it goes as soon as the backlog has drained.
-//
-// In limited mode the inventory is shared out by priority across models,
-// so no model takes transient replicas beyond its share.
+// record, so it goes as soon as the backlog has drained. In limited mode
+// the addition comes out of the free inventory (see drainAll).
 func (c *cycle) drain(ms *modelState) {
-	if !ms.modelOK || ms.demand == 0 || c.s.Optimizer == OptimizerLimited {
+	if !plansBacklog(c.mode, ms) {
 		return
 	}
 	backlog := ms.m.GatewayWaitingRequests
@@ -60,7 +78,7 @@ func (c *cycle) drain(ms *modelState) {
 		}
 		m0 += float64(vs.v.ReadyReplicas) * vs.maxRate
 		m1 += float64(vs.modelTarget) * vs.maxRate
-		if vs.modelTarget < vs.v.maxReplicas() && (best == nil || vs.v.cost()/vs.maxRate < best.v.cost()/best.maxRate) {
+		if c.drainRoom(vs) > 0 && (best == nil || vs.v.cost()/vs.maxRate < best.v.cost()/best.maxRate) {
 			best = vs
 		}
 	}
@@ -73,11 +91,33 @@ func (c *cycle) drain(ms *modelState) {
 	if need <= 0 {
 		return
 	}
-	k := alloc.CeilCount(need/best.maxRate, best.v.maxReplicas()-best.modelTarget)
+	k := alloc.CeilCount(need/best.maxRate, c.drainRoom(best))
 	best.modelTarget += k
 	best.transient = k
+	if c.free != nil {
+		c.free[best.v.Accelerator] -= k * best.v.acceleratorsPerReplica()
+	}
 	best.note("drain: %.0f request(s) waiting, %.0f expected in %.0f s; +%d to clear them within another %.0f s",
 		backlog, atH, h, k, h)
+}
+
+// drainRoom is how many replicas the drain planner may add to a variant:
+// up to its maximum and, in limited mode, within the free inventory.
+func (c *cycle) drainRoom(vs *variantState) int {
+	room := vs.v.maxReplicas() - vs.modelTarget
+	if c.free != nil {
+		room = min(room, max(c.free[vs.v.Accelerator], 0)/vs.v.acceleratorsPerReplica())
+	}
+	return room
+}
+
+// plansBacklog says whether the drain planner owns the model's backlog this
+// cycle: where the model analysis sized it (hybrid or model-only mode) and
+// there is demand. There the saturation analyzer judges KV usage only;
+// elsewhere its queue trigger is what sizes for the requests waiting. One
+// predicate for both, so that the backlog always has exactly one planner.
+func plansBacklog(mode Mode, ms *modelState) bool {
+	return mode != ModeCapacityOnly && ms.modelOK && ms.demand > 0
 }
 
 // pickVictims names, for each variant the plan scales down, the pods to

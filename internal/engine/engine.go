@@ -136,6 +136,9 @@ type cycle struct {
 	now    time.Time
 	models []*modelState
 	all    []*variantState
+	// free is, in limited mode, the inventory left after the global
+	// allocation, by accelerator: what the drain planner may still use.
+	free map[string]int
 }
 
 // Plan runs one decision cycle. An invalid snapshot is an error naming the
@@ -160,7 +163,7 @@ func (e *Engine) Plan(s *Snapshot) (*Plan, error) {
 	if c.mode != ModeCapacityOnly {
 		c.parallel(c.analyzeModel)
 		c.allocate()
-		c.parallel(c.drain)
+		c.drainAll()
 	}
 	if c.mode != ModeModelOnly {
 		c.parallel(c.saturation)
@@ -413,7 +416,7 @@ func (c *cycle) saturation(ms *modelState) {
 	}
 	sort.Strings(order)
 	for _, r := range order {
-		g := analyzeSaturation(cfg, r, roles[r], c.mode != ModeCapacityOnly && ms.modelOK && ms.demand > 0)
+		g := analyzeSaturation(cfg, r, roles[r], plansBacklog(c.mode, ms))
 		ms.sat = append(ms.sat, g)
 		ms.sum.Saturation = append(ms.sum.Saturation, g.d)
 	}
