@@ -88,30 +88,7 @@ func checkSecureServer(t *testing.T, c metricsClient, addr string, tok secureTok
 	t.Helper()
 	base := "https://" + addr
 	for _, path := range []string{"/metrics", "/tuner/params"} {
-		for _, tc := range []struct {
-			who, token string
-			code       int
-			body       string
-		}{
-			{"no token", "", http.StatusUnauthorized, "Unauthorized"},
-			{"an account without the role", tok.stranger, http.StatusForbidden, "Authorization denied for user system:serviceaccount:" + tok.ns + ":stranger"},
-			{"a metrics reader", tok.reader, http.StatusOK, ""},
-		} {
-			code, body, proto := c.get(base+path, tc.token)
-			if code != tc.code || !strings.Contains(body, tc.body) {
-				t.Errorf("%s with %s: %d %.200q, want %d %q", path, tc.who, code, body, tc.code, tc.body)
-			}
-			if code == http.StatusOK && proto != "HTTP/1.1" {
-				t.Errorf("%s: served over %s; HTTP/2 is off by default", path, proto)
-			}
-		}
-		// A token the API server cannot read: the filter reports the
-		// failed review as a server error (controller-runtime's choice),
-		// and serves nothing.
-		code, body, _ := c.get(base+path, "not-a-token")
-		if (code != http.StatusUnauthorized && code != http.StatusInternalServerError) || strings.Contains(body, "# TYPE") || strings.Contains(body, "[") {
-			t.Errorf("%s with a forged token: %d %.200q", path, code, body)
-		}
+		checkAuthentication(t, c, base+path, tok)
 	}
 	// Authorisation is per path.
 	if code, _, _ := c.get(base+"/metrics", tok.partial); code != http.StatusOK {
@@ -130,6 +107,37 @@ func checkSecureServer(t *testing.T, c metricsClient, addr string, tok secureTok
 	// Plain HTTP is not served on the secure port, not even with a token.
 	if code, body, _ := c.get("http://"+addr+"/metrics", tok.reader); code == http.StatusOK {
 		t.Errorf("plain HTTP answered: %.200q", body)
+	}
+}
+
+// checkAuthentication asks url without a token, with a stranger's, with a
+// reader's and with a forged one: only the reader is served, over
+// HTTP/1.1.
+func checkAuthentication(t *testing.T, c metricsClient, url string, tok secureTokens) {
+	t.Helper()
+	for _, tc := range []struct {
+		who, token string
+		code       int
+		body       string
+	}{
+		{"no token", "", http.StatusUnauthorized, "Unauthorized"},
+		{"an account without the role", tok.stranger, http.StatusForbidden, "Authorization denied for user system:serviceaccount:" + tok.ns + ":stranger"},
+		{"a metrics reader", tok.reader, http.StatusOK, ""},
+	} {
+		code, body, proto := c.get(url, tc.token)
+		if code != tc.code || !strings.Contains(body, tc.body) {
+			t.Errorf("%s with %s: %d %.200q, want %d %q", url, tc.who, code, body, tc.code, tc.body)
+		}
+		if code == http.StatusOK && proto != "HTTP/1.1" {
+			t.Errorf("%s: served over %s; HTTP/2 is off by default", url, proto)
+		}
+	}
+	// A token the API server cannot read: the filter reports the failed
+	// review as a server error (controller-runtime's choice), and serves
+	// nothing.
+	code, body, _ := c.get(url, "not-a-token")
+	if (code != http.StatusUnauthorized && code != http.StatusInternalServerError) || strings.Contains(body, "# TYPE") || strings.Contains(body, "[") {
+		t.Errorf("%s with a forged token: %d %.200q", url, code, body)
 	}
 }
 

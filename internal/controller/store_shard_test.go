@@ -57,25 +57,35 @@ func TestTunerStateSharded(t *testing.T) {
 	}
 	checkShards(t, readShards(t, s), n)
 
-	// A new leader reads everything back.
+	checkReadBack(t, ref, n, key)
+	checkRewrites(t, s, key(7), fullRecord(7))
+	checkShrunk(t, s, key)
+}
+
+// checkReadBack: a new leader reads all n records back, unchanged.
+func checkReadBack(t *testing.T, ref types.NamespacedName, n int, key func(int) tuner.Key) {
+	t.Helper()
 	next := NewConfigMapStore(env.Client, ref)
-	if skipped, err := next.Load(ctx); err != nil || len(skipped) != 0 {
+	if skipped, err := next.Load(context.Background()); err != nil || len(skipped) != 0 {
 		t.Fatalf("load: %v, skipped %v", err, skipped)
 	}
 	if got := len(next.List("", "", "")); got != n {
 		t.Fatalf("read back %d records, want %d", got, n)
 	}
-	for _, i := range []int{0, 1, 2500, n - 1} {
+	for _, i := range []int{0, 1, n / 2, n - 1} {
 		got, ok, _ := next.Get(key(i))
 		want := fullRecord(i)
 		if !ok || !reflect.DeepEqual(got, want) {
 			t.Errorf("record %d read back as %+v", i, got)
 		}
 	}
+}
 
-	checkRewrites(t, s, key(7), fullRecord(7))
-
-	// The fleet shrinks to ten variants: one shard, the others emptied.
+// checkShrunk: when the fleet shrinks to ten variants, they fit in one
+// shard, the surplus shards are emptied, and a new leader reads the ten.
+func checkShrunk(t *testing.T, s *ConfigMapStore, key func(int) tuner.Key) {
+	t.Helper()
+	ctx := context.Background()
 	keep := map[tuner.Key]bool{}
 	for i := range 10 {
 		keep[key(i)] = true
@@ -88,10 +98,10 @@ func TestTunerStateSharded(t *testing.T) {
 		t.Fatalf("after shrinking: %d shards", len(got))
 	}
 	var surplus corev1.ConfigMap
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ctrlNS, Name: ref.Name + "-1"}, &surplus); err != nil || len(surplus.Data) != 0 {
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: s.ref.Namespace, Name: s.ref.Name + "-1"}, &surplus); err != nil || len(surplus.Data) != 0 {
 		t.Errorf("surplus shard: %v, %d records", err, len(surplus.Data))
 	}
-	last := NewConfigMapStore(env.Client, ref)
+	last := NewConfigMapStore(env.Client, s.ref)
 	if _, err := last.Load(ctx); err != nil || len(last.List("", "", "")) != 10 {
 		t.Fatalf("after shrinking read back %d records (%v)", len(last.List("", "", "")), err)
 	}

@@ -34,18 +34,27 @@ func TestEngineVariant(t *testing.T) {
 	owners := map[string]podInfo{"llama-h100-0": {variant: "llama-h100", ready: time.Unix(100, 0)}, "other-0": {variant: "other"}}
 	got := engineVariant(&variant{va: va, target: d}, set, owners)
 	ev := got.Variant
-	if ev.CurrentReplicas != 3 || ev.ReadyReplicas != 2 || *ev.MinReplicas != 2 || ev.MaxReplicas != 9 ||
-		ev.ScaleUpLimitFactor != 1.5 || ev.ScaleUpLimitReplicas != 4 || ev.AcceleratorsPerReplica != 2 || ev.MaxBatchSize != 128 {
-		t.Errorf("variant %+v", ev)
-	}
-	if ev.Cost != 80 { // 40 per accelerator × 2 per replica
-		t.Errorf("cost %v, want 80", ev.Cost)
+	for _, f := range []struct {
+		name      string
+		got, want any
+	}{
+		{"current replicas", ev.CurrentReplicas, 3},
+		{"ready replicas", ev.ReadyReplicas, 2},
+		{"min replicas", *ev.MinReplicas, 2},
+		{"max replicas", ev.MaxReplicas, 9},
+		{"scale-up limit factor", ev.ScaleUpLimitFactor, 1.5},
+		{"scale-up limit replicas", ev.ScaleUpLimitReplicas, 4},
+		{"accelerators per replica", ev.AcceleratorsPerReplica, 2},
+		{"max batch size", ev.MaxBatchSize, 128},
+		{"cost (40 per accelerator × 2 per replica)", ev.Cost, 80.0},
+		{"last good (the published count)", got.LastGood, 5},
+	} {
+		if f.got != f.want {
+			t.Errorf("%s: %v, want %v", f.name, f.got, f.want)
+		}
 	}
 	if ev.Params == nil || ev.Params.Alpha != 6.9 || ev.Params.Delta != 0.001 {
 		t.Errorf("profiled parameters %+v", ev.Params)
-	}
-	if got.LastGood != 5 {
-		t.Errorf("last good %d, want the published 5", got.LastGood)
 	}
 	mine, ready := got.Owns(collector.PodMetrics{Pod: engine.Pod{Name: "llama-h100-0"}})
 	other, _ := got.Owns(collector.PodMetrics{Pod: engine.Pod{Name: "other-0"}})
