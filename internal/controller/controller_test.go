@@ -2,20 +2,14 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -25,7 +19,6 @@ import (
 	"github.com/llm-d-incubation/wva/internal/config"
 	"github.com/llm-d-incubation/wva/internal/engine"
 	"github.com/llm-d-incubation/wva/internal/testenv"
-	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
 const model = "meta-llama/Llama-3.1-8B-Instruct"
@@ -251,188 +244,6 @@ func TestOneStatusWrite(t *testing.T) {
 	}
 }
 
-func TestConfigReloadAndRejection(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	f.deployment("llama-h100", 1)
-	f.va("llama-h100", model, nil)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "variantautoscaling-config", Namespace: ctrlNS},
-		Data: map[string]string{"GLOBAL_OPT_INTERVAL": "30s", "WVA_SCALE_TO_ZERO": "true"}}
-	_ = env.Client.Delete(ctx, cm)
-	if err := env.Client.Create(ctx, cm); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Client.Delete(ctx, cm) }()
-	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cm)}
-	if _, err := f.cfg.Reconcile(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	if s := f.cfg.State.Settings().Main; s.Interval.Seconds() != 30 || !s.ScaleToZero {
-		t.Fatalf("reloaded main config: interval %v scaleToZero %v", s.Interval, s.ScaleToZero)
-	}
-	wantCond(t, f.reconcile("llama-h100"), wvav1.ConditionConfigValid, metav1.ConditionTrue, wvav1.ReasonConfigValid)
-
-	cm.Data = map[string]string{"GLOBAL_OPT_INTERVAL": "soon", "WVA_SCALE_TO_ZERO": "false"}
-	if err := env.Client.Update(ctx, cm); err != nil {
-		t.Fatal(err)
-	}
-	f.cfg.Recorder = recorderFor(t)
-	if _, err := f.cfg.Reconcile(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	if s := f.cfg.State.Settings().Main; s.Interval.Seconds() != 30 || !s.ScaleToZero {
-		t.Fatalf("an invalid ConfigMap replaced the good one: interval %v scaleToZero %v", s.Interval, s.ScaleToZero)
-	}
-	c := wantCond(t, f.reconcile("llama-h100"), wvav1.ConditionConfigValid, metav1.ConditionFalse, wvav1.ReasonConfigInvalid)
-	if !strings.Contains(c.Message, "GLOBAL_OPT_INTERVAL") || !strings.Contains(c.Message, "soon") {
-		t.Errorf("condition does not name the key and value: %q", c.Message)
-	}
-	waitEvent(t, cm, "InvalidConfiguration", "GLOBAL_OPT_INTERVAL")
-
-	cm.Data = map[string]string{"GLOBAL_OPT_INTERVAL": "45s"}
-	if err := env.Client.Update(ctx, cm); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.cfg.Reconcile(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	if s := f.cfg.State.Settings().Main; s.Interval.Seconds() != 45 || s.ScaleToZero {
-		t.Fatalf("fixed config: interval %v scaleToZero %v", s.Interval, s.ScaleToZero)
-	}
-	wantCond(t, f.reconcile("llama-h100"), wvav1.ConditionConfigValid, metav1.ConditionTrue, wvav1.ReasonConfigValid)
-}
-
-// TestTunerStatePersists: the learned parameters are written to the state
-// ConfigMap, a new store (a restarted or new leader) reads them back, and
-// GET /tuner/params serves them.
-func TestTunerStatePersists(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	f.deployment("llama-h100", 2)
-	f.va("llama-h100", model, nil)
-	if err := f.planner.Config.Apply(DefaultConfigNames().QueueingModel, map[string]string{"default": "sloMultiplier: 3\ntuningEnabled: true\n"}, true); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 3; i++ {
-		ps := pods("llama-h100", 2, 0.3, 0)
-		for j := range ps {
-			ps[j].ArrivalRateRPS = 1 + float64(i)
-			ps[j].AvgTTFTMs = 60 + 10*float64(i)
-			ps[j].AvgITLMs = 10 + float64(i)
-		}
-		f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: ps}}})
-		f.cycle()
-		f.clock.Step(60e9)
-	}
-	va := f.reconcile("llama-h100")
-	wantCond(t, va, wvav1.ConditionTuningActive, metav1.ConditionTrue, wvav1.ReasonTuning)
-	key := tuner.Key{Namespace: f.ns, Model: model, Variant: "llama-h100"}
-	rec, ok, _ := f.planner.Store.Get(key)
-	if !ok || rec.Params.Alpha <= 0 {
-		t.Fatalf("no learned record: %+v", rec)
-	}
-	restarted := NewConfigMapStore(env.Client, f.planner.Store.ref)
-	if skipped, err := restarted.Load(ctx); err != nil || len(skipped) > 0 {
-		t.Fatalf("load: %v %v", skipped, err)
-	}
-	got, ok, _ := restarted.Get(key)
-	if !ok || got.Params != rec.Params || got.Updates != rec.Updates || len(got.Window) != len(rec.Window) || !got.LastUpdate.Equal(rec.LastUpdate) {
-		t.Fatalf("restored %+v\nwant %+v", got, rec)
-	}
-	checkTunerAPI(t, restarted, f.ns, rec)
-}
-
-// checkTunerAPI reads GET /tuner/params for the variant and an unknown one.
-func checkTunerAPI(t *testing.T, store *ConfigMapStore, ns string, rec tuner.Record) {
-	t.Helper()
-	srv := httptest.NewServer(TunerHandler(store))
-	defer srv.Close()
-	resp, err := srv.Client().Get(srv.URL + "?namespace=" + ns + "&variant=llama-h100")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out []TunerParams
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		t.Fatal(err)
-	}
-	if len(out) != 1 || out[0].Alpha != rec.Params.Alpha || out[0].Model != model || len(out[0].Covariance) != 3 {
-		t.Fatalf("tuner API: %+v", out)
-	}
-	resp2, err := srv.Client().Get(srv.URL + "?variant=nope")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp2.Body.Close()
-	if resp2.StatusCode != http.StatusNotFound {
-		t.Errorf("unknown variant: status %d", resp2.StatusCode)
-	}
-}
-
-// TestScaleFromZero: a model with no replica and waiting requests gets
-// its cheapest variant scaled to one at once.
-func TestScaleFromZero(t *testing.T) {
-	f := newFixture(t)
-	if err := f.planner.Config.Apply(DefaultConfigNames().Main, map[string]string{"WVA_SCALE_TO_ZERO": "true"}, true); err != nil {
-		t.Fatal(err)
-	}
-	zero := func(va *wvav1.VariantAutoscaling) {
-		z := int32(0)
-		va.Spec.MinReplicas = &z
-		va.Spec.Actuator = wvav1.ActuatorDirect
-	}
-	cheap := f.deployment("llama-l40s", 0)
-	f.deployment("llama-h100", 0)
-	f.va("llama-h100", model, zero)
-	f.va("llama-l40s", model, func(va *wvav1.VariantAutoscaling) { zero(va); va.Spec.Accelerator = "L40S"; va.Spec.VariantCost = "12" })
-	sfz := &ScaleFromZero{Planner: f.planner, Clock: f.clock}
-	woke, err := sfz.Check(context.Background())
-	if err != nil || len(woke) != 0 {
-		t.Fatalf("no demand: woke %v, %v", woke, err)
-	}
-	f.writeMetrics(file.Document{Demand: []file.Demand{{Namespace: f.ns, Model: model, Value: 4}}})
-	woke, err = sfz.Check(context.Background())
-	if err != nil || len(woke) != 1 || woke[0].Name != "llama-l40s" {
-		t.Fatalf("demand: woke %v, %v; want llama-l40s", woke, err)
-	}
-	var got appsv1.Deployment
-	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(cheap), &got); err != nil {
-		t.Fatal(err)
-	}
-	if *got.Spec.Replicas != 1 {
-		t.Fatalf("cheapest variant has %d replicas, want 1", *got.Spec.Replicas)
-	}
-	if g := f.gauge("inferno_desired_replicas", "llama-l40s"); g != 1 {
-		t.Errorf("inferno_desired_replicas %v, want 1", g)
-	}
-	va := f.reconcile("llama-l40s")
-	if va.Status.DesiredOptimizedAlloc.NumReplicas != 1 || va.Status.DesiredOptimizedAlloc.Reason != string(engine.ReasonScaleFromZero) {
-		t.Errorf("status %+v", va.Status.DesiredOptimizedAlloc)
-	}
-	// Not at zero any more: nothing to do.
-	woke, err = sfz.Check(context.Background())
-	if err != nil || len(woke) != 0 {
-		t.Fatalf("second pass woke %v, %v", woke, err)
-	}
-}
-
-func waitEvent(t *testing.T, obj client.Object, reason, substr string) {
-	t.Helper()
-	for i := 0; i < 100; i++ {
-		var list eventsv1.EventList
-		if err := env.Client.List(context.Background(), &list, client.InNamespace(obj.GetNamespace())); err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range list.Items {
-			if e.Regarding.Name == obj.GetName() && e.Reason == reason && e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, substr) {
-				return
-			}
-		}
-		sleep()
-	}
-	t.Fatalf("no %s event mentioning %q on %s", reason, substr, obj.GetName())
-}
-
 func TestOwnedBy(t *testing.T) {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "llama-h100"}}
 	yes := true
@@ -454,79 +265,6 @@ func TestOwnedBy(t *testing.T) {
 	} {
 		if got := ownedBy(c.pod, d); got != c.want {
 			t.Errorf("%+v: got %v", c.pod.OwnerReferences, got)
-		}
-	}
-}
-
-// TestUnknownServiceClass: a VA naming a class that does not exist is
-// planned without it (the cycle does not fail) and its status says why.
-func TestUnknownServiceClass(t *testing.T) {
-	f := newFixture(t)
-	if err := f.planner.Config.Apply(DefaultConfigNames().ServiceClasses, map[string]string{"premium": `{"priority": 1, "ttft_ms": 500, "itl_ms": 50}`}, true); err != nil {
-		t.Fatal(err)
-	}
-	f.deployment("llama-h100", 1)
-	f.deployment("mistral-h100", 1)
-	f.va("llama-h100", model, func(va *wvav1.VariantAutoscaling) {
-		va.Spec.SLOClassRef = &wvav1.ConfigMapKeyRef{Name: "service-classes-config", Key: "platinum"}
-	})
-	f.va("mistral-h100", "mistral", func(va *wvav1.VariantAutoscaling) {
-		va.Spec.SLOClassRef = &wvav1.ConfigMapKeyRef{Name: "service-classes-config", Key: "premium"}
-	})
-	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", 1, 0.3, 0)},
-		{Namespace: f.ns, Model: "mistral", Pods: pods("mistral-h100", 1, 0.3, 0)}}})
-	f.cycle()
-	c := wantCond(t, f.reconcile("llama-h100"), wvav1.ConditionOptimizationReady, metav1.ConditionTrue, wvav1.ReasonOptimizationSucceeded)
-	if !strings.Contains(c.Message, `service class "platinum" is not in ConfigMap service-classes-config`) {
-		t.Errorf("message: %q", c.Message)
-	}
-	c = wantCond(t, f.reconcile("mistral-h100"), wvav1.ConditionOptimizationReady, metav1.ConditionTrue, wvav1.ReasonOptimizationSucceeded)
-	if strings.Contains(c.Message, "class") {
-		t.Errorf("the known class was reported: %q", c.Message)
-	}
-}
-
-// TestCycleAndWakeConcurrently: the planner loop and the scale-from-zero
-// loop run in separate goroutines in the manager; under -race this test
-// fails if they share state unguarded. Whatever the interleaving, the end
-// state is the one either order gives: the idle model, with requests
-// waiting, is asked for a replica (by the wake-up or by the cycle, never
-// put back to zero by a cycle that saw it before the wake-up), and the
-// served one keeps its replica.
-func TestCycleAndWakeConcurrently(t *testing.T) {
-	f := newFixture(t)
-	f.deployment("llama-h100", 1)
-	f.va("llama-h100", model, nil)
-	f.deployment("idle-l40s", 0)
-	f.va("idle-l40s", "idle", func(va *wvav1.VariantAutoscaling) { va.Spec.Accelerator = "L40S" })
-	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", 1, 0.3, 0)}},
-		Demand: []file.Demand{{Namespace: f.ns, Model: "idle", Value: 2}}})
-	f.planner.Notify = nil
-	sfz := &ScaleFromZero{Planner: f.planner, Clock: f.clock}
-	errs := make(chan error, 10)
-	go func() { // the planner loop: one cycle after the other
-		for i := 0; i < 5; i++ {
-			errs <- f.planner.Cycle(context.Background())
-		}
-	}()
-	go func() { // the wake-up loop, beside it
-		for i := 0; i < 5; i++ {
-			_, err := sfz.Check(context.Background())
-			errs <- err
-		}
-	}()
-	for i := 0; i < 10; i++ {
-		if err := <-errs; err != nil {
-			t.Error(err)
-		}
-	}
-	for name, atLeast := range map[string]int{"idle-l40s": 1, "llama-h100": 1} {
-		dec, ok := f.planner.Cache.Get(types.NamespacedName{Namespace: f.ns, Name: name})
-		if !ok || !dec.Decided || dec.Decision.Desired < atLeast {
-			t.Errorf("%s: decision %+v (cached %v), want ≥ %d replicas", name, dec.Decision, ok, atLeast)
-		}
-		if g := f.gauge("inferno_desired_replicas", name); g < float64(atLeast) {
-			t.Errorf("%s: inferno_desired_replicas %v, want ≥ %d", name, g, atLeast)
 		}
 	}
 }
@@ -605,121 +343,5 @@ func TestHoldReason(t *testing.T) {
 		if got := holdReason(tc.cause, of(tc.pod)); got != tc.want {
 			t.Errorf("%s with %s's problems %+v: %s, want %s", tc.cause, tc.pod, of(tc.pod), got, tc.want)
 		}
-	}
-}
-
-// TestStoreNeverOverwritesUnread: a leader whose first read of the tuner
-// state fails must not replace it with what it learned since; once the
-// read succeeds both are kept.
-func TestStoreNeverOverwritesUnread(t *testing.T) {
-	ctx := context.Background()
-	ref := types.NamespacedName{Namespace: ctrlNS, Name: "state-unread"}
-	_ = env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ctrlNS}})
-	old := NewConfigMapStore(env.Client, ref)
-	if _, err := old.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	a := tuner.Key{Namespace: "ns", Model: "m", Variant: "a"}
-	b := tuner.Key{Namespace: "ns", Model: "m", Variant: "b"}
-	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	if err := old.Put(a, tuner.Record{Params: tuner.Params{Alpha: 6}, LastUpdate: t0}); err != nil {
-		t.Fatal(err)
-	}
-	if err := old.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	failing := true
-	ww, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	flaky := interceptor.NewClient(ww, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, k client.ObjectKey, o client.Object, opts ...client.GetOption) error {
-		if failing {
-			return fmt.Errorf("etcdserver: request timed out")
-		}
-		return c.Get(ctx, k, o, opts...)
-	}})
-	s := NewConfigMapStore(flaky, ref)
-	if _, err := s.Load(ctx); err == nil {
-		t.Fatal("the failing read succeeded")
-	}
-	if err := s.Put(b, tuner.Record{Params: tuner.Params{Alpha: 2}, LastUpdate: t0.Add(time.Minute)}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Flush(ctx); err == nil || !strings.Contains(err.Error(), "not overwriting") {
-		t.Fatalf("flush before a successful read: %v", err)
-	}
-	failing = false
-	if _, err := s.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	check := NewConfigMapStore(env.Client, ref)
-	if _, err := check.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	ra, okA, _ := check.Get(a)
-	rb, okB, _ := check.Get(b)
-	if !okA || !okB || ra.Params.Alpha != 6 || rb.Params.Alpha != 2 {
-		t.Fatalf("stored: a %v %+v, b %v %+v", okA, ra.Params, okB, rb.Params)
-	}
-}
-
-func TestConfigStateVersion(t *testing.T) {
-	s := NewConfigState(DefaultConfigNames(), config.DefaultMain())
-	data := map[string]string{"GLOBAL_OPT_INTERVAL": "30s"}
-	if err := s.Apply(config.MainName, data, true); err != nil {
-		t.Fatal(err)
-	}
-	v := s.Version()
-	if err := s.Apply(config.MainName, data, true); err != nil || s.Version() != v {
-		t.Errorf("a resync with the same data changed the version: %d → %d (%v)", v, s.Version(), err)
-	}
-	if err := s.Apply(config.MainName, map[string]string{"GLOBAL_OPT_INTERVAL": "45s"}, true); err != nil || s.Version() != v+1 {
-		t.Errorf("a real change: version %d → %d (%v)", v, s.Version(), err)
-	}
-}
-
-// TestSurgeAsksForCycle: with WVA_SURGE on, the fast loop asks the
-// optimisation loop for an extra cycle when requests pile up at the
-// gateway for a model that has replicas, but not within 15 s of the
-// model's last cycle; with it off (the default) it never does.
-func TestSurgeAsksForCycle(t *testing.T) {
-	f := newFixture(t)
-	f.deployment("llama-h100", 2)
-	f.va("llama-h100", model, func(va *wvav1.VariantAutoscaling) { va.Spec.Actuator = wvav1.ActuatorDirect })
-	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", 2, 0.3, 0)}}})
-	sfz := &ScaleFromZero{Planner: f.planner, Clock: f.clock, Log: f.planner.Log}
-	asked := func() bool {
-		if _, err := sfz.Check(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-f.planner.Surge:
-			return true
-		default:
-			return false
-		}
-	}
-	f.cycle() // plans for 4 rps, nothing waiting
-	queue := file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", 2, 0.3, 0)}},
-		Demand: []file.Demand{{Namespace: f.ns, Model: model, Value: 8}}}
-	f.writeMetrics(queue)
-	f.clock.Step(20 * time.Second)
-	if asked() {
-		t.Fatal("surge with WVA_SURGE off")
-	}
-	if err := f.planner.Config.Apply(DefaultConfigNames().Main, map[string]string{"WVA_SURGE": "true"}, true); err != nil {
-		t.Fatal(err)
-	}
-	if !asked() {
-		t.Fatal("8 requests waiting for 2 ready replicas: no cycle asked for")
-	}
-	f.cycle() // sees the queue
-	f.clock.Step(5 * time.Second)
-	if asked() {
-		t.Error("surge 5 s after the model's last cycle")
 	}
 }
