@@ -106,8 +106,11 @@ type variantState struct {
 	// capTarget and modelTarget are the analyzers' proposals, -1 if none.
 	capTarget, modelTarget int
 	detail                 *ModelDetail
-	capacity               float64 // requests/s per replica within the SLO
-	maxRate                float64 // requests/s per replica at a full batch (λmax)
+	// paramsSD is the tuner's standard deviation of the parameters after
+	// this cycle's step (nil when no step ran).
+	paramsSD *tuner.Params
+	capacity float64 // requests/s per replica within the SLO
+	maxRate  float64 // requests/s per replica at a full batch (λmax)
 	// spare is the part of modelTarget that covers the forecast's spare
 	// and transient the part added to drain a backlog; neither enters the
 	// scale-down stabilisation window.

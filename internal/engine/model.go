@@ -37,6 +37,7 @@ func (c *cycle) tune(ms *modelState) {
 			vs.note("tuner: %v", err)
 			continue
 		}
+		vs.paramsSD = stdDevOf(st.Covariance)
 		if err := c.e.store.Put(key, tu.Record(c.now)); err != nil {
 			vs.note("tuner: storing parameters: %v", err)
 		}
@@ -143,6 +144,18 @@ func (c *cycle) params(vs *variantState) (*tuner.Params, string, string) {
 	return nil, "", tuning
 }
 
+// stdDevOf is the standard deviation of each parameter: the square root of
+// the covariance's diagonal, in the order of tuner.Params (α, β, γ, δ).
+func stdDevOf(cov [][]float64) *tuner.Params {
+	var sd [4]float64
+	for i := 0; i < len(cov) && i < len(sd); i++ {
+		if i < len(cov[i]) {
+			sd[i] = math.Sqrt(math.Max(cov[i][i], 0))
+		}
+	}
+	return &tuner.Params{Alpha: sd[0], Beta: sd[1], Gamma: sd[2], Delta: sd[3]}
+}
+
 // errNoParams: a variant cannot be sized without parameters.
 var errNoParams = errors.New("no performance parameters (profile the variant or enable tuning)")
 
@@ -178,6 +191,9 @@ func (c *cycle) analyzeModel(ms *modelState) {
 		vs.detail = &ModelDetail{}
 		p, src, tuning := c.params(vs)
 		vs.detail.ParamsSource, vs.detail.Params, vs.detail.Tuning = src, p, tuning
+		if src == "learned" {
+			vs.detail.ParamsStdDev = vs.paramsSD
+		}
 		if err := c.size(ms, vs, p, slo); err != nil {
 			vs.detail.Error = err.Error()
 			continue

@@ -163,6 +163,29 @@ func TestTuningLearnsThenSizes(t *testing.T) {
 	if d.Queueing.ParamsSource != "learned" || d.Queueing.Params == nil || math.Abs(d.Queueing.Params.Alpha/7-1) > 0.05 {
 		t.Fatalf("after 8 cycles: %+v", d.Queueing)
 	}
+	// The learned parameters come with the filter's uncertainty: positive,
+	// and for α (within 5 % of the truth) smaller than the error allowed.
+	sd := d.Queueing.ParamsStdDev
+	if sd == nil {
+		t.Fatal("learned parameters without their standard deviation")
+	}
+	for name, v := range map[string]float64{"alpha": sd.Alpha, "beta": sd.Beta, "gamma": sd.Gamma} {
+		if !(v > 0) || math.IsInf(v, 0) {
+			t.Errorf("sd(%s) = %v", name, v)
+		}
+	}
+	if sd.Alpha > 0.05*7 || sd.Delta != 0 {
+		t.Errorf("sd %+v", *sd)
+	}
+}
+
+// TestStdDevOf: the square roots of the covariance's diagonal, in the
+// order α, β, γ, δ; a negative rounding on the diagonal is 0.
+func TestStdDevOf(t *testing.T) {
+	got := stdDevOf([][]float64{{4, 1, 0}, {1, 0.25, 0}, {0, 0, -1e-18}})
+	if *got != (tuner.Params{Alpha: 2, Beta: 0.5}) {
+		t.Errorf("got %+v", *got)
+	}
 }
 
 // TestKVBoundBatch: a replica whose KV cache holds three requests is sized

@@ -162,8 +162,11 @@ type SaturationDetail struct {
 
 // ModelDetail are the queueing-model analyzer's figures for a variant.
 type ModelDetail struct {
-	ParamsSource          string        `json:"paramsSource,omitempty"` // "profiled" or "learned"
-	Params                *tuner.Params `json:"params,omitempty"`
+	ParamsSource string        `json:"paramsSource,omitempty"` // "profiled" or "learned"
+	Params       *tuner.Params `json:"params,omitempty"`
+	// ParamsStdDev is the tuner's standard deviation of each learned
+	// parameter after this cycle's step (learned parameters only).
+	ParamsStdDev          *tuner.Params `json:"paramsStdDev,omitempty"`
 	RateStarRPS           float64       `json:"rateStarRps"`
 	CapacityPerReplicaRPS float64       `json:"capacityPerReplicaRps"`
 	SupplyRPS             float64       `json:"supplyRps"` // ready replicas × capacity
