@@ -1,18 +1,22 @@
 // Package metrics publishes WVA's decisions as Prometheus metrics, the
-// interface HPA (External metric) and KEDA (prometheus scaler) read (seed
-// 000 §11.8): per variant the desired and current replicas and their
-// ratio, a counter of scaling decisions, and the controller's own health
-// figures.
+// interface HPA (External metric) and KEDA (prometheus scaler) read: per
+// variant the desired and current replicas and their ratio, a counter of
+// scaling decisions, holds, the queueing model's figures, and the
+// controller's own health figures (docs/metrics.md).
 package metrics
 
 import (
 	"errors"
+	"math"
+	"runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
 // The labels of the decision series (the WVA HPA guide's names, so existing HPA
@@ -27,21 +31,56 @@ const (
 
 // Emitter holds the metrics. Publish one plan per cycle. It is safe for
 // concurrent use (the planner and the scale-from-zero loop both publish).
+//
+// Each decision series is published under two names: the seeds' inferno_*
+// and the upstream llm-d autoscaler's wva_* (what its HPA and KServe
+// integrations select), with the same labels and values, so that objects
+// written for either keep working.
 type Emitter struct {
 	mu                      sync.Mutex
-	desired, current, ratio *prometheus.GaugeVec
-	scaling                 *prometheus.CounterVec
+	desired, current, ratio []*prometheus.GaugeVec
+	scaling                 []*prometheus.CounterVec
 	cycle                   prometheus.Histogram
 	errors                  prometheus.Counter
 	tuner                   *prometheus.CounterVec
+	lastSuccess             prometheus.Gauge
+	buildInfo               *prometheus.GaugeVec
+	held                    *prometheus.GaugeVec
+	model                   modelSeries
+	variant                 variantSeries
 	// published are the label sets of the last plan, so that a variant
 	// that disappears stops being reported instead of going stale.
 	published map[[3]string]bool
+	// heldCause is the cause each held variant was published with.
+	heldCause map[[3]string]string
 	// counted is the desired count each variant's last counted scaling
 	// decision asked for: a decision repeated cycle after cycle (while HPA
 	// applies it) is one scaling decision, not one per cycle.
 	counted map[[3]string]int
 }
+
+// modelSeries are the model-level figures behind the decisions.
+type modelSeries struct {
+	demand, planned, sloTTFT, sloITL *prometheus.GaugeVec
+	published                        map[[2]string]bool
+}
+
+// variantSeries are the queueing model's figures per variant: the
+// capacity of one replica within the SLO and the performance parameters
+// it was sized with, with their standard deviation when learned.
+type variantSeries struct {
+	capacity, param, paramSD *prometheus.GaugeVec
+}
+
+// LabelModel and LabelParameter label the model-level and parameter series.
+const (
+	LabelModel     = "model_id"
+	LabelParameter = "parameter"
+	LabelCause     = "cause"
+)
+
+// decisionNames are the prefixes the decision series are published under.
+var decisionNames = []string{"inferno", "wva"}
 
 // NewEmitter registers the metrics with reg.
 func NewEmitter(reg prometheus.Registerer) (*Emitter, error) {
@@ -50,25 +89,51 @@ func NewEmitter(reg prometheus.Registerer) (*Emitter, error) {
 	}
 	labels := []string{LabelVariant, LabelNamespace, LabelAccelerator}
 	scalingLabels := []string{LabelVariant, LabelNamespace, LabelAccelerator, LabelDirection, LabelReason}
+	modelLabels := []string{LabelModel, LabelNamespace}
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	}
 	e := &Emitter{
-		desired: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "inferno_desired_replicas",
-			Help: "Replicas WVA wants for the variant (what HPA or KEDA should apply)."}, labels),
-		current: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "inferno_current_replicas",
-			Help: "Replicas the variant has (starting and ready)."}, labels),
-		ratio: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "inferno_desired_ratio",
-			Help: "Desired over current replicas; the desired count when the variant has none."}, labels),
-		scaling: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "inferno_replica_scaling_total",
-			Help: "Scaling decisions, by direction (up or down) and reason; a decision repeated while it is applied counts once."}, scalingLabels),
 		cycle: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "wva_cycle_duration_seconds",
 			Help: "Duration of an optimisation cycle (collect, plan, publish).", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "wva_engine_errors_total",
 			Help: "Cycles whose plan failed; the last good decision was held."}),
 		tuner: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wva_tuner_steps_total",
 			Help: "Tuner steps by result (accepted or rejected)."}, []string{"result"}),
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "wva_last_successful_cycle_timestamp_seconds",
+			Help: "Unix time at which the last optimisation cycle that produced a plan ended."}),
+		buildInfo: gauge("wva_build_info", "Always 1; the labels say which build of the controller runs.", "version", "revision", "goversion"),
+		held: gauge("wva_variant_held", "1 while the variant is held at its last good decision because its metrics are unusable; the cause says why (missing, stale, invalid, implausible, prometheus-error).",
+			append(labels, LabelCause)...),
+		model: modelSeries{
+			demand:    gauge("wva_model_demand_rps", "Arrival rate of the model's requests the last cycle measured, requests/s.", modelLabels...),
+			planned:   gauge("wva_model_planned_rps", "Demand the queueing model sized for: the arrival rate raised to the forecast's quantile over the provisioning horizon, requests/s.", modelLabels...),
+			sloTTFT:   gauge("wva_model_slo_ttft_seconds", "TTFT target the model was sized against.", modelLabels...),
+			sloITL:    gauge("wva_model_slo_itl_seconds", "ITL target the model was sized against.", modelLabels...),
+			published: map[[2]string]bool{},
+		},
+		variant: variantSeries{
+			capacity: gauge("wva_variant_capacity_per_replica_rps", "Requests/s one replica of the variant serves within the SLO, by the queueing model.", labels...),
+			param:    gauge("wva_variant_parameter", "Performance parameter the variant was sized with (alpha ms, beta ms/token, gamma ms/token², delta).", append(labels, LabelParameter)...),
+			paramSD:  gauge("wva_variant_parameter_stddev", "Standard deviation of a learned performance parameter, from the tuner's covariance.", append(labels, LabelParameter)...),
+		},
 		published: map[[3]string]bool{},
+		heldCause: map[[3]string]string{},
 		counted:   map[[3]string]int{},
 	}
-	for _, c := range []prometheus.Collector{e.desired, e.current, e.ratio, e.scaling, e.cycle, e.errors, e.tuner} {
+	for _, prefix := range decisionNames {
+		e.desired = append(e.desired, gauge(prefix+"_desired_replicas", "Replicas WVA wants for the variant (what HPA or KEDA should apply).", labels...))
+		e.current = append(e.current, gauge(prefix+"_current_replicas", "Replicas the variant has (starting and ready).", labels...))
+		e.ratio = append(e.ratio, gauge(prefix+"_desired_ratio", "Desired over current replicas; the desired count when the variant has none.", labels...))
+		e.scaling = append(e.scaling, prometheus.NewCounterVec(prometheus.CounterOpts{Name: prefix + "_replica_scaling_total",
+			Help: "Scaling decisions, by direction (up or down) and reason; a decision repeated while it is applied counts once."}, scalingLabels))
+	}
+	cs := []prometheus.Collector{e.cycle, e.errors, e.tuner, e.lastSuccess, e.buildInfo, e.held,
+		e.model.demand, e.model.planned, e.model.sloTTFT, e.model.sloITL, e.variant.capacity, e.variant.param, e.variant.paramSD}
+	for i := range decisionNames {
+		cs = append(cs, e.desired[i], e.current[i], e.ratio[i], e.scaling[i])
+	}
+	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -76,9 +141,25 @@ func NewEmitter(reg prometheus.Registerer) (*Emitter, error) {
 	return e, nil
 }
 
+// SetBuildInfo publishes wva_build_info for this build: version is the
+// release (the one --version prints); the revision and Go version come
+// from the binary's build information.
+func (e *Emitter) SetBuildInfo(version string) {
+	revision, goVersion := "unknown", runtime.Version()
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
+			}
+		}
+	}
+	e.buildInfo.Reset()
+	e.buildInfo.WithLabelValues(version, revision, goVersion).Set(1)
+}
+
 // Publish sets the decision series from a plan and counts its scaling
-// decisions. Variants of the previous plan that are not in this one are
-// removed.
+// decisions. Variants and models of the previous plan that are not in this
+// one are removed.
 func (e *Emitter) Publish(p *engine.Plan) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -86,20 +167,124 @@ func (e *Emitter) Publish(p *engine.Plan) {
 	for _, d := range p.Variants {
 		k := [3]string{d.Variant, d.Namespace, d.Accelerator}
 		now[k] = true
-		e.desired.WithLabelValues(k[:]...).Set(float64(d.Desired))
-		e.current.WithLabelValues(k[:]...).Set(float64(d.Current))
-		e.ratio.WithLabelValues(k[:]...).Set(Ratio(d.Desired, d.Current))
+		e.setDecision(k, d)
+		e.setHeld(k, d)
+		e.setQueueing(k, d.Queueing)
 		e.count(k, d)
 	}
 	for k := range e.published {
 		if !now[k] {
-			e.desired.DeleteLabelValues(k[:]...)
-			e.current.DeleteLabelValues(k[:]...)
-			e.ratio.DeleteLabelValues(k[:]...)
-			delete(e.counted, k)
+			e.forget(k)
 		}
 	}
 	e.published = now
+	e.publishModels(p.Models)
+}
+
+// setDecision sets the desired, current and ratio series under each name.
+func (e *Emitter) setDecision(k [3]string, d engine.VariantDecision) {
+	for i := range decisionNames {
+		e.desired[i].WithLabelValues(k[:]...).Set(float64(d.Desired))
+		e.current[i].WithLabelValues(k[:]...).Set(float64(d.Current))
+		e.ratio[i].WithLabelValues(k[:]...).Set(Ratio(d.Desired, d.Current))
+	}
+}
+
+// setHeld publishes the held gauge while the variant is held, with its
+// cause, and removes it once the variant is decided again.
+func (e *Emitter) setHeld(k [3]string, d engine.VariantDecision) {
+	cause := ""
+	if d.Reason == engine.ReasonHoldMetrics {
+		cause = string(d.Hold)
+		if cause == "" {
+			cause = "unknown"
+		}
+	}
+	if old, ok := e.heldCause[k]; ok && old != cause {
+		e.held.DeleteLabelValues(k[0], k[1], k[2], old)
+		delete(e.heldCause, k)
+	}
+	if cause != "" {
+		e.held.WithLabelValues(k[0], k[1], k[2], cause).Set(1)
+		e.heldCause[k] = cause
+	}
+}
+
+// parameterNames are the parameter label's values, in tuner.Params' order.
+var parameterNames = [4]string{"alpha", "beta", "gamma", "delta"}
+
+// setQueueing publishes the queueing model's figures for the variant, or
+// removes them when the model did not size it this cycle.
+func (e *Emitter) setQueueing(k [3]string, q *engine.ModelDetail) {
+	e.deleteQueueing(k)
+	if q == nil || q.Error != "" || q.Params == nil {
+		return
+	}
+	e.variant.capacity.WithLabelValues(k[:]...).Set(q.CapacityPerReplicaRPS)
+	values := func(p *tuner.Params) [4]float64 { return [4]float64{p.Alpha, p.Beta, p.Gamma, p.Delta} }
+	v := values(q.Params)
+	for i, name := range parameterNames {
+		if name == "delta" && v[i] == 0 {
+			continue // only the linear service model has δ
+		}
+		e.variant.param.WithLabelValues(k[0], k[1], k[2], name).Set(v[i])
+		if q.ParamsStdDev != nil {
+			e.variant.paramSD.WithLabelValues(k[0], k[1], k[2], name).Set(values(q.ParamsStdDev)[i])
+		}
+	}
+}
+
+// deleteQueueing removes a variant's queueing-model series.
+func (e *Emitter) deleteQueueing(k [3]string) {
+	e.variant.capacity.DeleteLabelValues(k[:]...)
+	for _, name := range parameterNames {
+		e.variant.param.DeleteLabelValues(k[0], k[1], k[2], name)
+		e.variant.paramSD.DeleteLabelValues(k[0], k[1], k[2], name)
+	}
+}
+
+// forget removes every series of a variant no longer planned.
+func (e *Emitter) forget(k [3]string) {
+	for i := range decisionNames {
+		e.desired[i].DeleteLabelValues(k[:]...)
+		e.current[i].DeleteLabelValues(k[:]...)
+		e.ratio[i].DeleteLabelValues(k[:]...)
+	}
+	if cause, ok := e.heldCause[k]; ok {
+		e.held.DeleteLabelValues(k[0], k[1], k[2], cause)
+		delete(e.heldCause, k)
+	}
+	e.deleteQueueing(k)
+	delete(e.counted, k)
+}
+
+// publishModels sets the model-level series; a model's SLO series exist
+// only while the queueing model resolved an SLO for it.
+func (e *Emitter) publishModels(models []engine.ModelSummary) {
+	ms := &e.model
+	now := map[[2]string]bool{}
+	for _, m := range models {
+		k := [2]string{m.Model, m.Namespace}
+		now[k] = true
+		ms.demand.WithLabelValues(k[:]...).Set(m.DemandRPS)
+		ms.planned.WithLabelValues(k[:]...).Set(math.Max(m.PlannedRPS, m.DemandRPS))
+		ms.sloTTFT.DeleteLabelValues(k[:]...)
+		ms.sloITL.DeleteLabelValues(k[:]...)
+		if m.SLOTTFTMs > 0 {
+			ms.sloTTFT.WithLabelValues(k[:]...).Set(m.SLOTTFTMs / 1000)
+		}
+		if m.SLOITLMs > 0 {
+			ms.sloITL.WithLabelValues(k[:]...).Set(m.SLOITLMs / 1000)
+		}
+	}
+	for k := range ms.published {
+		if !now[k] {
+			for _, g := range []*prometheus.GaugeVec{ms.demand, ms.planned, ms.sloTTFT, ms.sloITL} {
+				g.DeleteLabelValues(k[:]...)
+			}
+		}
+	}
+	ms.published = now
 }
 
 // count counts a scaling decision once: when the variant's desired count
@@ -118,7 +303,9 @@ func (e *Emitter) count(k [3]string, d engine.VariantDecision) {
 	if d.Desired < d.Current {
 		dir = "down"
 	}
-	e.scaling.WithLabelValues(d.Variant, d.Namespace, d.Accelerator, dir, string(d.Reason)).Inc()
+	for _, c := range e.scaling {
+		c.WithLabelValues(d.Variant, d.Namespace, d.Accelerator, dir, string(d.Reason)).Inc()
+	}
 }
 
 // Ratio is desired/current, or desired when current is 0 (a variant
@@ -138,6 +325,13 @@ func (e *Emitter) CycleDone(d time.Duration, failed bool) {
 	}
 }
 
+// CycleSucceeded records the time at which a cycle that produced a plan
+// ended (wva_last_successful_cycle_timestamp_seconds): an alert on its age
+// catches a controller that runs but no longer decides.
+func (e *Emitter) CycleSucceeded(at time.Time) {
+	e.lastSuccess.Set(float64(at.UnixNano()) / 1e9)
+}
+
 // TunerStep counts a tuner step.
 func (e *Emitter) TunerStep(accepted bool) {
 	if accepted {
@@ -154,9 +348,7 @@ func (e *Emitter) Wake(d engine.VariantDecision) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	k := [3]string{d.Variant, d.Namespace, d.Accelerator}
-	e.desired.WithLabelValues(k[:]...).Set(float64(d.Desired))
-	e.current.WithLabelValues(k[:]...).Set(float64(d.Current))
-	e.ratio.WithLabelValues(k[:]...).Set(Ratio(d.Desired, d.Current))
+	e.setDecision(k, d)
 	e.count(k, d)
 	e.published[k] = true
 }

@@ -3,6 +3,7 @@ package metrics
 import (
 	"io"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
 func scrape(t *testing.T, reg *prometheus.Registry) string {
@@ -92,11 +94,92 @@ func TestPublish(t *testing.T) {
 	if out = scrape(t, reg); !strings.Contains(out, `direction="up",namespace="llm",reason="saturation",variant_name="llama-h100"} 3`) {
 		t.Errorf("repeated decisions: %s", out)
 	}
+	// The upstream names carry the same series.
+	for _, name := range []string{"desired_replicas", "current_replicas", "desired_ratio", "replica_scaling_total"} {
+		if a, b := series(out, "inferno_"+name), series(out, "wva_"+name); a == "" || a != b {
+			t.Errorf("inferno_%s and wva_%s differ:\n%s\n%s", name, name, a, b)
+		}
+	}
 	if _, err := NewEmitter(reg); err == nil {
 		t.Error("registered the metrics twice")
 	}
 	if _, err := NewEmitter(nil); err == nil {
 		t.Error("accepted a nil registerer")
+	}
+}
+
+// series is the exposition's lines of one metric, without its name.
+func series(out, name string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(l, name+"{"); ok {
+			b.WriteString(rest + "\n")
+		}
+	}
+	return b.String()
+}
+
+// TestHealthAndModelSeries: build info, the last successful cycle, holds
+// with their cause (cleared when the variant is decided again), the
+// model-level figures and the learned parameters with their uncertainty;
+// a model or variant no longer planned loses its series.
+func TestHealthAndModelSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e, err := NewEmitter(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetBuildInfo("1.2.3")
+	e.CycleSucceeded(time.Unix(1700000000, 500_000_000))
+	q := &engine.ModelDetail{CapacityPerReplicaRPS: 4.5, ParamsSource: "learned",
+		Params: &tuner.Params{Alpha: 6, Beta: 0.02, Gamma: 0.0005}, ParamsStdDev: &tuner.Params{Alpha: 0.3, Beta: 0.001, Gamma: 0.00002}}
+	plan := &engine.Plan{
+		Variants: []engine.VariantDecision{
+			{Model: "llama", Variant: "llama-h100", Namespace: "llm", Accelerator: "H100", Current: 2, Desired: 3, Reason: "model", Queueing: q},
+			{Model: "llama", Variant: "llama-a100", Namespace: "llm", Accelerator: "A100", Current: 2, Desired: 2, Reason: engine.ReasonHoldMetrics, Hold: engine.HoldStale},
+		},
+		Models: []engine.ModelSummary{{Model: "llama", Namespace: "llm", DemandRPS: 12.5, PlannedRPS: 14, SLOTTFTMs: 500, SLOITLMs: 25}},
+	}
+	e.Publish(plan)
+	out := scrape(t, reg)
+	for _, want := range []string{
+		`wva_build_info{goversion="` + runtime.Version() + `",revision=`,
+		`version="1.2.3"} 1`,
+		`wva_last_successful_cycle_timestamp_seconds 1.7000000005e+09`,
+		`wva_variant_held{accelerator_type="A100",cause="stale",namespace="llm",variant_name="llama-a100"} 1`,
+		`wva_model_demand_rps{model_id="llama",namespace="llm"} 12.5`,
+		`wva_model_planned_rps{model_id="llama",namespace="llm"} 14`,
+		`wva_model_slo_ttft_seconds{model_id="llama",namespace="llm"} 0.5`,
+		`wva_model_slo_itl_seconds{model_id="llama",namespace="llm"} 0.025`,
+		`wva_variant_capacity_per_replica_rps{accelerator_type="H100",namespace="llm",variant_name="llama-h100"} 4.5`,
+		`wva_variant_parameter{accelerator_type="H100",namespace="llm",parameter="alpha",variant_name="llama-h100"} 6`,
+		`wva_variant_parameter_stddev{accelerator_type="H100",namespace="llm",parameter="gamma",variant_name="llama-h100"} 2e-05`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	if strings.Contains(out, `variant_name="llama-h100"} 1`) && strings.Contains(out, `wva_variant_held{accelerator_type="H100"`) {
+		t.Error("a decided variant is reported held")
+	}
+	if strings.Contains(out, `parameter="delta"`) {
+		t.Error("δ published for the iteration model")
+	}
+	// The A100 variant is decided again, the H100 one is no longer planned
+	// and the model lost its SLO.
+	plan.Variants = []engine.VariantDecision{{Model: "llama", Variant: "llama-a100", Namespace: "llm", Accelerator: "A100", Current: 2, Desired: 2, Reason: "no-change"}}
+	plan.Models[0].SLOTTFTMs, plan.Models[0].SLOITLMs = 0, 0
+	e.Publish(plan)
+	out = scrape(t, reg)
+	for _, gone := range []string{"wva_variant_held{", "wva_desired_replicas{accelerator_type=\"H100\"", "wva_variant_capacity_per_replica_rps{",
+		"wva_model_slo_ttft_seconds{", "wva_variant_parameter{", "wva_variant_parameter_stddev{"} {
+		if strings.Contains(out, gone) {
+			t.Errorf("still reported: %s", gone)
+		}
+	}
+	e.Publish(&engine.Plan{})
+	if out = scrape(t, reg); strings.Contains(out, "wva_model_demand_rps{") {
+		t.Error("a model no longer planned is still reported")
 	}
 }
 
