@@ -46,8 +46,8 @@ var actuators = registry.New[ActuatorFactory]("actuator")
 // VariantAutoscaling's spec.actuator). It panics on a duplicate.
 func RegisterActuator(name string, f ActuatorFactory) { actuators.Register(name, f) }
 
-// NewActuators builds every registered actuator.
-func NewActuators(c client.Client) map[string]Actuator {
+// newActuators builds every registered actuator.
+func newActuators(c client.Client) map[string]Actuator {
 	out := map[string]Actuator{}
 	for name, f := range actuators.All() {
 		out[name] = f(c)
@@ -55,8 +55,8 @@ func NewActuators(c client.Client) map[string]Actuator {
 	return out
 }
 
-// ActuatorNames lists the registered actuators.
-func ActuatorNames() []string { return actuators.Names() }
+// actuatorNames lists the registered actuators.
+func actuatorNames() []string { return actuators.Names() }
 
 func init() {
 	RegisterActuator(wvav1.ActuatorMetricsOnly, func(c client.Client) Actuator { return metricsOnly{marker: newVictimMarker(c)} })

@@ -58,7 +58,7 @@ func (p *Planner) snapshot(ctx context.Context, c *cycleState, set Settings) (
 	src, srcErr := p.currentSource(set.Main)
 	// A slow source must not make the cycle overrun its interval: what is
 	// not read by the deadline is held, like an unreachable source.
-	cctx, cancel := context.WithTimeout(ctx, CollectDeadline(set.Main.Interval))
+	cctx, cancel := context.WithTimeout(ctx, collectDeadline(set.Main.Interval))
 	defer cancel()
 	// The gateway's two queries run beside the pods' collection, under the
 	// same deadline; past it the model plans from its pods alone.
@@ -166,10 +166,10 @@ func (p *Planner) gatewaySignals(ctx context.Context, now time.Time, m config.Ma
 // collectWorkers bounds the concurrent collections of a cycle.
 const collectWorkers = 8
 
-// CollectDeadline is how long a cycle's collection may take: half the
+// collectDeadline is how long a cycle's collection may take: half the
 // cycle's interval, so that a slow metrics source leaves the engine and the
 // actuation their time and the next cycle starts on schedule.
-func CollectDeadline(interval time.Duration) time.Duration {
+func collectDeadline(interval time.Duration) time.Duration {
 	if interval <= 0 {
 		interval = config.DefaultInterval
 	}
@@ -280,7 +280,7 @@ func (p *Planner) inventory(ctx context.Context, set Settings) (map[string]int, 
 	if src == "" {
 		src = "nodes"
 	}
-	inv, err := NewInventory(src, p.Reader, func() map[string]int { return p.Config.Settings().Inventory })
+	inv, err := newInventory(src, p.Reader, func() map[string]int { return p.Config.Settings().Inventory })
 	if err != nil {
 		return nil, err
 	}

@@ -90,7 +90,7 @@ func waitEvent(t *testing.T, obj client.Object, reason, substr string) {
 // planned without it (the cycle does not fail) and its status says why.
 func TestUnknownServiceClass(t *testing.T) {
 	f := newFixture(t)
-	if err := f.planner.Config.Apply(DefaultConfigNames().ServiceClasses, map[string]string{"premium": `{"priority": 1, "ttft_ms": 500, "itl_ms": 50}`}, true); err != nil {
+	if err := f.planner.Config.Apply(defaultConfigNames().ServiceClasses, map[string]string{"premium": `{"priority": 1, "ttft_ms": 500, "itl_ms": 50}`}, true); err != nil {
 		t.Fatal(err)
 	}
 	f.deployment("llama-h100", 1)
@@ -115,7 +115,7 @@ func TestUnknownServiceClass(t *testing.T) {
 }
 
 func TestConfigStateVersion(t *testing.T) {
-	s := NewConfigState(DefaultConfigNames(), config.DefaultMain())
+	s := NewConfigState(defaultConfigNames(), config.DefaultMain())
 	data := map[string]string{"GLOBAL_OPT_INTERVAL": "30s"}
 	if err := s.Apply(config.MainName, data, true); err != nil {
 		t.Fatal(err)

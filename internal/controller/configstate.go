@@ -17,8 +17,8 @@ type ConfigNames struct {
 	Main, Accelerators, ServiceClasses, Saturation, QueueingModel, Tuner, Inventory string
 }
 
-// DefaultConfigNames are the WVA repository's names, so its manifests work.
-func DefaultConfigNames() ConfigNames {
+// defaultConfigNames are the WVA repository's names, so its manifests work.
+func defaultConfigNames() ConfigNames {
 	return ConfigNames{Main: config.MainName, Accelerators: config.AcceleratorsName, ServiceClasses: config.ServiceClassesName,
 		Saturation: config.SaturationName, QueueingModel: config.QueueingModelName, Tuner: config.TunerName, Inventory: config.InventoryName}
 }

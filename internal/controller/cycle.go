@@ -280,7 +280,7 @@ func (p *Planner) actuate(ctx context.Context, dec *Decision, v *variant, now ti
 	dec.Actuator = name
 	a, ok := p.Actuators[name]
 	if !ok {
-		dec.ActuationErr = fmt.Sprintf("no actuator %q (have %v)", name, ActuatorNames())
+		dec.ActuationErr = fmt.Sprintf("no actuator %q (have %v)", name, actuatorNames())
 		return
 	}
 	if dec.Decision.Reason == engine.ReasonHoldMetrics {

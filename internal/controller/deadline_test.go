@@ -31,7 +31,7 @@ func TestCollectionDeadline(t *testing.T) {
 	stuck := stuckSource{release: make(chan struct{})}
 	defer close(stuck.release)
 	f.planner.Sources = func(config.Main) (collector.Source, error) { return stuck, nil }
-	if err := f.planner.Config.Apply(DefaultConfigNames().Main, map[string]string{"GLOBAL_OPT_INTERVAL": "2s"}, true); err != nil {
+	if err := f.planner.Config.Apply(defaultConfigNames().Main, map[string]string{"GLOBAL_OPT_INTERVAL": "2s"}, true); err != nil {
 		t.Fatal(err)
 	}
 	f.deployment("llama-h100", 3)
@@ -55,7 +55,7 @@ func TestCollectionDeadline(t *testing.T) {
 
 func TestCollectDeadline(t *testing.T) {
 	for in, want := range map[time.Duration]time.Duration{0: 30 * time.Second, time.Minute: 30 * time.Second, 2 * time.Second: time.Second} {
-		if got := CollectDeadline(in); got != want {
+		if got := collectDeadline(in); got != want {
 			t.Errorf("CollectDeadline(%v) = %v, want %v", in, got, want)
 		}
 	}

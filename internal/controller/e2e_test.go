@@ -56,7 +56,7 @@ func TestEndToEndWithPrometheus(t *testing.T) {
 	o.Main.Interval = 2 * time.Second
 	// The manager serves controller-runtime's registry; publish there.
 	reg := prometheus.NewRegistry()
-	o.Registry = reg
+	o.metricsRegistry = reg
 	crmetrics.Registry.MustRegister(reg)
 	defer crmetrics.Registry.Unregister(reg)
 	_, cancel, done := startManager(t, o)

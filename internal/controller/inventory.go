@@ -29,8 +29,8 @@ var inventories = registry.New[InventoryFactory]("capacity source")
 // (WVA_CAPACITY_SOURCE). It panics on a duplicate.
 func RegisterInventory(name string, f InventoryFactory) { inventories.Register(name, f) }
 
-// NewInventory builds a registered capacity source.
-func NewInventory(name string, c client.Reader, static func() map[string]int) (Inventory, error) {
+// newInventory builds a registered capacity source.
+func newInventory(name string, c client.Reader, static func() map[string]int) (Inventory, error) {
 	f, ok := inventories.Get(name)
 	if !ok {
 		return nil, fmt.Errorf("no capacity source %q (have %v)", name, inventories.Names())
@@ -45,9 +45,9 @@ func init() {
 
 // Node labels of NVIDIA's GPU feature discovery.
 const (
-	LabelGPUProduct = "nvidia.com/gpu.product"
-	LabelGPUCount   = "nvidia.com/gpu.count"
-	ResourceGPU     = corev1.ResourceName("nvidia.com/gpu")
+	labelGPUProduct = "nvidia.com/gpu.product"
+	labelGPUCount   = "nvidia.com/gpu.count"
+	resourceGPU     = corev1.ResourceName("nvidia.com/gpu")
 )
 
 // nodeInventory counts GPUs on schedulable nodes, by product label. A
@@ -67,23 +67,23 @@ func (n nodeInventory) Discover(ctx context.Context, types []string) (map[string
 		if node.Spec.Unschedulable {
 			continue
 		}
-		product := node.Labels[LabelGPUProduct]
+		product := node.Labels[labelGPUProduct]
 		if product == "" {
 			continue
 		}
 		count := 0
-		if q, ok := node.Status.Allocatable[ResourceGPU]; ok {
+		if q, ok := node.Status.Allocatable[resourceGPU]; ok {
 			count = int(q.Value())
-		} else if v, err := strconv.Atoi(node.Labels[LabelGPUCount]); err == nil && v > 0 {
+		} else if v, err := strconv.Atoi(node.Labels[labelGPUCount]); err == nil && v > 0 {
 			count = v
 		}
-		out[AcceleratorOf(product, types)] += count
+		out[productAccelerator(product, types)] += count
 	}
 	return out, nil
 }
 
-// AcceleratorOf maps a GPU product name to the accelerator type it names.
-func AcceleratorOf(product string, types []string) string {
+// productAccelerator maps a GPU product name to the accelerator type it names.
+func productAccelerator(product string, types []string) string {
 	sorted := append([]string(nil), types...)
 	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i]) > len(sorted[j]) })
 	p := strings.ToUpper(product)

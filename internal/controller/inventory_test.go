@@ -22,17 +22,17 @@ func TestNodeInventory(t *testing.T) {
 	node := func(name, product, count string, gpus int64, cordoned bool) {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}, Spec: corev1.NodeSpec{Unschedulable: cordoned}}
 		if product != "" {
-			n.Labels[LabelGPUProduct] = product
+			n.Labels[labelGPUProduct] = product
 		}
 		if count != "" {
-			n.Labels[LabelGPUCount] = count
+			n.Labels[labelGPUCount] = count
 		}
 		if err := env.Client.Create(ctx, n); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = env.Client.Delete(ctx, n) })
 		if gpus > 0 {
-			n.Status.Allocatable = corev1.ResourceList{ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI)}
+			n.Status.Allocatable = corev1.ResourceList{resourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI)}
 			n.Status.Capacity = n.Status.Allocatable
 			if err := env.Client.Status().Update(ctx, n); err != nil {
 				t.Fatal(err)
@@ -44,7 +44,7 @@ func TestNodeInventory(t *testing.T) {
 	node("gpu-c", "NVIDIA-L40S", "4", 0, false)           // no device plugin status yet: the label
 	node("gpu-d", "NVIDIA-H100-80GB-HBM3", "8", 8, true)  // cordoned
 	node("cpu-e", "", "", 0, false)
-	inv, err := NewInventory("nodes", env.Client, nil)
+	inv, err := newInventory("nodes", env.Client, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,10 +55,10 @@ func TestNodeInventory(t *testing.T) {
 	if want := map[string]int{"H100": 14, "L40S": 4}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("inventory %v, want %v", got, want)
 	}
-	if AcceleratorOf("NVIDIA-A100-SXM4-80GB", []string{"A100", "A10"}) != "A100" || AcceleratorOf("AMD-MI300X", []string{"H100"}) != "AMD-MI300X" {
+	if productAccelerator("NVIDIA-A100-SXM4-80GB", []string{"A100", "A10"}) != "A100" || productAccelerator("AMD-MI300X", []string{"H100"}) != "AMD-MI300X" {
 		t.Error("product mapping")
 	}
-	if _, err := NewInventory("gpu-oracle", env.Client, nil); err == nil {
+	if _, err := newInventory("gpu-oracle", env.Client, nil); err == nil {
 		t.Error("unknown capacity source accepted")
 	}
 }
@@ -67,7 +67,7 @@ func TestNodeInventory(t *testing.T) {
 // H100s, two saturated variants of one model cannot grow past it.
 func TestLimitedMode(t *testing.T) {
 	f := newFixture(t)
-	names := DefaultConfigNames()
+	names := defaultConfigNames()
 	for name, data := range map[string]map[string]string{
 		names.Main:      {"WVA_OPTIMIZER": "limited", "WVA_CAPACITY_SOURCE": "configmap"},
 		names.Inventory: {"H100": "3"},

@@ -23,8 +23,8 @@ import (
 	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
 )
 
-// Scheme returns a scheme with the built-in types and WVA's.
-func Scheme() (*runtime.Scheme, error) {
+// newScheme returns a scheme with the built-in types and WVA's.
+func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, err
@@ -37,7 +37,7 @@ func Scheme() (*runtime.Scheme, error) {
 
 // Run builds the manager and the controller and runs them until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) error {
-	mgr, _, err := Build(ctx, cfg, o, clock.RealClock{}, log)
+	mgr, err := buildManager(ctx, cfg, o, clock.RealClock{}, log)
 	if err != nil {
 		return err
 	}
@@ -49,20 +49,20 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) erro
 	return mgr.Start(ctx)
 }
 
-// Build makes the manager (serving /metrics and /tuner/params) and the
+// buildManager makes the manager (serving /metrics and /tuner/params) and the
 // controller in it, ready to start.
-func Build(ctx context.Context, cfg *rest.Config, o Options, clk clock.Clock, log logr.Logger) (manager.Manager, *Controller, error) {
+func buildManager(ctx context.Context, cfg *rest.Config, o Options, clk clock.Clock, log logr.Logger) (manager.Manager, error) {
 	tunerAPI := &swapHandler{}
-	mgr, err := NewManager(cfg, o, map[string]http.Handler{"/tuner/params": tunerAPI})
+	mgr, err := newManager(cfg, o, map[string]http.Handler{"/tuner/params": tunerAPI})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	c, err := Setup(ctx, mgr, o, clk, log)
+	c, err := setup(ctx, mgr, o, clk, log)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	tunerAPI.set(TunerHandler(c.Store))
-	return mgr, c, nil
+	tunerAPI.set(tunerHandler(c.Store))
+	return mgr, nil
 }
 
 // swapHandler serves a handler set after the server was built.
@@ -100,10 +100,10 @@ func (o Options) metricsServer(extra map[string]http.Handler) metricsserver.Opti
 	return ms
 }
 
-// NewManager builds a manager for o on the cluster of cfg; extra are
+// newManager builds a manager for o on the cluster of cfg; extra are
 // further handlers of the metrics server.
-func NewManager(cfg *rest.Config, o Options, extra map[string]http.Handler) (manager.Manager, error) {
-	scheme, err := Scheme()
+func newManager(cfg *rest.Config, o Options, extra map[string]http.Handler) (manager.Manager, error) {
+	scheme, err := newScheme()
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ func TestManagerRestartKeepsTunerState(t *testing.T) {
 	key := tuner.Key{Namespace: f.ns, Model: model, Variant: "llama-h100"}
 
 	run := func() (*Controller, context.CancelFunc, chan error) {
-		o.Registry = prometheus.NewRegistry()
+		o.metricsRegistry = prometheus.NewRegistry()
 		return startManager(t, o)
 	}
 	c1, stop1, done1 := run()
@@ -93,11 +93,11 @@ func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 // reports how it ended.
 func startManager(t *testing.T, o Options) (c *Controller, cancel context.CancelFunc, done chan error) {
 	t.Helper()
-	mgr, err := NewManager(env.Config, o, nil)
+	mgr, err := newManager(env.Config, o, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err = Setup(context.Background(), mgr, o, clock.RealClock{}, logr.Discard())
+	c, err = setup(context.Background(), mgr, o, clock.RealClock{}, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,22 +51,22 @@ type Options struct {
 	// EnableHTTP2 lets the metrics server speak HTTP/2 (default off: the
 	// HTTP/2 rapid-reset and stream-cancellation vulnerabilities).
 	EnableHTTP2 bool
-	// Registry receives the inferno_* and health metrics (default:
+	// metricsRegistry receives the inferno_* and health metrics (default:
 	// controller-runtime's, served on MetricsAddr).
-	Registry prometheus.Registerer
+	metricsRegistry prometheus.Registerer
 }
 
 // DefaultOptions are the defaults.
 func DefaultOptions() Options {
-	return Options{Namespace: "workload-variant-autoscaler-system", Names: DefaultConfigNames(), TunerState: "wva-tuner-state",
+	return Options{Namespace: "workload-variant-autoscaler-system", Names: defaultConfigNames(), TunerState: "wva-tuner-state",
 		Main: config.DefaultMain(), MetricsSource: "prometheus", LeaderElect: true, LeaseName: "wva.llmd.ai",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		MetricsAddr: ":8443", HealthAddr: ":8081", MetricsSecure: true}
 }
 
-// MaxLeaseDuration bounds --lease-duration: a leader that stops without
+// maxLeaseDuration bounds --lease-duration: a leader that stops without
 // releasing the lease is replaced only when it expires.
-const MaxLeaseDuration = 10 * time.Minute
+const maxLeaseDuration = 10 * time.Minute
 
 // Validate reports every invalid option, naming its flag, before
 // anything is contacted.
@@ -80,9 +80,9 @@ func (o Options) Validate() error {
 			errs = append(errs, fmt.Errorf("leader election: want lease duration (%v) > renew deadline (%v) > retry period (%v) > 0",
 				o.LeaseDuration, o.RenewDeadline, o.RetryPeriod))
 		}
-		if o.LeaseDuration > MaxLeaseDuration {
+		if o.LeaseDuration > maxLeaseDuration {
 			errs = append(errs, fmt.Errorf("--lease-duration: want at most %s (a stopped leader is replaced only after it), got %v",
-				config.FormatDuration(MaxLeaseDuration), o.LeaseDuration))
+				config.FormatDuration(maxLeaseDuration), o.LeaseDuration))
 		}
 	}
 	return errors.Join(errs...)

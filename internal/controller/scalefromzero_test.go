@@ -18,7 +18,7 @@ import (
 // its cheapest variant scaled to one at once.
 func TestScaleFromZero(t *testing.T) {
 	f := newFixture(t)
-	if err := f.planner.Config.Apply(DefaultConfigNames().Main, map[string]string{"WVA_SCALE_TO_ZERO": "true"}, true); err != nil {
+	if err := f.planner.Config.Apply(defaultConfigNames().Main, map[string]string{"WVA_SCALE_TO_ZERO": "true"}, true); err != nil {
 		t.Fatal(err)
 	}
 	zero := func(va *wvav1.VariantAutoscaling) {
@@ -135,7 +135,7 @@ func TestSurgeAsksForCycle(t *testing.T) {
 	if asked() {
 		t.Fatal("surge with WVA_SURGE off")
 	}
-	if err := f.planner.Config.Apply(DefaultConfigNames().Main, map[string]string{"WVA_SURGE": "true"}, true); err != nil {
+	if err := f.planner.Config.Apply(defaultConfigNames().Main, map[string]string{"WVA_SURGE": "true"}, true); err != nil {
 		t.Fatal(err)
 	}
 	if !asked() {

@@ -228,8 +228,8 @@ func TestMetricsCertDir(t *testing.T) {
 // starts it; the returned function stops it and waits (once).
 func runManager(t *testing.T, o Options) func() {
 	t.Helper()
-	o.Registry = prometheus.NewRegistry()
-	mgr, _, err := Build(context.Background(), env.Config, o, clock.RealClock{}, logr.Discard())
+	o.metricsRegistry = prometheus.NewRegistry()
+	mgr, err := buildManager(context.Background(), env.Config, o, clock.RealClock{}, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,13 +46,13 @@ type Controller struct {
 // targetIndex indexes VariantAutoscalings by their Deployment's name.
 const targetIndex = "wva.targetName"
 
-// Setup builds the controller's parts and registers them with mgr. clk is
+// setup builds the controller's parts and registers them with mgr. clk is
 // the clock of the planner and the reconciler (a fake one in tests).
-func Setup(ctx context.Context, mgr manager.Manager, o Options, clk clock.Clock, log logr.Logger) (*Controller, error) {
+func setup(ctx context.Context, mgr manager.Manager, o Options, clk clock.Clock, log logr.Logger) (*Controller, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	reg := o.Registry
+	reg := o.metricsRegistry
 	if reg == nil {
 		reg = crmetrics.Registry
 	}
@@ -83,7 +83,7 @@ func newController(mgr manager.Manager, o Options, emitter *metrics.Emitter, eve
 	store := NewConfigMapStore(mgr.GetClient(), types.NamespacedName{Namespace: o.Namespace, Name: o.TunerState})
 	c := &Controller{Store: store, Config: state}
 	c.Planner = &Planner{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: clk, Config: state, Engine: engine.New(store),
-		Store: store, Emitter: emitter, Cache: NewDecisionCache(), Actuators: NewActuators(mgr.GetClient()),
+		Store: store, Emitter: emitter, Cache: NewDecisionCache(), Actuators: newActuators(mgr.GetClient()),
 		Sources: o.sources, Notify: notifier(events), Log: log.WithName("planner"), Wake: make(chan struct{}, 1),
 		Surge: make(chan struct{}, 1)}
 	c.ScaleFromZero = &ScaleFromZero{Planner: c.Planner, Clock: clk, Log: log.WithName("scale-from-zero")}

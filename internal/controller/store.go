@@ -30,7 +30,7 @@ import (
 // A ConfigMap holds at most 1 MiB, about 400 variants with full tuner
 // windows, so the records are spread over shards: the ConfigMap ref itself
 // and, as the state grows, ref-1, ref-2, ... A variant's shard is a hash of
-// its key modulo the shard count, which ref's annotation ShardsAnnotation
+// its key modulo the shard count, which ref's annotation shardsAnnotation
 // records; the count grows until every shard fits and shrinks when the
 // state does (surplus shards are emptied: the controller may not delete
 // ConfigMaps). A shard whose content did not change is not rewritten.
@@ -128,9 +128,9 @@ func (s *ConfigMapStore) Retain(keep map[tuner.Key]bool) {
 	}
 }
 
-// ShardsAnnotation on the tuner state's first ConfigMap is the number of
+// shardsAnnotation on the tuner state's first ConfigMap is the number of
 // shards the records are spread over (absent: 1, the layout before shards).
-const ShardsAnnotation = "wva.llmd.ai/tuner-state-shards"
+const shardsAnnotation = "wva.llmd.ai/tuner-state-shards"
 
 // Shard sizes: the data budget of one ConfigMap (1 MiB less room for its
 // metadata) and the most shards (about 60 MiB, some 25 000 variants).
@@ -163,11 +163,11 @@ func (s *ConfigMapStore) Load(ctx context.Context) (skipped []string, err error)
 		return nil, fmt.Errorf("tuner state: reading ConfigMap %s: %w", s.ref, err)
 	}
 	n := 1
-	if a, ok := cm.Annotations[ShardsAnnotation]; ok {
+	if a, ok := cm.Annotations[shardsAnnotation]; ok {
 		if v, err := strconv.Atoi(a); err == nil && v >= 1 && v <= maxShards {
 			n = v
 		} else {
-			skipped = append(skipped, fmt.Sprintf("annotation %s=%q is not a shard count in 1..%d; reading only %s", ShardsAnnotation, a, maxShards, s.ref.Name))
+			skipped = append(skipped, fmt.Sprintf("annotation %s=%q is not a shard count in 1..%d; reading only %s", shardsAnnotation, a, maxShards, s.ref.Name))
 		}
 	}
 	m := map[tuner.Key]tuner.Record{}
@@ -358,7 +358,7 @@ func setShard(cm *corev1.ConfigMap, i, n int, data map[string]string) {
 	if cm.Annotations == nil {
 		cm.Annotations = map[string]string{}
 	}
-	cm.Annotations[ShardsAnnotation] = strconv.Itoa(n)
+	cm.Annotations[shardsAnnotation] = strconv.Itoa(n)
 }
 
 func (s *ConfigMapStore) markDirty() {

@@ -173,9 +173,9 @@ func readShards(t *testing.T, s *ConfigMapStore) []corev1.ConfigMap {
 	if err := env.Client.Get(context.Background(), s.ref, &first); err != nil {
 		t.Fatal(err)
 	}
-	n, err := strconv.Atoi(first.Annotations[ShardsAnnotation])
+	n, err := strconv.Atoi(first.Annotations[shardsAnnotation])
 	if err != nil {
-		t.Fatalf("shard count %q", first.Annotations[ShardsAnnotation])
+		t.Fatalf("shard count %q", first.Annotations[shardsAnnotation])
 	}
 	out := []corev1.ConfigMap{first}
 	for i := 1; i < n; i++ {

@@ -29,7 +29,7 @@ func TestTunerStatePersists(t *testing.T) {
 	ctx := context.Background()
 	f.deployment("llama-h100", 2)
 	f.va("llama-h100", model, nil)
-	if err := f.planner.Config.Apply(DefaultConfigNames().QueueingModel, map[string]string{"default": "sloMultiplier: 3\ntuningEnabled: true\n"}, true); err != nil {
+	if err := f.planner.Config.Apply(defaultConfigNames().QueueingModel, map[string]string{"default": "sloMultiplier: 3\ntuningEnabled: true\n"}, true); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
@@ -64,14 +64,14 @@ func TestTunerStatePersists(t *testing.T) {
 // checkTunerAPI reads GET /tuner/params for the variant and an unknown one.
 func checkTunerAPI(t *testing.T, store *ConfigMapStore, ns string, rec tuner.Record) {
 	t.Helper()
-	srv := httptest.NewServer(TunerHandler(store))
+	srv := httptest.NewServer(tunerHandler(store))
 	defer srv.Close()
 	resp, err := srv.Client().Get(srv.URL + "?namespace=" + ns + "&variant=llama-h100")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var out []TunerParams
+	var out []tunerParams
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		t.Fatal(err)
 	}

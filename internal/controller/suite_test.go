@@ -76,11 +76,11 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := DefaultConfigNames()
+	names := defaultConfigNames()
 	state := NewConfigState(names, config.DefaultMain())
 	store := NewConfigMapStore(env.Client, types.NamespacedName{Namespace: ctrlNS, Name: "state-" + ns})
 	f.planner = &Planner{Client: env.Client, Reader: env.Client, Clock: f.clock, Config: state, Engine: engine.New(store), Store: store,
-		Emitter: em, Cache: NewDecisionCache(), Actuators: NewActuators(env.Client), Log: logr.Discard(),
+		Emitter: em, Cache: NewDecisionCache(), Actuators: newActuators(env.Client), Log: logr.Discard(),
 		Sources: func(config.Main) (collector.Source, error) { return file.Source{Path: f.metrics}, nil },
 		Notify:  func(k types.NamespacedName) { f.notified = append(f.notified, k) }, Wake: make(chan struct{}, 1), Surge: make(chan struct{}, 1),
 		ListOptions: []client.ListOption{client.InNamespace(ns)}}
@@ -239,7 +239,7 @@ func recorderFor(t *testing.T) events.EventRecorder {
 	stop := make(chan struct{})
 	b.StartRecordingToSink(stop)
 	t.Cleanup(func() { close(stop); b.Shutdown() })
-	s, err := Scheme()
+	s, err := newScheme()
 	if err != nil {
 		t.Fatal(err)
 	}

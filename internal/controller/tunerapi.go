@@ -8,9 +8,9 @@ import (
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
-// TunerParams is one variant's learned parameters as GET /tuner/params
+// tunerParams is one variant's learned parameters as GET /tuner/params
 // returns them (as the WVA repository's tuner exposes them, extended with the filter's confidence; docs/tuner.md).
-type TunerParams struct {
+type tunerParams struct {
 	Namespace    string      `json:"namespace"`
 	Model        string      `json:"model"`
 	Variant      string      `json:"variant"`
@@ -26,9 +26,9 @@ type TunerParams struct {
 	UpdatedAt    time.Time   `json:"updatedAt"`
 }
 
-// TunerHandler serves GET /tuner/params?namespace=&model=&variant= (all
+// tunerHandler serves GET /tuner/params?namespace=&model=&variant= (all
 // filters optional) as a JSON list.
-func TunerHandler(s *ConfigMapStore) http.Handler {
+func tunerHandler(s *ConfigMapStore) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
@@ -36,7 +36,7 @@ func TunerHandler(s *ConfigMapStore) http.Handler {
 			return
 		}
 		q := r.URL.Query()
-		out := []TunerParams{}
+		out := []tunerParams{}
 		for _, e := range s.List(q.Get("namespace"), q.Get("model"), q.Get("variant")) {
 			out = append(out, paramsOf(e.Key, e.Record))
 		}
@@ -53,9 +53,9 @@ func TunerHandler(s *ConfigMapStore) http.Handler {
 	})
 }
 
-func paramsOf(k tuner.Key, r tuner.Record) TunerParams {
+func paramsOf(k tuner.Key, r tuner.Record) tunerParams {
 	r = finite(r)
-	return TunerParams{Namespace: k.Namespace, Model: k.Model, Variant: k.Variant, ServiceModel: r.ServiceModel,
+	return tunerParams{Namespace: k.Namespace, Model: k.Model, Variant: k.Variant, ServiceModel: r.ServiceModel,
 		Alpha: r.Params.Alpha, Beta: r.Params.Beta, Gamma: r.Params.Gamma, Delta: r.Params.Delta,
 		Covariance: r.StateCovariance, NIS: r.LastNIS, Updates: r.Updates, Rejections: r.Rejections, UpdatedAt: r.LastUpdate}
 }

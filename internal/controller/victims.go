@@ -17,15 +17,15 @@ import (
 )
 
 const (
-	// PodDeletionCostAnnotation is read by the ReplicaSet controller: on a
+	// podDeletionCostAnnotation is read by the ReplicaSet controller: on a
 	// scale-down it deletes the pods with the lowest cost first
 	// (https://kubernetes.io/docs/concepts/workloads/controllers/replicaset/#pod-deletion-cost).
-	PodDeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
-	// VictimAnnotation marks the pods whose deletion cost WVA set, so that
+	podDeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
+	// victimAnnotation marks the pods whose deletion cost WVA set, so that
 	// it clears only its own marks.
-	VictimAnnotation = "llmd.ai/scale-down-victim"
-	// VictimDeletionCost is the cost WVA gives its victims.
-	VictimDeletionCost = "-100"
+	victimAnnotation = "llmd.ai/scale-down-victim"
+	// victimDeletionCost is the cost WVA gives its victims.
+	victimDeletionCost = "-100"
 )
 
 // victimMarker gives the pods the engine picked for a scale-down the
@@ -107,9 +107,9 @@ func (m *victimMarker) mark(ctx context.Context, va *wvav1.VariantAutoscaling, v
 // patch sets (or removes) the deletion cost and WVA's mark with a merge
 // patch, so that no other field or annotation of the pod is touched.
 func (m *victimMarker) patch(ctx context.Context, ns, name string, victim bool) error {
-	body := `{"metadata":{"annotations":{"` + PodDeletionCostAnnotation + `":null,"` + VictimAnnotation + `":null}}}`
+	body := `{"metadata":{"annotations":{"` + podDeletionCostAnnotation + `":null,"` + victimAnnotation + `":null}}}`
 	if victim {
-		body = `{"metadata":{"annotations":{"` + PodDeletionCostAnnotation + `":"` + VictimDeletionCost + `","` + VictimAnnotation + `":"true"}}}`
+		body = `{"metadata":{"annotations":{"` + podDeletionCostAnnotation + `":"` + victimDeletionCost + `","` + victimAnnotation + `":"true"}}}`
 	}
 	pod := &corev1.Pod{}
 	pod.Namespace, pod.Name = ns, name

@@ -64,7 +64,7 @@ func podAnnotations(t *testing.T, ns, name string) map[string]string {
 func TestVictimsMarkedBeforeScaleDown(t *testing.T) {
 	f := newFixture(t)
 	log := &opLog{}
-	f.planner.Actuators = NewActuators(recordingClient(t, log))
+	f.planner.Actuators = newActuators(recordingClient(t, log))
 	d := f.deployment("llama-h100", 4)
 	f.va("llama-h100", model, func(va *wvav1.VariantAutoscaling) { va.Spec.Actuator = wvav1.ActuatorDirect })
 	// Pod 2 is the least loaded, then 0; 1 and 3 are busier.
@@ -104,7 +104,7 @@ func TestVictimsMarkedBeforeScaleDown(t *testing.T) {
 	}
 	for i, p := range order {
 		a := podAnnotations(t, f.ns, p)
-		if victim := i < removed; victim != (a[PodDeletionCostAnnotation] == VictimDeletionCost && a[VictimAnnotation] == "true") {
+		if victim := i < removed; victim != (a[podDeletionCostAnnotation] == victimDeletionCost && a[victimAnnotation] == "true") {
 			t.Errorf("pod %s (victim %v): annotations %v", p, victim, a)
 		}
 	}
@@ -113,7 +113,7 @@ func TestVictimsMarkedBeforeScaleDown(t *testing.T) {
 	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", n, 0.99, 30)}}})
 	f.cycle()
 	for _, p := range order[:removed] {
-		if a := podAnnotations(t, f.ns, p); a[PodDeletionCostAnnotation] != "" || a[VictimAnnotation] != "" {
+		if a := podAnnotations(t, f.ns, p); a[podDeletionCostAnnotation] != "" || a[victimAnnotation] != "" {
 			t.Errorf("pod %s keeps its mark after the scale-up: %v", p, a)
 		}
 	}
