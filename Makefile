@@ -55,7 +55,7 @@ frontiers: ## sweep every autoscaler's settings on every shipped scenario (FRONT
 	done
 
 .PHONY: test
-test: test-deps k8s ## run every test, with the race detector (builds the control plane for envtest when missing)
+test: test-deps k8s crds ## run every test, with the race detector (builds the control plane for envtest when missing)
 	$(GO) test -race -count=1 ./...
 
 K8S_VERSION := v1.36.3
@@ -68,6 +68,28 @@ $(BIN)/k8s/kube-apiserver $(BIN)/k8s/etcd: hack/k8s/go.mod hack/k8s/go.sum
 	@mkdir -p $(BIN)/k8s
 	@echo "building kube-apiserver and etcd from the module proxy into $(BIN)/k8s (first run takes a few minutes)"
 	cd hack/k8s && $(GO) build -ldflags "$(K8S_VERSION_FLAGS)" -o $(BIN)/k8s/kube-apiserver ./kube-apiserver && $(GO) build -o $(BIN)/k8s/etcd ./etcd
+
+# Third-party CRDs the samples are validated against (test/manifests),
+# from the source zips of the modules pinned by hack/crds/go.mod (checked
+# against its go.sum): KEDA's config/crd/bases and the Prometheus operator's
+# example/prometheus-operator-crd. About 7 MB of zips, downloaded once.
+CRDS := $(BIN)/crds
+KEDA_CRDS := keda.sh_scaledobjects.yaml keda.sh_triggerauthentications.yaml
+PROMOP_CRDS := monitoring.coreos.com_servicemonitors.yaml monitoring.coreos.com_podmonitors.yaml monitoring.coreos.com_prometheusrules.yaml
+
+.PHONY: crds
+crds: $(CRDS)/.stamp ## download KEDA's and the Prometheus operator's CRDs (pinned by hack/crds) into bin/crds
+
+$(CRDS)/.stamp: hack/crds/go.mod hack/crds/go.sum
+	@rm -rf $(CRDS) && mkdir -p $(CRDS)
+	@cd hack/crds && \
+	keda=$$($(GO) mod download -json github.com/kedacore/keda/v2 | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$$/\1/p') && \
+	promop=$$($(GO) mod download -json github.com/prometheus-operator/prometheus-operator | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$$/\1/p') && \
+	test -n "$$keda" && test -n "$$promop" || { echo "go mod download failed in hack/crds"; exit 1; }; \
+	for f in $(KEDA_CRDS); do install -m 0644 "$$keda/config/crd/bases/$$f" $(CRDS)/ || exit 1; done; \
+	for f in $(PROMOP_CRDS); do install -m 0644 "$$promop/example/prometheus-operator-crd/$$f" $(CRDS)/ || exit 1; done
+	@touch $@
+	@echo "CRDs in $(CRDS):" $$(cd $(CRDS) && ls *.yaml)
 
 .PHONY: test-deps
 test-deps: ## install what the tests run against (Debian's prometheus server)
