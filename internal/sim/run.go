@@ -98,24 +98,22 @@ func CompareSeeds(ctx context.Context, sc Scenario, names []string, seeds []uint
 	if err := sc.checkRunnable(); err != nil {
 		return nil, nil, err
 	}
+	// Seed by seed, so that an interrupted run leaves whole seeds.
+	jobs := make([]job, 0, len(seeds)*len(names))
+	for _, seed := range seeds {
+		s := sc
+		s.Seed = seed
+		for _, name := range names {
+			jobs = append(jobs, job{sc: s, autoscaler: name})
+		}
+	}
 	runs := make([][]*Result, len(seeds))
 	for i := range runs {
 		runs[i] = make([]*Result, len(names))
 	}
-	err := runParallel(ctx, len(seeds)*len(names), parallel, func(k int) error {
-		i, j := k/len(names), k%len(names)
-		s := sc
-		s.Seed = seeds[i]
-		a, err := NewAutoscaler(names[j], &s)
-		if err != nil {
-			return err
-		}
-		r := New(s, a).Run(ctx, nil)
-		if ctx.Err() == nil {
-			runs[i][j] = r
-		}
-		return nil
-	}, progress)
+	err := runJobs(ctx, jobs, parallel, progress, func(k int, r *Result) {
+		runs[k/len(names)][k%len(names)] = r
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -132,6 +130,32 @@ func CompareSeeds(ctx context.Context, sc Scenario, names []string, seeds []uint
 		}
 	}
 	return doneSeeds, doneRuns, nil
+}
+
+// A job is one simulation: an autoscaler over a scenario (with its seed).
+type job struct {
+	sc         Scenario
+	autoscaler string
+}
+
+// runJobs runs the jobs on up to parallel workers, in order, and passes
+// keep each result that finished (not cut short by ctx) with its job's
+// index; keep is called from the workers, once per index. It stops at the
+// first error (an autoscaler that cannot be built) or when ctx is done.
+// progress (may be nil) is called after each job with the jobs done and
+// the total.
+func runJobs(ctx context.Context, jobs []job, parallel int, progress func(done, total int), keep func(k int, r *Result)) error {
+	return runParallel(ctx, len(jobs), parallel, func(k int) error {
+		s := jobs[k].sc
+		a, err := NewAutoscaler(jobs[k].autoscaler, &s)
+		if err != nil {
+			return err
+		}
+		if r := New(s, a).Run(ctx, nil); !r.Interrupted {
+			keep(k, r)
+		}
+		return nil
+	}, progress)
 }
 
 // checkRunnable validates the scenario (one built in code has not been)

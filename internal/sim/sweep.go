@@ -367,28 +367,25 @@ feed:
 // runPoints runs every point with every seed; done says which runs
 // finished (all of them unless ctx was cancelled).
 func runPoints(ctx context.Context, points []SweepPoint, scs []Scenario, spec SweepSpec) (slo, cost [][]float64, done [][]bool, err error) {
+	n := len(spec.Seeds)
 	slo = make([][]float64, len(points))
 	cost = make([][]float64, len(points))
 	done = make([][]bool, len(points))
+	// Point by point, so that an interrupted sweep leaves whole points.
+	jobs := make([]job, 0, len(points)*n)
 	for i := range points {
-		slo[i] = make([]float64, len(spec.Seeds))
-		cost[i] = make([]float64, len(spec.Seeds))
-		done[i] = make([]bool, len(spec.Seeds))
+		slo[i] = make([]float64, n)
+		cost[i] = make([]float64, n)
+		done[i] = make([]bool, n)
+		for _, seed := range spec.Seeds {
+			s := scs[i]
+			s.Seed = seed
+			jobs = append(jobs, job{sc: s, autoscaler: points[i].Autoscaler})
+		}
 	}
-	n := len(spec.Seeds)
-	err = runParallel(ctx, len(points)*n, spec.Parallel, func(k int) error {
+	err = runJobs(ctx, jobs, spec.Parallel, spec.progress, func(k int, r *Result) {
 		i, j := k/n, k%n
-		s := scs[i]
-		s.Seed = spec.Seeds[j]
-		a, err := NewAutoscaler(points[i].Autoscaler, &s)
-		if err != nil {
-			return err
-		}
-		r := New(s, a).Run(ctx, nil)
-		if !r.Interrupted {
-			slo[i][j], cost[i][j], done[i][j] = 100*r.SLOAttainment, r.Cost, true
-		}
-		return nil
-	}, spec.progress)
+		slo[i][j], cost[i][j], done[i][j] = 100*r.SLOAttainment, r.Cost, true
+	})
 	return slo, cost, done, err
 }
