@@ -93,7 +93,7 @@ func benchFleet(ctx context.Context, ns string) error {
 	return nil
 }
 
-func benchPlanner(b *testing.B, ns string) *Planner {
+func benchPlanner(b *testing.B, ns string) *planner {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
 	em, err := metrics.NewEmitter(reg)
@@ -102,12 +102,12 @@ func benchPlanner(b *testing.B, ns string) *Planner {
 	}
 	main := config.DefaultMain()
 	main.PodVariantLabel = "variant"
-	state := NewConfigState(defaultConfigNames(), main)
-	store := NewConfigMapStore(env.Client, types.NamespacedName{Namespace: ctrlNS, Name: "bench-state"})
+	state := newConfigState(defaultConfigNames(), main)
+	store := newConfigMapStore(env.Client, types.NamespacedName{Namespace: ctrlNS, Name: "bench-state"})
 	_ = env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ctrlNS}})
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
-	p := &Planner{Client: env.Client, Reader: env.Client, Clock: clk, Config: state, Engine: engine.New(store), Store: store,
-		Emitter: em, Cache: NewDecisionCache(), Actuators: newActuators(env.Client), Log: logr.Discard(),
+	p := &planner{Client: env.Client, Reader: env.Client, Clock: clk, Config: state, Engine: engine.New(store), Store: store,
+		Emitter: em, Cache: newDecisionCache(), Actuators: newActuators(env.Client), Log: logr.Discard(),
 		Sources:     func(config.Main) (collector.Source, error) { return staticSource{pods: 2}, nil },
 		ListOptions: []client.ListOption{client.InNamespace(ns)}}
 	return p

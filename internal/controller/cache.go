@@ -10,10 +10,10 @@ import (
 	"github.com/llm-d-incubation/wva/internal/engine"
 )
 
-// Decision is what the planner concluded for one VariantAutoscaling in its
+// decision is what the planner concluded for one VariantAutoscaling in its
 // last cycle; the reconciler turns it into status (the WVA paper §IV.B,
-// DecisionCache).
-type Decision struct {
+// decisionCache).
+type decision struct {
 	Time time.Time
 	// Decided is false when the cycle could not decide for this variant
 	// (the engine failed, or the target is missing); the fields below
@@ -38,21 +38,21 @@ type Decision struct {
 // conflict says the decision is a TargetConflict: an older VariantAutoscaling
 // targets the same Deployment (the message names it), so this one is
 // neither planned nor actuated.
-func (d Decision) conflict() bool { return d.OptimizationReason == wvav1.ReasonTargetConflict }
+func (d decision) conflict() bool { return d.OptimizationReason == wvav1.ReasonTargetConflict }
 
-// DecisionCache holds the last decision per VariantAutoscaling.
-type DecisionCache struct {
+// decisionCache holds the last decision per VariantAutoscaling.
+type decisionCache struct {
 	mu sync.RWMutex
-	m  map[types.NamespacedName]Decision
+	m  map[types.NamespacedName]decision
 }
 
-// NewDecisionCache returns an empty cache.
-func NewDecisionCache() *DecisionCache {
-	return &DecisionCache{m: map[types.NamespacedName]Decision{}}
+// newDecisionCache returns an empty cache.
+func newDecisionCache() *decisionCache {
+	return &decisionCache{m: map[types.NamespacedName]decision{}}
 }
 
 // Get returns the decision of a VariantAutoscaling.
-func (c *DecisionCache) Get(k types.NamespacedName) (Decision, bool) {
+func (c *decisionCache) Get(k types.NamespacedName) (decision, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	d, ok := c.m[k]
@@ -60,17 +60,17 @@ func (c *DecisionCache) Get(k types.NamespacedName) (Decision, bool) {
 }
 
 // Set stores a decision.
-func (c *DecisionCache) Set(k types.NamespacedName, d Decision) {
+func (c *decisionCache) Set(k types.NamespacedName, d decision) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.m[k] = d
 }
 
 // WokenAfter returns the scale-from-zero decisions made after t.
-func (c *DecisionCache) WokenAfter(t time.Time) map[types.NamespacedName]Decision {
+func (c *decisionCache) WokenAfter(t time.Time) map[types.NamespacedName]decision {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	out := map[types.NamespacedName]Decision{}
+	out := map[types.NamespacedName]decision{}
 	for k, d := range c.m {
 		if d.Decided && d.Decision.Reason == engine.ReasonScaleFromZero && d.Time.After(t) {
 			out[k] = d
@@ -80,7 +80,7 @@ func (c *DecisionCache) WokenAfter(t time.Time) map[types.NamespacedName]Decisio
 }
 
 // Retain forgets the decisions of VariantAutoscalings not in keep.
-func (c *DecisionCache) Retain(keep map[types.NamespacedName]bool) {
+func (c *decisionCache) Retain(keep map[types.NamespacedName]bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k := range c.m {

@@ -24,7 +24,7 @@ import (
 
 // currentSource returns the metrics source for the main configuration,
 // rebuilt when the configuration changed.
-func (p *Planner) currentSource(m config.Main) (collector.Source, error) {
+func (p *planner) currentSource(m config.Main) (collector.Source, error) {
 	p.srcMu.Lock() // the scale-from-zero loop asks too
 	defer p.srcMu.Unlock()
 	if p.source != nil && p.sourceFor != nil && sameSource(*p.sourceFor, m) {
@@ -45,7 +45,7 @@ func sameSource(a, b config.Main) bool {
 // snapshot builds the engine's input through the snapshot builder the
 // simulator shares: one model per (namespace, modelID), one variant per
 // VariantAutoscaling, with its pods' metrics and the gateway's signals.
-func (p *Planner) snapshot(ctx context.Context, c *cycleState, set Settings) (
+func (p *planner) snapshot(ctx context.Context, c *cycleState, set settings) (
 	snapshot.Result, map[collector.Target]collector.Report, map[collector.Target]error) {
 	now, groups := c.now, c.groups
 	reports := map[collector.Target]collector.Report{}
@@ -109,7 +109,7 @@ func (p *Planner) snapshot(ctx context.Context, c *cycleState, set Settings) (
 // snapshotSettings resolves the cycle's configuration for the builder,
 // with the accelerator inventory in limited mode (the last one discovered
 // when discovery fails; none known yet: planning without limits).
-func (p *Planner) snapshotSettings(ctx context.Context, set Settings) snapshot.Settings {
+func (p *planner) snapshotSettings(ctx context.Context, set settings) snapshot.Settings {
 	cfg := set.Main.Engine
 	if cfg.SLOMultiplier == 0 {
 		cfg.SLOMultiplier = set.QueueingModel.SLOMultiplier
@@ -145,7 +145,7 @@ type gateway struct {
 // gatewaySignals reads the gateway's queue (WVA_SCALE_FROM_ZERO_QUERY) and,
 // when asked, its arrival rate (WVA_GATEWAY_RATE_QUERY), where the source
 // can. Either may be missing: the engine then plans from the pods alone.
-func (p *Planner) gatewaySignals(ctx context.Context, now time.Time, m config.Main, src collector.Source, srcErr error, rate bool) gateway {
+func (p *planner) gatewaySignals(ctx context.Context, now time.Time, m config.Main, src collector.Source, srcErr error, rate bool) gateway {
 	var g gateway
 	ds, ok := src.(collector.DemandSource)
 	if !ok || srcErr != nil {
@@ -237,7 +237,7 @@ func collectAll(ctx context.Context, src collector.Source, srcErr error, now tim
 
 // engineModel translates one model: its SLO class, per-model settings,
 // the gateway's signals and its variants.
-func (p *Planner) engineModel(ctx context.Context, c *cycleState, t collector.Target, vs []*variant, set Settings, rep collector.Report, gw gateway) snapshot.Model {
+func (p *planner) engineModel(ctx context.Context, c *cycleState, t collector.Target, vs []*variant, set settings, rep collector.Report, gw gateway) snapshot.Model {
 	m := engine.Model{ID: t.Model, Namespace: t.Namespace, GatewayWaitingRequests: gw.waiting[t], ArrivalRateRPS: gw.rate[t]}
 	if ref := classRef(vs); ref != nil {
 		// An unknown class must not fail the whole cycle (the engine
@@ -275,7 +275,7 @@ func (c *cycleState) warn(t collector.Target, msg string) {
 	c.warnings[t] = append(c.warnings[t], msg)
 }
 
-func (p *Planner) inventory(ctx context.Context, set Settings) (map[string]int, error) {
+func (p *planner) inventory(ctx context.Context, set settings) (map[string]int, error) {
 	src := set.Main.CapacitySource
 	if src == "" {
 		src = "nodes"
@@ -291,7 +291,7 @@ func (p *Planner) inventory(ctx context.Context, set Settings) (map[string]int, 
 	return inv.Discover(ctx, types)
 }
 
-func (p *Planner) podOwners(ctx context.Context, m config.Main, vs []*variant) map[string]podInfo {
+func (p *planner) podOwners(ctx context.Context, m config.Main, vs []*variant) map[string]podInfo {
 	out := map[string]podInfo{}
 	if m.PodVariantLabel != "" || p.Reader == nil {
 		return out

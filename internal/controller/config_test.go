@@ -115,7 +115,7 @@ func TestUnknownServiceClass(t *testing.T) {
 }
 
 func TestConfigStateVersion(t *testing.T) {
-	s := NewConfigState(defaultConfigNames(), config.DefaultMain())
+	s := newConfigState(defaultConfigNames(), config.DefaultMain())
 	data := map[string]string{"GLOBAL_OPT_INTERVAL": "30s"}
 	if err := s.Apply(config.MainName, data, true); err != nil {
 		t.Fatal(err)

@@ -37,8 +37,8 @@ func (n ConfigNames) Has(name string) bool {
 	return false
 }
 
-// Settings is one consistent view of the configuration.
-type Settings struct {
+// settings is one consistent view of the configuration.
+type settings struct {
 	Main           config.Main
 	Accelerators   map[string]config.Accelerator
 	ServiceClasses map[string]engine.ServiceClass
@@ -48,44 +48,44 @@ type Settings struct {
 	Inventory      map[string]int
 }
 
-// ConfigState keeps the last good configuration of every ConfigMap and
+// configState keeps the last good configuration of every ConfigMap and
 // the problems of those that are currently invalid (docs/operations.md; an
 // invalid ConfigMap never replaces a good one).
-type ConfigState struct {
+type configState struct {
 	names ConfigNames
 	// base is the main configuration before the ConfigMap: the defaults
 	// with the manager's flags applied.
 	base config.Main
 
 	mu       sync.RWMutex
-	cur      Settings
+	cur      settings
 	problems map[string]error
 	version  int
 }
 
-// NewConfigState starts from base (the flags) and the other defaults.
-func NewConfigState(names ConfigNames, base config.Main) *ConfigState {
-	s := &ConfigState{names: names, base: base, problems: map[string]error{}}
-	s.cur = Settings{Main: base, Tuner: config.Tuner{Enabled: true}, QueueingModel: config.QueueingModel{SLOMultiplier: 3, TuningEnabled: true}}
+// newConfigState starts from base (the flags) and the other defaults.
+func newConfigState(names ConfigNames, base config.Main) *configState {
+	s := &configState{names: names, base: base, problems: map[string]error{}}
+	s.cur = settings{Main: base, Tuner: config.Tuner{Enabled: true}, QueueingModel: config.QueueingModel{SLOMultiplier: 3, TuningEnabled: true}}
 	return s
 }
 
-// Settings returns the current configuration.
-func (s *ConfigState) Settings() Settings {
+// settings returns the current configuration.
+func (s *configState) Settings() settings {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.cur
 }
 
 // Version increases with every accepted change.
-func (s *ConfigState) Version() int {
+func (s *configState) Version() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.version
 }
 
 // Problems returns the invalid ConfigMaps' errors, sorted by ConfigMap.
-func (s *ConfigState) Problems() []error {
+func (s *configState) Problems() []error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	names := make([]string, 0, len(s.problems))
@@ -103,7 +103,7 @@ func (s *ConfigState) Problems() []error {
 // Apply parses a ConfigMap's data (nil data with exists false means the
 // ConfigMap was deleted: its defaults apply). On an error the previous
 // configuration stays and the error is returned and remembered.
-func (s *ConfigState) Apply(name string, data map[string]string, exists bool) error {
+func (s *configState) Apply(name string, data map[string]string, exists bool) error {
 	if !exists {
 		data = nil
 	}

@@ -13,15 +13,15 @@ import (
 	"github.com/llm-d-incubation/wva/internal/config"
 )
 
-// ConfigReconciler re-reads a configuration ConfigMap when it changes (hot
+// configReconciler re-reads a configuration ConfigMap when it changes (hot
 // reload). An invalid one keeps the last good configuration; the problem
 // goes to a Warning event on the ConfigMap and to the ConfigValid condition
 // of every VariantAutoscaling.
-type ConfigReconciler struct {
+type configReconciler struct {
 	Client    client.Client
 	Namespace string
 	Names     ConfigNames
-	State     *ConfigState
+	State     *configState
 	Recorder  events.EventRecorder
 	// Changed is called after every accepted or rejected change (the
 	// planner runs a cycle; VariantAutoscalings are reconciled).
@@ -29,7 +29,7 @@ type ConfigReconciler struct {
 }
 
 // Reconcile implements reconcile.Reconciler.
-func (r *ConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *configReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if req.Namespace != r.Namespace || !r.Names.Has(req.Name) {
 		return ctrl.Result{}, nil
 	}
@@ -61,7 +61,7 @@ func (r *ConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 // LoadAll reads every configuration ConfigMap once (at start, before the
 // first cycle). Invalid ones are reported and leave the defaults.
-func (r *ConfigReconciler) LoadAll(ctx context.Context) {
+func (r *configReconciler) LoadAll(ctx context.Context) {
 	for _, name := range r.Names.all() {
 		_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: r.Namespace, Name: name}})
 	}

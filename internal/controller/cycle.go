@@ -1,6 +1,6 @@
 // The optimisation cycle: resolve the variants, collect, plan, decide
 // (actuate and describe each variant), publish and persist. Per-cycle
-// state lives in cycleState, not in the Planner.
+// state lives in cycleState, not in the planner.
 
 package controller
 
@@ -23,7 +23,7 @@ import (
 )
 
 // Cycle runs one optimisation cycle.
-func (p *Planner) Cycle(ctx context.Context) error {
+func (p *planner) Cycle(ctx context.Context) error {
 	now := p.Clock.Now()
 	done := func(failed bool) { p.Emitter.CycleDone(p.Clock.Since(now), failed) }
 	set := p.Config.Settings()
@@ -82,7 +82,7 @@ func (p *Planner) Cycle(ctx context.Context) error {
 // cycleState is what one cycle collects on its way.
 type cycleState struct {
 	now         time.Time
-	decisions   map[types.NamespacedName]Decision
+	decisions   map[types.NamespacedName]decision
 	groups      map[collector.Target][]*variant
 	keep        map[types.NamespacedName]bool
 	keepTuner   map[tuner.Key]bool
@@ -97,7 +97,7 @@ type cycleState struct {
 func (c *cycleState) hold(models map[collector.Target]error, prefix string) {
 	for t, err := range models {
 		for _, v := range c.groups[t] {
-			dec := Decision{Time: c.now, OptimizationReason: wvav1.ReasonOptimizationFailed, OptimizationMessage: prefix + err.Error(),
+			dec := decision{Time: c.now, OptimizationReason: wvav1.ReasonOptimizationFailed, OptimizationMessage: prefix + err.Error(),
 				MetricsOK: true, MetricsReason: wvav1.ReasonMetricsFound, MetricsMessage: "metrics read", Actuator: actuatorName(v.va)}
 			if cerr := c.collectErrs[t]; cerr != nil {
 				dec.MetricsOK, dec.MetricsReason, dec.MetricsMessage = false, wvav1.ReasonPrometheusError, cerr.Error()
@@ -109,7 +109,7 @@ func (c *cycleState) hold(models map[collector.Target]error, prefix string) {
 
 // countTunerSteps publishes the tuner's accepted and rejected steps since
 // the counts before.
-func (p *Planner) countTunerSteps(before [2]int) {
+func (p *planner) countTunerSteps(before [2]int) {
 	after := p.tunerCounts()
 	for i := 0; i < max(after[0]-before[0], 0); i++ {
 		p.Emitter.TunerStep(true)
@@ -121,7 +121,7 @@ func (p *Planner) countTunerSteps(before [2]int) {
 
 // decide turns the plan into decisions, actuating each; variants the plan
 // does not cover (their model could not be collected) are held.
-func (p *Planner) decide(ctx context.Context, c *cycleState, plan *engine.Plan, snap *engine.Snapshot) {
+func (p *planner) decide(ctx context.Context, c *cycleState, plan *engine.Plan, snap *engine.Snapshot) {
 	byKey := map[types.NamespacedName]*variant{}
 	targetOf := map[types.NamespacedName]collector.Target{}
 	for t, vs := range c.groups {
@@ -140,7 +140,7 @@ func (p *Planner) decide(ctx context.Context, c *cycleState, plan *engine.Plan, 
 		if w := c.warnings[t]; len(w) > 0 {
 			d.Explanation += " (" + strings.Join(w, "; ") + ")"
 		}
-		dec := Decision{Time: c.now, Decided: true, Decision: d, MetricsOK: true}
+		dec := decision{Time: c.now, Decided: true, Decision: d, MetricsOK: true}
 		metricsStatus(&dec, d, c.collectErrs[t], c.reports[t], v)
 		tuningStatus(&dec, d, snap.Mode, snap.Config.TuningEnabled)
 		if d.Reason == engine.ReasonHoldMetrics {
@@ -159,7 +159,7 @@ func (c *cycleState) fillHeld() {
 			if _, ok := c.decisions[v.key]; ok {
 				continue
 			}
-			dec := Decision{Time: c.now, OptimizationReason: wvav1.ReasonMetricsUnavailable, Actuator: actuatorName(v.va),
+			dec := decision{Time: c.now, OptimizationReason: wvav1.ReasonMetricsUnavailable, Actuator: actuatorName(v.va),
 				OptimizationMessage: "no decision this cycle; holding the last one", MetricsReason: wvav1.ReasonMetricsMissing,
 				MetricsMessage: "the model was not planned this cycle"}
 			if err := c.collectErrs[t]; err != nil {
@@ -174,7 +174,7 @@ func (c *cycleState) fillHeld() {
 // finish stores the decisions, publishes the metrics (with a safety net
 // for undecided variants: their last desired count, else their current),
 // persists the tuner state and tells the reconciler.
-func (p *Planner) finish(ctx context.Context, c *cycleState, plan *engine.Plan) {
+func (p *planner) finish(ctx context.Context, c *cycleState, plan *engine.Plan) {
 	// A variant the scale-from-zero loop woke while this cycle ran keeps
 	// that newer decision (the cycle saw it at zero replicas).
 	woken := p.Cache.WokenAfter(c.now)
@@ -196,7 +196,7 @@ func (p *Planner) finish(ctx context.Context, c *cycleState, plan *engine.Plan) 
 // published is the plan the metrics show, sorted by namespace and name:
 // the cycle's decisions, the woken variants' newer ones in place of theirs,
 // and a hold for every other variant (see heldAtLast).
-func (p *Planner) published(c *cycleState, plan *engine.Plan, woken map[types.NamespacedName]Decision) *engine.Plan {
+func (p *planner) published(c *cycleState, plan *engine.Plan, woken map[types.NamespacedName]decision) *engine.Plan {
 	pub := &engine.Plan{Time: c.now}
 	if plan != nil {
 		for _, d := range plan.Variants {
@@ -233,7 +233,7 @@ func (p *Planner) published(c *cycleState, plan *engine.Plan, woken map[types.Na
 // hold at its last desired count, the cached decision's (which its decision
 // keeps showing) or else its status's, and at its current count when it
 // has neither.
-func (p *Planner) heldAtLast(c *cycleState, v *variant) engine.VariantDecision {
+func (p *planner) heldAtLast(c *cycleState, v *variant) engine.VariantDecision {
 	cur := int(specReplicas(v.target))
 	desired := cur
 	if prev, ok := p.Cache.Get(v.key); ok && prev.Decided {
@@ -250,7 +250,7 @@ func (p *Planner) heldAtLast(c *cycleState, v *variant) engine.VariantDecision {
 
 // notifyAll tells the reconciler of every variant given a decision this
 // cycle, in name order.
-func (p *Planner) notifyAll(decisions map[types.NamespacedName]Decision) {
+func (p *planner) notifyAll(decisions map[types.NamespacedName]decision) {
 	if p.Notify == nil {
 		return
 	}
@@ -265,7 +265,7 @@ func (p *Planner) notifyAll(decisions map[types.NamespacedName]Decision) {
 }
 
 // tunerCounts sums the accepted and rejected updates of every record.
-func (p *Planner) tunerCounts() [2]int {
+func (p *planner) tunerCounts() [2]int {
 	var c [2]int
 	for _, e := range p.Store.List("", "", "") {
 		c[0] += e.Record.Updates
@@ -275,7 +275,7 @@ func (p *Planner) tunerCounts() [2]int {
 }
 
 // actuate hands a decision to the variant's actuator.
-func (p *Planner) actuate(ctx context.Context, dec *Decision, v *variant, now time.Time) {
+func (p *planner) actuate(ctx context.Context, dec *decision, v *variant, now time.Time) {
 	name := actuatorName(v.va)
 	dec.Actuator = name
 	a, ok := p.Actuators[name]
@@ -301,9 +301,9 @@ func (p *Planner) actuate(ctx context.Context, dec *Decision, v *variant, now ti
 
 // resolve reads each VariantAutoscaling's Deployment and groups the
 // variants by model; variants without a target get an undecided decision.
-func (p *Planner) resolve(ctx context.Context, now time.Time, items []wvav1.VariantAutoscaling) (map[types.NamespacedName]Decision,
+func (p *planner) resolve(ctx context.Context, now time.Time, items []wvav1.VariantAutoscaling) (map[types.NamespacedName]decision,
 	map[collector.Target][]*variant, map[types.NamespacedName]bool, map[tuner.Key]bool) {
-	decisions := map[types.NamespacedName]Decision{}
+	decisions := map[types.NamespacedName]decision{}
 	groups := map[collector.Target][]*variant{}
 	keep := map[types.NamespacedName]bool{}
 	keepTuner := map[tuner.Key]bool{}
@@ -318,7 +318,7 @@ func (p *Planner) resolve(ctx context.Context, now time.Time, items []wvav1.Vari
 		}
 		if owner, ok := conflicts[k]; ok {
 			msg := fmt.Sprintf("deployment %s is already the target of VariantAutoscaling %s (the older); this one is neither planned nor actuated until one of them targets another deployment", va.TargetName(), owner)
-			decisions[k] = Decision{Time: now, OptimizationReason: wvav1.ReasonTargetConflict, OptimizationMessage: msg}
+			decisions[k] = decision{Time: now, OptimizationReason: wvav1.ReasonTargetConflict, OptimizationMessage: msg}
 			continue
 		}
 		var d appsv1.Deployment
@@ -328,7 +328,7 @@ func (p *Planner) resolve(ctx context.Context, now time.Time, items []wvav1.Vari
 			if !apierrors.IsNotFound(err) {
 				reason = wvav1.ReasonOptimizationFailed
 			}
-			decisions[k] = Decision{Time: now, OptimizationReason: reason, OptimizationMessage: fmt.Sprintf("deployment %s: %v", va.TargetName(), err)}
+			decisions[k] = decision{Time: now, OptimizationReason: reason, OptimizationMessage: fmt.Sprintf("deployment %s: %v", va.TargetName(), err)}
 			continue
 		}
 		t := collector.Target{Namespace: va.Namespace, Model: va.Spec.ModelID}

@@ -39,14 +39,14 @@ func TestManagerRestartKeepsTunerState(t *testing.T) {
 	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 4*time.Second, 3*time.Second, 500*time.Millisecond
 	key := tuner.Key{Namespace: f.ns, Model: model, Variant: "llama-h100"}
 
-	run := func() (*Controller, context.CancelFunc, chan error) {
+	run := func() (*controller, context.CancelFunc, chan error) {
 		o.metricsRegistry = prometheus.NewRegistry()
 		return startManager(t, o)
 	}
 	c1, stop1, done1 := run()
 	var rec tuner.Record
 	waitFor(t, 60*time.Second, "the first manager to learn, persist and write the status", func() bool {
-		st := NewConfigMapStore(env.Client, types.NamespacedName{Namespace: sys, Name: o.TunerState})
+		st := newConfigMapStore(env.Client, types.NamespacedName{Namespace: sys, Name: o.TunerState})
 		if _, err := st.Load(ctx); err != nil {
 			return false
 		}
@@ -91,7 +91,7 @@ func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 
 // startManager builds and starts a manager for o; cancel stops it and done
 // reports how it ended.
-func startManager(t *testing.T, o Options) (c *Controller, cancel context.CancelFunc, done chan error) {
+func startManager(t *testing.T, o Options) (c *controller, cancel context.CancelFunc, done chan error) {
 	t.Helper()
 	mgr, err := newManager(env.Config, o, nil)
 	if err != nil {

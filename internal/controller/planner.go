@@ -19,26 +19,26 @@ import (
 	"github.com/llm-d-incubation/wva/internal/snapshot"
 )
 
-// SourceFactory builds the metrics source for the current main
+// sourceFactory builds the metrics source for the current main
 // configuration (called again when it changes).
-type SourceFactory func(m config.Main) (collector.Source, error)
+type sourceFactory func(m config.Main) (collector.Source, error)
 
-// Planner runs the optimisation cycle: it reads every VariantAutoscaling
+// planner runs the optimisation cycle: it reads every VariantAutoscaling
 // and its Deployment, collects the pods' metrics, runs the engine, hands
 // each decision to the variant's actuator, publishes the metrics, persists
 // the tuner state, and leaves the decisions in the cache for the
 // reconciler. Only the leader runs it.
-type Planner struct {
+type planner struct {
 	Client    client.Client // reads VariantAutoscalings and Deployments; patches /scale
 	Reader    client.Reader // reads pods and nodes (uncached)
 	Clock     clock.Clock
-	Config    *ConfigState
+	Config    *configState
 	Engine    *engine.Engine
-	Store     *ConfigMapStore
+	Store     *configMapStore
 	Emitter   *metrics.Emitter
-	Cache     *DecisionCache
+	Cache     *decisionCache
 	Actuators map[string]Actuator
-	Sources   SourceFactory
+	Sources   sourceFactory
 	// Notify is called for each VariantAutoscaling after a cycle, to
 	// reconcile its status (nil: nobody is told).
 	Notify func(types.NamespacedName)
@@ -59,11 +59,11 @@ type Planner struct {
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
-func (p *Planner) NeedLeaderElection() bool { return true }
+func (p *planner) NeedLeaderElection() bool { return true }
 
 // Start runs cycles every GLOBAL_OPT_INTERVAL until ctx ends. It first
 // restores the tuner state persisted by the previous leader.
-func (p *Planner) Start(ctx context.Context) error {
+func (p *planner) Start(ctx context.Context) error {
 	if skipped, err := p.Store.Load(ctx); err != nil {
 		p.Log.Error(err, "restoring tuner state; starting from cold")
 	} else if len(skipped) > 0 {

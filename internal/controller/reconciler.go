@@ -20,20 +20,20 @@ import (
 
 // RBAC: rbac.go.
 
-// Reconciler writes a VariantAutoscaling's status from its target and the
+// reconciler writes a VariantAutoscaling's status from its target and the
 // planner's last decision: target resolution, the current and desired
 // allocation, actuation, and the conditions. It writes at most once per
 // call, and only when the status changed. It runs on every replica (not
 // only the leader) but only the leader's planner fills the cache.
-type Reconciler struct {
+type reconciler struct {
 	Client client.Client
 	Clock  clock.PassiveClock
-	Cache  *DecisionCache
-	Config *ConfigState
+	Cache  *decisionCache
+	Config *configState
 }
 
 // Reconcile implements reconcile.Reconciler.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var va wvav1.VariantAutoscaling
 	if err := r.Client.Get(ctx, req.NamespacedName, &va); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -61,7 +61,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // optimizationStatus sets OptimizationReady and, for a decided variant,
 // the desired allocation from the planner's decision (ok: there is one).
-func optimizationStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time, dec Decision, ok bool) {
+func optimizationStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time, dec decision, ok bool) {
 	switch {
 	case !ok:
 		if findCondition(st.Conditions, wvav1.ConditionOptimizationReady) == nil {
@@ -83,7 +83,7 @@ func optimizationStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time, dec
 
 // signalStatus sets MetricsAvailable and TuningActive from the decision,
 // each only when the decision says something of it.
-func signalStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time, dec Decision) {
+func signalStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time, dec decision) {
 	if dec.MetricsOK {
 		setCondition(&st.Conditions, now, wvav1.ConditionMetricsAvailable, true, orDefault(dec.MetricsReason, wvav1.ReasonMetricsFound), dec.MetricsMessage)
 	} else if dec.MetricsReason != "" {
@@ -95,7 +95,7 @@ func signalStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time, dec Decis
 }
 
 // configStatus sets ConfigValid from the configuration's problems.
-func (r *Reconciler) configStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time) {
+func (r *reconciler) configStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time) {
 	probs := r.Config.Problems()
 	if len(probs) == 0 {
 		setCondition(&st.Conditions, now, wvav1.ConditionConfigValid, true, wvav1.ReasonConfigValid, "all configuration ConfigMaps are valid")
@@ -111,7 +111,7 @@ func (r *Reconciler) configStatus(st *wvav1.VariantAutoscalingStatus, now metav1
 
 // writeStatus writes st as va's status, only when it changed; a conflict
 // asks for another reconcile a second later.
-func (r *Reconciler) writeStatus(ctx context.Context, va *wvav1.VariantAutoscaling, st wvav1.VariantAutoscalingStatus) (ctrl.Result, error) {
+func (r *reconciler) writeStatus(ctx context.Context, va *wvav1.VariantAutoscaling, st wvav1.VariantAutoscalingStatus) (ctrl.Result, error) {
 	if equality.Semantic.DeepEqual(st, va.Status) {
 		return ctrl.Result{}, nil
 	}
@@ -127,8 +127,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, va *wvav1.VariantAutoscali
 
 // targetStatus reads the VA's Deployment (nil when it does not exist) and
 // sets TargetResolved and the current allocation.
-func (r *Reconciler) targetStatus(ctx context.Context, va *wvav1.VariantAutoscaling, st *wvav1.VariantAutoscalingStatus, now metav1.Time,
-	dec Decision, ok bool) (*appsv1.Deployment, error) {
+func (r *reconciler) targetStatus(ctx context.Context, va *wvav1.VariantAutoscaling, st *wvav1.VariantAutoscalingStatus, now metav1.Time,
+	dec decision, ok bool) (*appsv1.Deployment, error) {
 	var d appsv1.Deployment
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.TargetName()}, &d)
 	switch {
@@ -153,7 +153,7 @@ func (r *Reconciler) targetStatus(ctx context.Context, va *wvav1.VariantAutoscal
 // target as it is now with the desired allocation; without a target, a
 // decision or a desired allocation, and in a target conflict, it leaves
 // them as they are.
-func (r *Reconciler) actuationStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time, dec Decision, ok bool, target *appsv1.Deployment) {
+func (r *reconciler) actuationStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time, dec decision, ok bool, target *appsv1.Deployment) {
 	if !ok || target == nil || dec.conflict() || !dec.Decided && st.DesiredOptimizedAlloc.LastRunTime.IsZero() {
 		return
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/llm-d-incubation/wva/internal/engine"
 )
 
-// ScaleFromZero is the fast loop: every WVA_SCALE_FROM_ZERO_INTERVAL
+// scaleFromZero is the fast loop: every WVA_SCALE_FROM_ZERO_INTERVAL
 // (default 2 s) it reads the gateway's signals, requests waiting in its
 // queue (WVA_SCALE_FROM_ZERO_QUERY, by default the flow-control queue) and
 // the arrival rate (WVA_GATEWAY_RATE_QUERY). For a model whose variants all
@@ -25,17 +25,17 @@ import (
 // replicas whose load has outrun the last plan (engine.Engine.Surge; on
 // with WVA_SURGE=true) it makes the optimisation loop run an extra cycle
 // now; the periodic cycles keep their times. Only the leader runs it.
-type ScaleFromZero struct {
-	Planner *Planner
+type scaleFromZero struct {
+	Planner *planner
 	Clock   clock.Clock
 	Log     logr.Logger
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
-func (s *ScaleFromZero) NeedLeaderElection() bool { return true }
+func (s *scaleFromZero) NeedLeaderElection() bool { return true }
 
 // Start runs the loop until ctx ends.
-func (s *ScaleFromZero) Start(ctx context.Context) error {
+func (s *scaleFromZero) Start(ctx context.Context) error {
 	for {
 		if _, err := s.Check(ctx); err != nil && ctx.Err() == nil {
 			s.Log.Error(err, "scale from zero")
@@ -61,7 +61,7 @@ type candidate struct {
 
 // fastModels groups the variants by model and says which models have a
 // replica somewhere (those are not at zero).
-func (s *ScaleFromZero) fastModels(ctx context.Context, set Settings) (map[collector.Target][]candidate, map[collector.Target]bool, error) {
+func (s *scaleFromZero) fastModels(ctx context.Context, set settings) (map[collector.Target][]candidate, map[collector.Target]bool, error) {
 	p := s.Planner
 	var list wvav1.VariantAutoscalingList
 	if err := p.Client.List(ctx, &list, p.ListOptions...); err != nil {
@@ -113,7 +113,7 @@ func fastModel(t collector.Target, cs []candidate, waiting, rate float64) engine
 
 // wakeChoice applies the engine's wake rule (the simulator's as well) to a
 // model at zero.
-func (s *ScaleFromZero) wakeChoice(t collector.Target, cs []candidate, waiting float64) (candidate, engine.VariantDecision, bool) {
+func (s *scaleFromZero) wakeChoice(t collector.Target, cs []candidate, waiting float64) (candidate, engine.VariantDecision, bool) {
 	m := fastModel(t, cs, waiting, 0)
 	d, ok := s.Planner.Engine.Wake(&m)
 	if !ok {
@@ -128,7 +128,7 @@ func (s *ScaleFromZero) wakeChoice(t collector.Target, cs []candidate, waiting f
 }
 
 // Check runs one pass and returns the variants it woke.
-func (s *ScaleFromZero) Check(ctx context.Context) ([]types.NamespacedName, error) {
+func (s *scaleFromZero) Check(ctx context.Context) ([]types.NamespacedName, error) {
 	p := s.Planner
 	set := p.Config.Settings()
 	groups, busy, err := s.fastModels(ctx, set)
@@ -176,7 +176,7 @@ func (s *ScaleFromZero) Check(ctx context.Context) ([]types.NamespacedName, erro
 
 // surge asks the optimisation loop for a cycle now when the engine says
 // the model's load has outrun its last plan.
-func (s *ScaleFromZero) surge(t collector.Target, cs []candidate, gw gateway, now time.Time) {
+func (s *scaleFromZero) surge(t collector.Target, cs []candidate, gw gateway, now time.Time) {
 	m := fastModel(t, cs, gw.waiting[t], gw.rate[t])
 	why, ok := s.Planner.Engine.Surge(&m, now)
 	if !ok {
@@ -191,7 +191,7 @@ func (s *ScaleFromZero) surge(t collector.Target, cs []candidate, gw gateway, no
 
 // wake scales a model at zero with waiting requests to its cheapest
 // variant's first replica.
-func (s *ScaleFromZero) wake(ctx context.Context, t collector.Target, cs []candidate, waiting float64, now time.Time) (types.NamespacedName, bool) {
+func (s *scaleFromZero) wake(ctx context.Context, t collector.Target, cs []candidate, waiting float64, now time.Time) (types.NamespacedName, bool) {
 	p := s.Planner
 	if !(waiting > 0) {
 		return types.NamespacedName{}, false
@@ -205,7 +205,7 @@ func (s *ScaleFromZero) wake(ctx context.Context, t collector.Target, cs []candi
 		c.va.Spec.Actuator != wvav1.ActuatorDirect {
 		return types.NamespacedName{}, false // already woken; HPA or KEDA is acting on it
 	}
-	dec := Decision{Time: now, Decided: true, Decision: d, MetricsOK: true, MetricsReason: wvav1.ReasonMetricsFound,
+	dec := decision{Time: now, Decided: true, Decision: d, MetricsOK: true, MetricsReason: wvav1.ReasonMetricsFound,
 		MetricsMessage: fmt.Sprintf("demand signal: %g waiting requests", waiting)}
 	p.actuate(ctx, &dec, &variant{va: c.va, target: c.d, key: k}, now)
 	p.Emitter.Wake(d)

@@ -30,7 +30,7 @@ func TestScaleFromZero(t *testing.T) {
 	f.deployment("llama-h100", 0)
 	f.va("llama-h100", model, zero)
 	f.va("llama-l40s", model, func(va *wvav1.VariantAutoscaling) { zero(va); va.Spec.Accelerator = "L40S"; va.Spec.VariantCost = "12" })
-	sfz := &ScaleFromZero{Planner: f.planner, Clock: f.clock}
+	sfz := &scaleFromZero{Planner: f.planner, Clock: f.clock}
 	woke, err := sfz.Check(context.Background())
 	if err != nil || len(woke) != 0 {
 		t.Fatalf("no demand: woke %v, %v", woke, err)
@@ -77,7 +77,7 @@ func TestCycleAndWakeConcurrently(t *testing.T) {
 	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", 1, 0.3, 0)}},
 		Demand: []file.Demand{{Namespace: f.ns, Model: "idle", Value: 2}}})
 	f.planner.Notify = nil
-	sfz := &ScaleFromZero{Planner: f.planner, Clock: f.clock}
+	sfz := &scaleFromZero{Planner: f.planner, Clock: f.clock}
 	errs := make(chan error, 10)
 	go func() { // the planner loop: one cycle after the other
 		for i := 0; i < 5; i++ {
@@ -115,7 +115,7 @@ func TestSurgeAsksForCycle(t *testing.T) {
 	f.deployment("llama-h100", 2)
 	f.va("llama-h100", model, func(va *wvav1.VariantAutoscaling) { va.Spec.Actuator = wvav1.ActuatorDirect })
 	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", 2, 0.3, 0)}}})
-	sfz := &ScaleFromZero{Planner: f.planner, Clock: f.clock, Log: f.planner.Log}
+	sfz := &scaleFromZero{Planner: f.planner, Clock: f.clock, Log: f.planner.Log}
 	asked := func() bool {
 		if _, err := sfz.Check(context.Background()); err != nil {
 			t.Fatal(err)

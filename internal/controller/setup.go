@@ -33,14 +33,14 @@ import (
 	_ "github.com/llm-d-incubation/wva/internal/collector/file"
 )
 
-// Controller is WVA's controller assembled: everything a manager runs.
-type Controller struct {
-	Planner       *Planner
-	ScaleFromZero *ScaleFromZero
-	Reconciler    *Reconciler
-	ConfigWatch   *ConfigReconciler
-	Store         *ConfigMapStore
-	Config        *ConfigState
+// controller is WVA's controller assembled: everything a manager runs.
+type controller struct {
+	Planner       *planner
+	ScaleFromZero *scaleFromZero
+	Reconciler    *reconciler
+	ConfigWatch   *configReconciler
+	Store         *configMapStore
+	Config        *configState
 }
 
 // targetIndex indexes VariantAutoscalings by their Deployment's name.
@@ -48,7 +48,7 @@ const targetIndex = "wva.targetName"
 
 // setup builds the controller's parts and registers them with mgr. clk is
 // the clock of the planner and the reconciler (a fake one in tests).
-func setup(ctx context.Context, mgr manager.Manager, o Options, clk clock.Clock, log logr.Logger) (*Controller, error) {
+func setup(ctx context.Context, mgr manager.Manager, o Options, clk clock.Clock, log logr.Logger) (*controller, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -78,17 +78,17 @@ func setup(ctx context.Context, mgr manager.Manager, o Options, clk clock.Clock,
 // state, one tuner store and one decision cache. The planner's
 // notifications go to events; a configuration change wakes the planner.
 func newController(mgr manager.Manager, o Options, emitter *metrics.Emitter, events chan<- event.GenericEvent, clk clock.Clock,
-	log logr.Logger) *Controller {
-	state := NewConfigState(o.Names, o.Main)
-	store := NewConfigMapStore(mgr.GetClient(), types.NamespacedName{Namespace: o.Namespace, Name: o.TunerState})
-	c := &Controller{Store: store, Config: state}
-	c.Planner = &Planner{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: clk, Config: state, Engine: engine.New(store),
-		Store: store, Emitter: emitter, Cache: NewDecisionCache(), Actuators: newActuators(mgr.GetClient()),
+	log logr.Logger) *controller {
+	state := newConfigState(o.Names, o.Main)
+	store := newConfigMapStore(mgr.GetClient(), types.NamespacedName{Namespace: o.Namespace, Name: o.TunerState})
+	c := &controller{Store: store, Config: state}
+	c.Planner = &planner{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: clk, Config: state, Engine: engine.New(store),
+		Store: store, Emitter: emitter, Cache: newDecisionCache(), Actuators: newActuators(mgr.GetClient()),
 		Sources: o.sources, Notify: notifier(events), Log: log.WithName("planner"), Wake: make(chan struct{}, 1),
 		Surge: make(chan struct{}, 1)}
-	c.ScaleFromZero = &ScaleFromZero{Planner: c.Planner, Clock: clk, Log: log.WithName("scale-from-zero")}
-	c.Reconciler = &Reconciler{Client: mgr.GetClient(), Clock: clk, Cache: c.Planner.Cache, Config: state}
-	c.ConfigWatch = &ConfigReconciler{Client: mgr.GetClient(), Namespace: o.Namespace, Names: o.Names, State: state,
+	c.ScaleFromZero = &scaleFromZero{Planner: c.Planner, Clock: clk, Log: log.WithName("scale-from-zero")}
+	c.Reconciler = &reconciler{Client: mgr.GetClient(), Clock: clk, Cache: c.Planner.Cache, Config: state}
+	c.ConfigWatch = &configReconciler{Client: mgr.GetClient(), Namespace: o.Namespace, Names: o.Names, State: state,
 		Recorder: mgr.GetEventRecorder("wva"), Changed: func() {
 			select {
 			case c.Planner.Wake <- struct{}{}:
@@ -112,7 +112,7 @@ func notifier(events chan<- event.GenericEvent) func(types.NamespacedName) {
 // registerReconciler registers the status reconciler: it runs for a
 // VariantAutoscaling's changes, its Deployment's (found through
 // targetIndex) and the planner's notifications on events.
-func (c *Controller) registerReconciler(ctx context.Context, mgr manager.Manager, events <-chan event.GenericEvent) error {
+func (c *controller) registerReconciler(ctx context.Context, mgr manager.Manager, events <-chan event.GenericEvent) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &wvav1.VariantAutoscaling{}, targetIndex, func(obj client.Object) []string {
 		return []string{obj.(*wvav1.VariantAutoscaling).TargetName()}
 	}); err != nil {
@@ -142,7 +142,7 @@ func targeting(cl client.Client) handler.MapFunc {
 
 // registerConfigWatch registers the ConfigMap reconciler for the
 // configuration ConfigMaps in the controller's namespace.
-func (c *Controller) registerConfigWatch(mgr manager.Manager, o Options) error {
+func (c *controller) registerConfigWatch(mgr manager.Manager, o Options) error {
 	isConfig := predicate.NewPredicateFuncs(func(obj client.Object) bool {
 		return obj.GetNamespace() == o.Namespace && o.Names.Has(obj.GetName())
 	})
@@ -153,7 +153,7 @@ func (c *Controller) registerConfigWatch(mgr manager.Manager, o Options) error {
 // addRunnables adds the planner loop, which at leader start reads the
 // configuration and then plans, the scale-from-zero loop and the health
 // checks.
-func (c *Controller) addRunnables(mgr manager.Manager) error {
+func (c *controller) addRunnables(mgr manager.Manager) error {
 	start := c.Planner.Start
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		c.ConfigWatch.LoadAll(ctx)

@@ -20,7 +20,7 @@ import (
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
-// ConfigMapStore is the tuner's Store for the controller: records live in
+// configMapStore is the tuner's Store for the controller: records live in
 // memory and are written to one ConfigMap after each cycle (Flush), so that
 // learned parameters survive restarts and leader changes; Load reads them
 // back when a replica becomes leader.
@@ -34,7 +34,7 @@ import (
 // records; the count grows until every shard fits and shrinks when the
 // state does (surplus shards are emptied: the controller may not delete
 // ConfigMaps). A shard whose content did not change is not rewritten.
-type ConfigMapStore struct {
+type configMapStore struct {
 	c   client.Client
 	ref types.NamespacedName
 	// written is a hash of each shard's data as last written or read, so
@@ -50,11 +50,11 @@ type ConfigMapStore struct {
 	loaded bool
 }
 
-var _ tuner.Store = (*ConfigMapStore)(nil)
+var _ tuner.Store = (*configMapStore)(nil)
 
-// NewConfigMapStore returns an empty store persisted to the ConfigMap ref.
-func NewConfigMapStore(c client.Client, ref types.NamespacedName) *ConfigMapStore {
-	return &ConfigMapStore{c: c, ref: ref, m: map[tuner.Key]tuner.Record{}, written: map[string]uint64{}}
+// newConfigMapStore returns an empty store persisted to the ConfigMap ref.
+func newConfigMapStore(c client.Client, ref types.NamespacedName) *configMapStore {
+	return &configMapStore{c: c, ref: ref, m: map[tuner.Key]tuner.Record{}, written: map[string]uint64{}}
 }
 
 type storedRecord struct {
@@ -67,7 +67,7 @@ type storedRecord struct {
 func dataKey(k tuner.Key) string { return k.Namespace + "." + k.Variant }
 
 // Get implements tuner.Store.
-func (s *ConfigMapStore) Get(k tuner.Key) (tuner.Record, bool, error) {
+func (s *configMapStore) Get(k tuner.Key) (tuner.Record, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.m[k]
@@ -75,7 +75,7 @@ func (s *ConfigMapStore) Get(k tuner.Key) (tuner.Record, bool, error) {
 }
 
 // Put implements tuner.Store.
-func (s *ConfigMapStore) Put(k tuner.Key, r tuner.Record) error {
+func (s *configMapStore) Put(k tuner.Key, r tuner.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m[k] = r
@@ -84,7 +84,7 @@ func (s *ConfigMapStore) Put(k tuner.Key, r tuner.Record) error {
 }
 
 // Delete implements tuner.Store.
-func (s *ConfigMapStore) Delete(k tuner.Key) error {
+func (s *configMapStore) Delete(k tuner.Key) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.m[k]; ok {
@@ -94,21 +94,21 @@ func (s *ConfigMapStore) Delete(k tuner.Key) error {
 	return nil
 }
 
-// Entry is one variant's learned parameters, as the tuner API returns them.
-type Entry struct {
+// storeEntry is one variant's learned parameters, as the tuner API returns them.
+type storeEntry struct {
 	Key    tuner.Key
 	Record tuner.Record
 }
 
 // List returns the records, sorted by key, that match the non-empty
 // filters.
-func (s *ConfigMapStore) List(namespace, model, variant string) []Entry {
+func (s *configMapStore) List(namespace, model, variant string) []storeEntry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []Entry
+	var out []storeEntry
 	for k, r := range s.m {
 		if (namespace == "" || k.Namespace == namespace) && (model == "" || k.Model == model) && (variant == "" || k.Variant == variant) {
-			out = append(out, Entry{Key: k, Record: r})
+			out = append(out, storeEntry{Key: k, Record: r})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key.String() < out[j].Key.String() })
@@ -117,7 +117,7 @@ func (s *ConfigMapStore) List(namespace, model, variant string) []Entry {
 
 // Retain forgets the records of variants not in keep (deleted
 // VariantAutoscalings).
-func (s *ConfigMapStore) Retain(keep map[tuner.Key]bool) {
+func (s *configMapStore) Retain(keep map[tuner.Key]bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k := range s.m {
@@ -140,7 +140,7 @@ const (
 )
 
 // shardName is the name of shard i.
-func (s *ConfigMapStore) shardName(i int) string {
+func (s *configMapStore) shardName(i int) string {
 	if i == 0 {
 		return s.ref.Name
 	}
@@ -151,7 +151,7 @@ func (s *ConfigMapStore) shardName(i int) string {
 // (newer than the stored one) is kept. A missing ConfigMap is an empty
 // store; an entry that does not parse, or a shard that is missing, is
 // skipped and reported.
-func (s *ConfigMapStore) Load(ctx context.Context) (skipped []string, err error) {
+func (s *configMapStore) Load(ctx context.Context) (skipped []string, err error) {
 	var cm corev1.ConfigMap
 	if err := s.c.Get(ctx, s.ref, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -230,7 +230,7 @@ func dataHash(data map[string]string) uint64 {
 }
 
 // Loaded says whether Load has succeeded.
-func (s *ConfigMapStore) Loaded() bool {
+func (s *configMapStore) Loaded() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.loaded
@@ -240,7 +240,7 @@ func (s *ConfigMapStore) Loaded() bool {
 // the shards after the first, then the first with the shard count (so a
 // reader never follows a count to shards not written yet), then empties
 // the shards no longer used.
-func (s *ConfigMapStore) Flush(ctx context.Context) error {
+func (s *configMapStore) Flush(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.dirty {
 		s.mu.Unlock()
@@ -323,7 +323,7 @@ func spread(data map[string]string) ([]map[string]string, error) {
 // writeShard creates or updates shard i of n with data, unless its content
 // is what was last written (and, for the first, the count old it records
 // is n); next records what it now holds.
-func (s *ConfigMapStore) writeShard(ctx context.Context, i int, data map[string]string, n, old int, written, next map[string]uint64) error {
+func (s *configMapStore) writeShard(ctx context.Context, i int, data map[string]string, n, old int, written, next map[string]uint64) error {
 	name := s.shardName(i)
 	h := dataHash(data)
 	next[name] = h
@@ -361,7 +361,7 @@ func setShard(cm *corev1.ConfigMap, i, n int, data map[string]string) {
 	cm.Annotations[shardsAnnotation] = strconv.Itoa(n)
 }
 
-func (s *ConfigMapStore) markDirty() {
+func (s *configMapStore) markDirty() {
 	s.mu.Lock()
 	s.dirty = true
 	s.mu.Unlock()

@@ -39,7 +39,7 @@ func TestTunerStateSharded(t *testing.T) {
 	ctx := context.Background()
 	ref := types.NamespacedName{Namespace: ctrlNS, Name: "state-sharded"}
 	_ = env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ctrlNS}})
-	s := NewConfigMapStore(env.Client, ref)
+	s := newConfigMapStore(env.Client, ref)
 	if _, err := s.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestTunerStateSharded(t *testing.T) {
 // checkReadBack: a new leader reads all n records back, unchanged.
 func checkReadBack(t *testing.T, ref types.NamespacedName, n int, key func(int) tuner.Key) {
 	t.Helper()
-	next := NewConfigMapStore(env.Client, ref)
+	next := newConfigMapStore(env.Client, ref)
 	if skipped, err := next.Load(context.Background()); err != nil || len(skipped) != 0 {
 		t.Fatalf("load: %v, skipped %v", err, skipped)
 	}
@@ -83,7 +83,7 @@ func checkReadBack(t *testing.T, ref types.NamespacedName, n int, key func(int) 
 
 // checkShrunk: when the fleet shrinks to ten variants, they fit in one
 // shard, the surplus shards are emptied, and a new leader reads the ten.
-func checkShrunk(t *testing.T, s *ConfigMapStore, key func(int) tuner.Key) {
+func checkShrunk(t *testing.T, s *configMapStore, key func(int) tuner.Key) {
 	t.Helper()
 	ctx := context.Background()
 	keep := map[tuner.Key]bool{}
@@ -101,7 +101,7 @@ func checkShrunk(t *testing.T, s *ConfigMapStore, key func(int) tuner.Key) {
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: s.ref.Namespace, Name: s.ref.Name + "-1"}, &surplus); err != nil || len(surplus.Data) != 0 {
 		t.Errorf("surplus shard: %v, %d records", err, len(surplus.Data))
 	}
-	last := NewConfigMapStore(env.Client, s.ref)
+	last := newConfigMapStore(env.Client, s.ref)
 	if _, err := last.Load(ctx); err != nil || len(last.List("", "", "")) != 10 {
 		t.Fatalf("after shrinking read back %d records (%v)", len(last.List("", "", "")), err)
 	}
@@ -109,7 +109,7 @@ func checkShrunk(t *testing.T, s *ConfigMapStore, key func(int) tuner.Key) {
 
 // checkRewrites: putting an unchanged record writes nothing; changing it
 // rewrites one shard.
-func checkRewrites(t *testing.T, s *ConfigMapStore, k tuner.Key, rec tuner.Record) {
+func checkRewrites(t *testing.T, s *configMapStore, k tuner.Key, rec tuner.Record) {
 	t.Helper()
 	ctx := context.Background()
 	// Nothing changed: nothing written. One record changed: one shard.
@@ -167,7 +167,7 @@ func checkShards(t *testing.T, shards []corev1.ConfigMap, n int) {
 }
 
 // readShards reads the shards the first ConfigMap's annotation counts.
-func readShards(t *testing.T, s *ConfigMapStore) []corev1.ConfigMap {
+func readShards(t *testing.T, s *configMapStore) []corev1.ConfigMap {
 	t.Helper()
 	var first corev1.ConfigMap
 	if err := env.Client.Get(context.Background(), s.ref, &first); err != nil {

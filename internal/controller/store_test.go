@@ -50,7 +50,7 @@ func TestTunerStatePersists(t *testing.T) {
 	if !ok || rec.Params.Alpha <= 0 {
 		t.Fatalf("no learned record: %+v", rec)
 	}
-	restarted := NewConfigMapStore(env.Client, f.planner.Store.ref)
+	restarted := newConfigMapStore(env.Client, f.planner.Store.ref)
 	if skipped, err := restarted.Load(ctx); err != nil || len(skipped) > 0 {
 		t.Fatalf("load: %v %v", skipped, err)
 	}
@@ -62,7 +62,7 @@ func TestTunerStatePersists(t *testing.T) {
 }
 
 // checkTunerAPI reads GET /tuner/params for the variant and an unknown one.
-func checkTunerAPI(t *testing.T, store *ConfigMapStore, ns string, rec tuner.Record) {
+func checkTunerAPI(t *testing.T, store *configMapStore, ns string, rec tuner.Record) {
 	t.Helper()
 	srv := httptest.NewServer(tunerHandler(store))
 	defer srv.Close()
@@ -101,7 +101,7 @@ func TestStoreNeverOverwritesUnread(t *testing.T) {
 	saveRecord(t, ref, a, tuner.Record{Params: tuner.Params{Alpha: 6}, LastUpdate: t0})
 
 	failing := true
-	s := NewConfigMapStore(flakyGets(t, &failing), ref)
+	s := newConfigMapStore(flakyGets(t, &failing), ref)
 	if _, err := s.Load(ctx); err == nil {
 		t.Fatal("the failing read succeeded")
 	}
@@ -126,7 +126,7 @@ func TestStoreNeverOverwritesUnread(t *testing.T) {
 func saveRecord(t *testing.T, ref types.NamespacedName, k tuner.Key, rec tuner.Record) {
 	t.Helper()
 	ctx := context.Background()
-	s := NewConfigMapStore(env.Client, ref)
+	s := newConfigMapStore(env.Client, ref)
 	if _, err := s.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func flakyGets(t *testing.T, failing *bool) client.Client {
 // of each key, its alpha as wanted.
 func checkAlphas(t *testing.T, ref types.NamespacedName, want map[tuner.Key]float64) {
 	t.Helper()
-	check := NewConfigMapStore(env.Client, ref)
+	check := newConfigMapStore(env.Client, ref)
 	if _, err := check.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}

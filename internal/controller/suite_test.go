@@ -44,9 +44,9 @@ type fixture struct {
 	t        *testing.T
 	ns       string
 	clock    *clocktesting.FakeClock
-	planner  *Planner
-	rec      *Reconciler
-	cfg      *ConfigReconciler
+	planner  *planner
+	rec      *reconciler
+	cfg      *configReconciler
 	reg      *prometheus.Registry
 	metrics  string
 	notified []types.NamespacedName
@@ -77,15 +77,15 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	names := defaultConfigNames()
-	state := NewConfigState(names, config.DefaultMain())
-	store := NewConfigMapStore(env.Client, types.NamespacedName{Namespace: ctrlNS, Name: "state-" + ns})
-	f.planner = &Planner{Client: env.Client, Reader: env.Client, Clock: f.clock, Config: state, Engine: engine.New(store), Store: store,
-		Emitter: em, Cache: NewDecisionCache(), Actuators: newActuators(env.Client), Log: logr.Discard(),
+	state := newConfigState(names, config.DefaultMain())
+	store := newConfigMapStore(env.Client, types.NamespacedName{Namespace: ctrlNS, Name: "state-" + ns})
+	f.planner = &planner{Client: env.Client, Reader: env.Client, Clock: f.clock, Config: state, Engine: engine.New(store), Store: store,
+		Emitter: em, Cache: newDecisionCache(), Actuators: newActuators(env.Client), Log: logr.Discard(),
 		Sources: func(config.Main) (collector.Source, error) { return file.Source{Path: f.metrics}, nil },
 		Notify:  func(k types.NamespacedName) { f.notified = append(f.notified, k) }, Wake: make(chan struct{}, 1), Surge: make(chan struct{}, 1),
 		ListOptions: []client.ListOption{client.InNamespace(ns)}}
-	f.rec = &Reconciler{Client: env.Client, Clock: f.clock, Cache: f.planner.Cache, Config: state}
-	f.cfg = &ConfigReconciler{Client: env.Client, Namespace: ctrlNS, Names: names, State: state}
+	f.rec = &reconciler{Client: env.Client, Clock: f.clock, Cache: f.planner.Cache, Config: state}
+	f.cfg = &configReconciler{Client: env.Client, Namespace: ctrlNS, Names: names, State: state}
 	return f
 }
 

@@ -35,7 +35,7 @@ const LabelAccelerator = "inference.optimization/acceleratorName"
 // engineVariant translates a VariantAutoscaling and its Deployment; its
 // pods are the report's that the variant label names, or else that its
 // Deployment owns.
-func engineVariant(v *variant, set Settings, owners map[string]podInfo) snapshot.Variant {
+func engineVariant(v *variant, set settings, owners map[string]podInfo) snapshot.Variant {
 	va, d := v.va, v.target
 	acc := acceleratorOf(va, d)
 	ev := engine.Variant{Name: va.Name, Accelerator: acc, CurrentReplicas: int(specReplicas(d)), ReadyReplicas: int(d.Status.ReadyReplicas)}
@@ -201,7 +201,7 @@ func targetConflicts(items []wvav1.VariantAutoscaling) map[types.NamespacedName]
 
 // metricsStatus fills MetricsAvailable from the engine's verdict and the
 // collector's problems for this variant's pods.
-func metricsStatus(dec *Decision, d engine.VariantDecision, collectErr error, rep collector.Report, v *variant) {
+func metricsStatus(dec *decision, d engine.VariantDecision, collectErr error, rep collector.Report, v *variant) {
 	if collectErr != nil {
 		dec.MetricsOK, dec.MetricsReason, dec.MetricsMessage = false, wvav1.ReasonPrometheusError, collectErr.Error()
 		return
@@ -270,7 +270,7 @@ func holdReason(cause engine.HoldCause, probs []collector.Problem) string {
 	}
 }
 
-func tuningStatus(dec *Decision, d engine.VariantDecision, mode engine.Mode, enabled bool) {
+func tuningStatus(dec *decision, d engine.VariantDecision, mode engine.Mode, enabled bool) {
 	switch {
 	case d.Queueing != nil && d.Queueing.ParamsSource == "profiled":
 		dec.TuningReason, dec.TuningMessage = wvav1.ReasonProfiled, "using the profiled parameters of spec.modelProfile"

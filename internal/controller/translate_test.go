@@ -30,7 +30,7 @@ func TestEngineVariant(t *testing.T) {
 	va.Status.DesiredOptimizedAlloc = wvav1.OptimizedAlloc{LastRunTime: metav1.Now(), NumReplicas: 5}
 	three := int32(3)
 	d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: &three}, Status: appsv1.DeploymentStatus{ReadyReplicas: 2}}
-	set := Settings{Accelerators: map[string]config.Accelerator{"H100": {Name: "H100", Cost: 40}}}
+	set := settings{Accelerators: map[string]config.Accelerator{"H100": {Name: "H100", Cost: 40}}}
 	owners := map[string]podInfo{"llama-h100-0": {variant: "llama-h100", ready: time.Unix(100, 0)}, "other-0": {variant: "other"}}
 	got := engineVariant(&variant{va: va, target: d}, set, owners)
 	ev := got.Variant
@@ -112,7 +112,7 @@ func TestMetricsStatus(t *testing.T) {
 		{"pods not listable", held, nil, variant{va: va, listErr: apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", nil)}, false,
 			wvav1.ReasonPodListForbidden, "may not list pods in namespace n"},
 	} {
-		dec := Decision{MetricsOK: true}
+		dec := decision{MetricsOK: true}
 		metricsStatus(&dec, tc.d, tc.err, rep, &tc.v)
 		if dec.MetricsOK != tc.ok || dec.MetricsReason != tc.reason || !strings.Contains(dec.MetricsMessage, tc.message) {
 			t.Errorf("%s: %v %s %q, want %v %s %q", tc.name, dec.MetricsOK, dec.MetricsReason, dec.MetricsMessage, tc.ok, tc.reason, tc.message)

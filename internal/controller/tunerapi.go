@@ -28,7 +28,7 @@ type tunerParams struct {
 
 // tunerHandler serves GET /tuner/params?namespace=&model=&variant= (all
 // filters optional) as a JSON list.
-func tunerHandler(s *ConfigMapStore) http.Handler {
+func tunerHandler(s *configMapStore) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
