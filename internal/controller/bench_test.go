@@ -55,12 +55,12 @@ func BenchmarkCycle(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		p.Clock.(*clocktesting.FakeClock).Step(time.Minute)
-		if err := p.Cycle(ctx); err != nil {
+		if err := p.cycle(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.StopTimer()
-	if d, ok := p.Cache.Get(types.NamespacedName{Namespace: ns, Name: "m0-v0"}); !ok || !d.Decided {
+	if d, ok := p.Cache.get(types.NamespacedName{Namespace: ns, Name: "m0-v0"}); !ok || !d.Decided {
 		b.Fatalf("no decision: %+v", d)
 	}
 }

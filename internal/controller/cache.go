@@ -51,23 +51,23 @@ func newDecisionCache() *decisionCache {
 	return &decisionCache{m: map[types.NamespacedName]decision{}}
 }
 
-// Get returns the decision of a VariantAutoscaling.
-func (c *decisionCache) Get(k types.NamespacedName) (decision, bool) {
+// get returns the decision of a VariantAutoscaling.
+func (c *decisionCache) get(k types.NamespacedName) (decision, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	d, ok := c.m[k]
 	return d, ok
 }
 
-// Set stores a decision.
-func (c *decisionCache) Set(k types.NamespacedName, d decision) {
+// set stores a decision.
+func (c *decisionCache) set(k types.NamespacedName, d decision) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.m[k] = d
 }
 
-// WokenAfter returns the scale-from-zero decisions made after t.
-func (c *decisionCache) WokenAfter(t time.Time) map[types.NamespacedName]decision {
+// wokenAfter returns the scale-from-zero decisions made after t.
+func (c *decisionCache) wokenAfter(t time.Time) map[types.NamespacedName]decision {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	out := map[types.NamespacedName]decision{}
@@ -79,8 +79,8 @@ func (c *decisionCache) WokenAfter(t time.Time) map[types.NamespacedName]decisio
 	return out
 }
 
-// Retain forgets the decisions of VariantAutoscalings not in keep.
-func (c *decisionCache) Retain(keep map[types.NamespacedName]bool) {
+// retain forgets the decisions of VariantAutoscalings not in keep.
+func (c *decisionCache) retain(keep map[types.NamespacedName]bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k := range c.m {

@@ -280,7 +280,7 @@ func (p *planner) inventory(ctx context.Context, set settings) (map[string]int, 
 	if src == "" {
 		src = "nodes"
 	}
-	inv, err := newInventory(src, p.Reader, func() map[string]int { return p.Config.Settings().Inventory })
+	inv, err := newInventory(src, p.Reader, func() map[string]int { return p.Config.settings().Inventory })
 	if err != nil {
 		return nil, err
 	}

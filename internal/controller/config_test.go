@@ -32,7 +32,7 @@ func TestConfigReloadAndRejection(t *testing.T) {
 	if _, err := f.cfg.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	if s := f.cfg.State.Settings().Main; s.Interval.Seconds() != 30 || !s.ScaleToZero {
+	if s := f.cfg.State.settings().Main; s.Interval.Seconds() != 30 || !s.ScaleToZero {
 		t.Fatalf("reloaded main config: interval %v scaleToZero %v", s.Interval, s.ScaleToZero)
 	}
 	wantCond(t, f.reconcile("llama-h100"), wvav1.ConditionConfigValid, metav1.ConditionTrue, wvav1.ReasonConfigValid)
@@ -45,7 +45,7 @@ func TestConfigReloadAndRejection(t *testing.T) {
 	if _, err := f.cfg.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	if s := f.cfg.State.Settings().Main; s.Interval.Seconds() != 30 || !s.ScaleToZero {
+	if s := f.cfg.State.settings().Main; s.Interval.Seconds() != 30 || !s.ScaleToZero {
 		t.Fatalf("an invalid ConfigMap replaced the good one: interval %v scaleToZero %v", s.Interval, s.ScaleToZero)
 	}
 	c := wantCond(t, f.reconcile("llama-h100"), wvav1.ConditionConfigValid, metav1.ConditionFalse, wvav1.ReasonConfigInvalid)
@@ -61,7 +61,7 @@ func TestConfigReloadAndRejection(t *testing.T) {
 	if _, err := f.cfg.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	if s := f.cfg.State.Settings().Main; s.Interval.Seconds() != 45 || s.ScaleToZero {
+	if s := f.cfg.State.settings().Main; s.Interval.Seconds() != 45 || s.ScaleToZero {
 		t.Fatalf("fixed config: interval %v scaleToZero %v", s.Interval, s.ScaleToZero)
 	}
 	wantCond(t, f.reconcile("llama-h100"), wvav1.ConditionConfigValid, metav1.ConditionTrue, wvav1.ReasonConfigValid)
@@ -90,7 +90,7 @@ func waitEvent(t *testing.T, obj client.Object, reason, substr string) {
 // planned without it (the cycle does not fail) and its status says why.
 func TestUnknownServiceClass(t *testing.T) {
 	f := newFixture(t)
-	if err := f.planner.Config.Apply(defaultConfigNames().ServiceClasses, map[string]string{"premium": `{"priority": 1, "ttft_ms": 500, "itl_ms": 50}`}, true); err != nil {
+	if err := f.planner.Config.apply(defaultConfigNames().ServiceClasses, map[string]string{"premium": `{"priority": 1, "ttft_ms": 500, "itl_ms": 50}`}, true); err != nil {
 		t.Fatal(err)
 	}
 	f.deployment("llama-h100", 1)
@@ -117,14 +117,14 @@ func TestUnknownServiceClass(t *testing.T) {
 func TestConfigStateVersion(t *testing.T) {
 	s := newConfigState(defaultConfigNames(), config.DefaultMain())
 	data := map[string]string{"GLOBAL_OPT_INTERVAL": "30s"}
-	if err := s.Apply(config.MainName, data, true); err != nil {
+	if err := s.apply(config.MainName, data, true); err != nil {
 		t.Fatal(err)
 	}
-	v := s.Version()
-	if err := s.Apply(config.MainName, data, true); err != nil || s.Version() != v {
-		t.Errorf("a resync with the same data changed the version: %d → %d (%v)", v, s.Version(), err)
+	v := s.version()
+	if err := s.apply(config.MainName, data, true); err != nil || s.version() != v {
+		t.Errorf("a resync with the same data changed the version: %d → %d (%v)", v, s.version(), err)
 	}
-	if err := s.Apply(config.MainName, map[string]string{"GLOBAL_OPT_INTERVAL": "45s"}, true); err != nil || s.Version() != v+1 {
-		t.Errorf("a real change: version %d → %d (%v)", v, s.Version(), err)
+	if err := s.apply(config.MainName, map[string]string{"GLOBAL_OPT_INTERVAL": "45s"}, true); err != nil || s.version() != v+1 {
+		t.Errorf("a real change: version %d → %d (%v)", v, s.version(), err)
 	}
 }

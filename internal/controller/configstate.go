@@ -27,8 +27,8 @@ func (n ConfigNames) all() []string {
 	return []string{n.Main, n.Accelerators, n.ServiceClasses, n.Saturation, n.QueueingModel, n.Tuner, n.Inventory}
 }
 
-// Has says whether name is one of the configuration ConfigMaps.
-func (n ConfigNames) Has(name string) bool {
+// has says whether name is one of the configuration ConfigMaps.
+func (n ConfigNames) has(name string) bool {
 	for _, x := range n.all() {
 		if x == name {
 			return true
@@ -57,53 +57,55 @@ type configState struct {
 	// with the manager's flags applied.
 	base config.Main
 
-	mu       sync.RWMutex
-	cur      settings
-	problems map[string]error
-	version  int
+	mu  sync.RWMutex
+	cur settings
+	// invalid holds the errors of the ConfigMaps now invalid, by name;
+	// changes counts the accepted changes (version).
+	invalid map[string]error
+	changes int
 }
 
 // newConfigState starts from base (the flags) and the other defaults.
 func newConfigState(names ConfigNames, base config.Main) *configState {
-	s := &configState{names: names, base: base, problems: map[string]error{}}
+	s := &configState{names: names, base: base, invalid: map[string]error{}}
 	s.cur = settings{Main: base, Tuner: config.Tuner{Enabled: true}, QueueingModel: config.QueueingModel{SLOMultiplier: 3, TuningEnabled: true}}
 	return s
 }
 
 // settings returns the current configuration.
-func (s *configState) Settings() settings {
+func (s *configState) settings() settings {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.cur
 }
 
-// Version increases with every accepted change.
-func (s *configState) Version() int {
+// version increases with every accepted change.
+func (s *configState) version() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.version
+	return s.changes
 }
 
-// Problems returns the invalid ConfigMaps' errors, sorted by ConfigMap.
-func (s *configState) Problems() []error {
+// problems returns the invalid ConfigMaps' errors, sorted by ConfigMap.
+func (s *configState) problems() []error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	names := make([]string, 0, len(s.problems))
-	for n := range s.problems {
+	names := make([]string, 0, len(s.invalid))
+	for n := range s.invalid {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	out := make([]error, 0, len(names))
 	for _, n := range names {
-		out = append(out, s.problems[n])
+		out = append(out, s.invalid[n])
 	}
 	return out
 }
 
-// Apply parses a ConfigMap's data (nil data with exists false means the
+// apply parses a ConfigMap's data (nil data with exists false means the
 // ConfigMap was deleted: its defaults apply). On an error the previous
 // configuration stays and the error is returned and remembered.
-func (s *configState) Apply(name string, data map[string]string, exists bool) error {
+func (s *configState) apply(name string, data map[string]string, exists bool) error {
 	if !exists {
 		data = nil
 	}
@@ -138,13 +140,13 @@ func (s *configState) Apply(name string, data map[string]string, exists bool) er
 		if !errors.As(err, &cerr) {
 			err = &config.Error{ConfigMap: name, Problems: []config.Problem{{ConfigMap: name, Message: err.Error()}}}
 		}
-		s.problems[name] = err
+		s.invalid[name] = err
 		return err
 	}
-	delete(s.problems, name)
+	delete(s.invalid, name)
 	if !reflect.DeepEqual(next, s.cur) { // a resync or a no-op edit changes nothing
 		s.cur = next
-		s.version++
+		s.changes++
 	}
 	return nil
 }

@@ -30,7 +30,7 @@ type configReconciler struct {
 
 // Reconcile implements reconcile.Reconciler.
 func (r *configReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if req.Namespace != r.Namespace || !r.Names.Has(req.Name) {
+	if req.Namespace != r.Namespace || !r.Names.has(req.Name) {
 		return ctrl.Result{}, nil
 	}
 	var cm corev1.ConfigMap
@@ -40,28 +40,28 @@ func (r *configReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	log := ctrl.LoggerFrom(ctx)
-	before, version := len(r.State.Problems()), r.State.Version()
-	if err := r.State.Apply(req.Name, cm.Data, exists); err != nil {
+	before, version := len(r.State.problems()), r.State.version()
+	if err := r.State.apply(req.Name, cm.Data, exists); err != nil {
 		log.Info("invalid configuration; keeping the last good one", "configmap", req.Name, "problems", err.Error())
 		if r.Recorder != nil && exists {
 			r.Recorder.Eventf(&cm, nil, corev1.EventTypeWarning, "InvalidConfiguration", "Validate", "%s", problemText(err))
 		}
 	} else {
 		log.Info("configuration loaded", "configmap", req.Name, "exists", exists)
-		if r.Recorder != nil && exists && before > len(r.State.Problems()) {
+		if r.Recorder != nil && exists && before > len(r.State.problems()) {
 			r.Recorder.Eventf(&cm, nil, corev1.EventTypeNormal, "ConfigurationLoaded", "Validate", "configuration accepted")
 		}
 	}
 	// Only a real change wakes the planner (not the informer's resyncs).
-	if r.Changed != nil && (r.State.Version() != version || len(r.State.Problems()) != before) {
+	if r.Changed != nil && (r.State.version() != version || len(r.State.problems()) != before) {
 		r.Changed()
 	}
 	return ctrl.Result{}, nil
 }
 
-// LoadAll reads every configuration ConfigMap once (at start, before the
+// loadAll reads every configuration ConfigMap once (at start, before the
 // first cycle). Invalid ones are reported and leave the defaults.
-func (r *configReconciler) LoadAll(ctx context.Context) {
+func (r *configReconciler) loadAll(ctx context.Context) {
 	for _, name := range r.Names.all() {
 		_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: r.Namespace, Name: name}})
 	}

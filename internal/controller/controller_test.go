@@ -275,7 +275,7 @@ func TestPrometheusDown(t *testing.T) {
 	f := newFixture(t)
 	f.planner.Sources = DefaultOptions().sources
 	main := map[string]string{"PROMETHEUS_BASE_URL": fmt.Sprintf("http://127.0.0.1:%d", testenv.FreePort(t)), "PROMETHEUS_TIMEOUT": "200ms"}
-	if err := f.planner.Config.Apply(defaultConfigNames().Main, main, true); err != nil {
+	if err := f.planner.Config.apply(defaultConfigNames().Main, main, true); err != nil {
 		t.Fatal(err)
 	}
 	f.deployment("llama-h100", 2)

@@ -22,18 +22,18 @@ import (
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
-// Cycle runs one optimisation cycle.
-func (p *planner) Cycle(ctx context.Context) error {
+// cycle runs one optimisation cycle.
+func (p *planner) cycle(ctx context.Context) error {
 	now := p.Clock.Now()
 	done := func(failed bool) { p.Emitter.CycleDone(p.Clock.Since(now), failed) }
-	set := p.Config.Settings()
+	set := p.Config.settings()
 	var list wvav1.VariantAutoscalingList
 	if err := p.Client.List(ctx, &list, p.ListOptions...); err != nil {
 		done(true)
 		return fmt.Errorf("listing VariantAutoscalings: %w", err)
 	}
-	if !p.Store.Loaded() { // a failed read at start: try again, never overwrite
-		if _, err := p.Store.Load(ctx); err != nil {
+	if !p.Store.isLoaded() { // a failed read at start: try again, never overwrite
+		if _, err := p.Store.load(ctx); err != nil {
 			p.Log.Error(err, "restoring tuner state; learning continues in memory and is saved once the state is read")
 		}
 	}
@@ -177,17 +177,17 @@ func (c *cycleState) fillHeld() {
 func (p *planner) finish(ctx context.Context, c *cycleState, plan *engine.Plan) {
 	// A variant the scale-from-zero loop woke while this cycle ran keeps
 	// that newer decision (the cycle saw it at zero replicas).
-	woken := p.Cache.WokenAfter(c.now)
+	woken := p.Cache.wokenAfter(c.now)
 	for k, d := range woken {
 		c.decisions[k], c.keep[k] = d, true
 	}
 	p.Emitter.Publish(p.published(c, plan, woken))
 	for k, d := range c.decisions {
-		p.Cache.Set(k, d)
+		p.Cache.set(k, d)
 	}
-	p.Cache.Retain(c.keep)
-	p.Store.Retain(c.keepTuner)
-	if err := p.Store.Flush(ctx); err != nil {
+	p.Cache.retain(c.keep)
+	p.Store.retain(c.keepTuner)
+	if err := p.Store.flush(ctx); err != nil {
 		p.Log.Error(err, "persisting tuner state")
 	}
 	p.notifyAll(c.decisions)
@@ -236,7 +236,7 @@ func (p *planner) published(c *cycleState, plan *engine.Plan, woken map[types.Na
 func (p *planner) heldAtLast(c *cycleState, v *variant) engine.VariantDecision {
 	cur := int(specReplicas(v.target))
 	desired := cur
-	if prev, ok := p.Cache.Get(v.key); ok && prev.Decided {
+	if prev, ok := p.Cache.get(v.key); ok && prev.Decided {
 		desired = prev.Decision.Desired
 		d := c.decisions[v.key]
 		d.Decision = prev.Decision // keep showing the last good decision
@@ -267,7 +267,7 @@ func (p *planner) notifyAll(decisions map[types.NamespacedName]decision) {
 // tunerCounts sums the accepted and rejected updates of every record.
 func (p *planner) tunerCounts() [2]int {
 	var c [2]int
-	for _, e := range p.Store.List("", "", "") {
+	for _, e := range p.Store.list("", "", "") {
 		c[0] += e.Record.Updates
 		c[1] += e.Record.Rejections
 	}

@@ -31,13 +31,13 @@ func TestCollectionDeadline(t *testing.T) {
 	stuck := stuckSource{release: make(chan struct{})}
 	defer close(stuck.release)
 	f.planner.Sources = func(config.Main) (collector.Source, error) { return stuck, nil }
-	if err := f.planner.Config.Apply(defaultConfigNames().Main, map[string]string{"GLOBAL_OPT_INTERVAL": "2s"}, true); err != nil {
+	if err := f.planner.Config.apply(defaultConfigNames().Main, map[string]string{"GLOBAL_OPT_INTERVAL": "2s"}, true); err != nil {
 		t.Fatal(err)
 	}
 	f.deployment("llama-h100", 3)
 	f.va("llama-h100", model, nil)
 	start := time.Now()
-	if err := f.planner.Cycle(context.Background()); err != nil {
+	if err := f.planner.cycle(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(start); took < 900*time.Millisecond || took > 5*time.Second {

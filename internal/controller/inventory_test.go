@@ -72,7 +72,7 @@ func TestLimitedMode(t *testing.T) {
 		names.Main:      {"WVA_OPTIMIZER": "limited", "WVA_CAPACITY_SOURCE": "configmap"},
 		names.Inventory: {"H100": "3"},
 	} {
-		if err := f.planner.Config.Apply(name, data, true); err != nil {
+		if err := f.planner.Config.apply(name, data, true); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -47,7 +47,7 @@ func TestManagerRestartKeepsTunerState(t *testing.T) {
 	var rec tuner.Record
 	waitFor(t, 60*time.Second, "the first manager to learn, persist and write the status", func() bool {
 		st := newConfigMapStore(env.Client, types.NamespacedName{Namespace: sys, Name: o.TunerState})
-		if _, err := st.Load(ctx); err != nil {
+		if _, err := st.load(ctx); err != nil {
 			return false
 		}
 		r, ok, _ := st.Get(key)
@@ -72,7 +72,7 @@ func TestManagerRestartKeepsTunerState(t *testing.T) {
 		}
 	}()
 	waitFor(t, 60*time.Second, "the second manager to restore the tuner state", func() bool {
-		got := c2.Store.List(f.ns, model, "llama-h100")
+		got := c2.Store.list(f.ns, model, "llama-h100")
 		return len(got) == 1 && got[0].Record.Updates >= rec.Updates && !got[0].Record.LastUpdate.Before(rec.LastUpdate)
 	})
 }

@@ -58,25 +58,24 @@ type planner struct {
 	Wake, Surge chan struct{}
 }
 
-// NeedLeaderElection implements manager.LeaderElectionRunnable.
-func (p *planner) NeedLeaderElection() bool { return true }
-
-// Start runs cycles every GLOBAL_OPT_INTERVAL until ctx ends. It first
-// restores the tuner state persisted by the previous leader.
-func (p *planner) Start(ctx context.Context) error {
-	if skipped, err := p.Store.Load(ctx); err != nil {
+// run runs cycles every GLOBAL_OPT_INTERVAL until ctx ends. It first
+// restores the tuner state persisted by the previous leader. The manager
+// runs it only on the leader (setup.go: a manager.RunnableFunc, which
+// needs leader election).
+func (p *planner) run(ctx context.Context) error {
+	if skipped, err := p.Store.load(ctx); err != nil {
 		p.Log.Error(err, "restoring tuner state; starting from cold")
 	} else if len(skipped) > 0 {
 		p.Log.Info("tuner state entries skipped", "entries", skipped)
 	}
 	cycle := func() {
-		if err := p.Cycle(ctx); err != nil && ctx.Err() == nil {
+		if err := p.cycle(ctx); err != nil && ctx.Err() == nil {
 			p.Log.Error(err, "optimisation cycle")
 		}
 	}
 	for {
 		cycle()
-		interval := p.Config.Settings().Main.Interval
+		interval := p.Config.settings().Main.Interval
 		if interval <= 0 {
 			interval = time.Minute
 		}

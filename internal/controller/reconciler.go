@@ -45,7 +45,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	st := *va.Status.DeepCopy()
 	st.ObservedGeneration = va.Generation
 
-	dec, ok := r.Cache.Get(req.NamespacedName)
+	dec, ok := r.Cache.get(req.NamespacedName)
 	target, err := r.targetStatus(ctx, &va, &st, now, dec, ok)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -96,7 +96,7 @@ func signalStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time, dec decis
 
 // configStatus sets ConfigValid from the configuration's problems.
 func (r *reconciler) configStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time) {
-	probs := r.Config.Problems()
+	probs := r.Config.problems()
 	if len(probs) == 0 {
 		setCondition(&st.Conditions, now, wvav1.ConditionConfigValid, true, wvav1.ReasonConfigValid, "all configuration ConfigMaps are valid")
 		return

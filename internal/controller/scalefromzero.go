@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
 	"github.com/llm-d-incubation/wva/internal/collector"
@@ -31,16 +32,18 @@ type scaleFromZero struct {
 	Log     logr.Logger
 }
 
+var _ manager.LeaderElectionRunnable = (*scaleFromZero)(nil)
+
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
 func (s *scaleFromZero) NeedLeaderElection() bool { return true }
 
 // Start runs the loop until ctx ends.
 func (s *scaleFromZero) Start(ctx context.Context) error {
 	for {
-		if _, err := s.Check(ctx); err != nil && ctx.Err() == nil {
+		if _, err := s.check(ctx); err != nil && ctx.Err() == nil {
 			s.Log.Error(err, "scale from zero")
 		}
-		interval := s.Planner.Config.Settings().Main.ScaleFromZeroInterval
+		interval := s.Planner.Config.settings().Main.ScaleFromZeroInterval
 		if interval <= 0 {
 			interval = 2 * time.Second
 		}
@@ -127,10 +130,10 @@ func (s *scaleFromZero) wakeChoice(t collector.Target, cs []candidate, waiting f
 	return candidate{}, d, false
 }
 
-// Check runs one pass and returns the variants it woke.
-func (s *scaleFromZero) Check(ctx context.Context) ([]types.NamespacedName, error) {
+// check runs one pass and returns the variants it woke.
+func (s *scaleFromZero) check(ctx context.Context) ([]types.NamespacedName, error) {
 	p := s.Planner
-	set := p.Config.Settings()
+	set := p.Config.settings()
 	groups, busy, err := s.fastModels(ctx, set)
 	if err != nil {
 		return nil, err
@@ -201,7 +204,7 @@ func (s *scaleFromZero) wake(ctx context.Context, t collector.Target, cs []candi
 		return types.NamespacedName{}, false
 	}
 	k := types.NamespacedName{Namespace: c.va.Namespace, Name: c.va.Name}
-	if prev, ok := p.Cache.Get(k); ok && prev.Decided && prev.Decision.Reason == engine.ReasonScaleFromZero && prev.Decision.Desired >= 1 &&
+	if prev, ok := p.Cache.get(k); ok && prev.Decided && prev.Decision.Reason == engine.ReasonScaleFromZero && prev.Decision.Desired >= 1 &&
 		c.va.Spec.Actuator != wvav1.ActuatorDirect {
 		return types.NamespacedName{}, false // already woken; HPA or KEDA is acting on it
 	}
@@ -209,7 +212,7 @@ func (s *scaleFromZero) wake(ctx context.Context, t collector.Target, cs []candi
 		MetricsMessage: fmt.Sprintf("demand signal: %g waiting requests", waiting)}
 	p.actuate(ctx, &dec, &variant{va: c.va, target: c.d, key: k}, now)
 	p.Emitter.Wake(d)
-	p.Cache.Set(k, dec)
+	p.Cache.set(k, dec)
 	if p.Notify != nil {
 		p.Notify(k)
 	}

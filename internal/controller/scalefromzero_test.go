@@ -18,7 +18,7 @@ import (
 // its cheapest variant scaled to one at once.
 func TestScaleFromZero(t *testing.T) {
 	f := newFixture(t)
-	if err := f.planner.Config.Apply(defaultConfigNames().Main, map[string]string{"WVA_SCALE_TO_ZERO": "true"}, true); err != nil {
+	if err := f.planner.Config.apply(defaultConfigNames().Main, map[string]string{"WVA_SCALE_TO_ZERO": "true"}, true); err != nil {
 		t.Fatal(err)
 	}
 	zero := func(va *wvav1.VariantAutoscaling) {
@@ -31,12 +31,12 @@ func TestScaleFromZero(t *testing.T) {
 	f.va("llama-h100", model, zero)
 	f.va("llama-l40s", model, func(va *wvav1.VariantAutoscaling) { zero(va); va.Spec.Accelerator = "L40S"; va.Spec.VariantCost = "12" })
 	sfz := &scaleFromZero{Planner: f.planner, Clock: f.clock}
-	woke, err := sfz.Check(context.Background())
+	woke, err := sfz.check(context.Background())
 	if err != nil || len(woke) != 0 {
 		t.Fatalf("no demand: woke %v, %v", woke, err)
 	}
 	f.writeMetrics(file.Document{Demand: []file.Demand{{Namespace: f.ns, Model: model, Value: 4}}})
-	woke, err = sfz.Check(context.Background())
+	woke, err = sfz.check(context.Background())
 	if err != nil || len(woke) != 1 || woke[0].Name != "llama-l40s" {
 		t.Fatalf("demand: woke %v, %v; want llama-l40s", woke, err)
 	}
@@ -55,7 +55,7 @@ func TestScaleFromZero(t *testing.T) {
 		t.Errorf("status %+v", va.Status.DesiredOptimizedAlloc)
 	}
 	// Not at zero any more: nothing to do.
-	woke, err = sfz.Check(context.Background())
+	woke, err = sfz.check(context.Background())
 	if err != nil || len(woke) != 0 {
 		t.Fatalf("second pass woke %v, %v", woke, err)
 	}
@@ -81,12 +81,12 @@ func TestCycleAndWakeConcurrently(t *testing.T) {
 	errs := make(chan error, 10)
 	go func() { // the planner loop: one cycle after the other
 		for i := 0; i < 5; i++ {
-			errs <- f.planner.Cycle(context.Background())
+			errs <- f.planner.cycle(context.Background())
 		}
 	}()
 	go func() { // the wake-up loop, beside it
 		for i := 0; i < 5; i++ {
-			_, err := sfz.Check(context.Background())
+			_, err := sfz.check(context.Background())
 			errs <- err
 		}
 	}()
@@ -96,7 +96,7 @@ func TestCycleAndWakeConcurrently(t *testing.T) {
 		}
 	}
 	for name, atLeast := range map[string]int{"idle-l40s": 1, "llama-h100": 1} {
-		dec, ok := f.planner.Cache.Get(types.NamespacedName{Namespace: f.ns, Name: name})
+		dec, ok := f.planner.Cache.get(types.NamespacedName{Namespace: f.ns, Name: name})
 		if !ok || !dec.Decided || dec.Decision.Desired < atLeast {
 			t.Errorf("%s: decision %+v (cached %v), want ≥ %d replicas", name, dec.Decision, ok, atLeast)
 		}
@@ -117,7 +117,7 @@ func TestSurgeAsksForCycle(t *testing.T) {
 	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: pods("llama-h100", 2, 0.3, 0)}}})
 	sfz := &scaleFromZero{Planner: f.planner, Clock: f.clock, Log: f.planner.Log}
 	asked := func() bool {
-		if _, err := sfz.Check(context.Background()); err != nil {
+		if _, err := sfz.check(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -135,7 +135,7 @@ func TestSurgeAsksForCycle(t *testing.T) {
 	if asked() {
 		t.Fatal("surge with WVA_SURGE off")
 	}
-	if err := f.planner.Config.Apply(defaultConfigNames().Main, map[string]string{"WVA_SURGE": "true"}, true); err != nil {
+	if err := f.planner.Config.apply(defaultConfigNames().Main, map[string]string{"WVA_SURGE": "true"}, true); err != nil {
 		t.Fatal(err)
 	}
 	if !asked() {

@@ -144,7 +144,7 @@ func targeting(cl client.Client) handler.MapFunc {
 // configuration ConfigMaps in the controller's namespace.
 func (c *controller) registerConfigWatch(mgr manager.Manager, o Options) error {
 	isConfig := predicate.NewPredicateFuncs(func(obj client.Object) bool {
-		return obj.GetNamespace() == o.Namespace && o.Names.Has(obj.GetName())
+		return obj.GetNamespace() == o.Namespace && o.Names.has(obj.GetName())
 	})
 	return ctrl.NewControllerManagedBy(mgr).Named("wva-config").For(&corev1.ConfigMap{}, builder.WithPredicates(isConfig)).
 		Complete(c.ConfigWatch)
@@ -154,9 +154,9 @@ func (c *controller) registerConfigWatch(mgr manager.Manager, o Options) error {
 // configuration and then plans, the scale-from-zero loop and the health
 // checks.
 func (c *controller) addRunnables(mgr manager.Manager) error {
-	start := c.Planner.Start
+	start := c.Planner.run
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		c.ConfigWatch.LoadAll(ctx)
+		c.ConfigWatch.loadAll(ctx)
 		select { // the first cycle runs now: the load's wake-up is moot
 		case <-c.Planner.Wake:
 		default:

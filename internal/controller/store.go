@@ -21,8 +21,8 @@ import (
 )
 
 // configMapStore is the tuner's Store for the controller: records live in
-// memory and are written to one ConfigMap after each cycle (Flush), so that
-// learned parameters survive restarts and leader changes; Load reads them
+// memory and are written to one ConfigMap after each cycle (flush), so that
+// learned parameters survive restarts and leader changes; load reads them
 // back when a replica becomes leader.
 //
 // One data key per variant, "<namespace>.<variant>" (a namespace has no
@@ -46,7 +46,7 @@ type configMapStore struct {
 	m     map[tuner.Key]tuner.Record
 	dirty bool
 	// loaded is set once the ConfigMap was read (or found absent): until
-	// then Flush must not overwrite what an earlier leader learned.
+	// then flush must not overwrite what an earlier leader learned.
 	loaded bool
 }
 
@@ -100,9 +100,9 @@ type storeEntry struct {
 	Record tuner.Record
 }
 
-// List returns the records, sorted by key, that match the non-empty
+// list returns the records, sorted by key, that match the non-empty
 // filters.
-func (s *configMapStore) List(namespace, model, variant string) []storeEntry {
+func (s *configMapStore) list(namespace, model, variant string) []storeEntry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []storeEntry
@@ -115,9 +115,9 @@ func (s *configMapStore) List(namespace, model, variant string) []storeEntry {
 	return out
 }
 
-// Retain forgets the records of variants not in keep (deleted
+// retain forgets the records of variants not in keep (deleted
 // VariantAutoscalings).
-func (s *configMapStore) Retain(keep map[tuner.Key]bool) {
+func (s *configMapStore) retain(keep map[tuner.Key]bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k := range s.m {
@@ -147,11 +147,11 @@ func (s *configMapStore) shardName(i int) string {
 	return fmt.Sprintf("%s-%d", s.ref.Name, i)
 }
 
-// Load reads the records of every shard. A record learned in memory since
+// load reads the records of every shard. A record learned in memory since
 // (newer than the stored one) is kept. A missing ConfigMap is an empty
 // store; an entry that does not parse, or a shard that is missing, is
 // skipped and reported.
-func (s *configMapStore) Load(ctx context.Context) (skipped []string, err error) {
+func (s *configMapStore) load(ctx context.Context) (skipped []string, err error) {
 	var cm corev1.ConfigMap
 	if err := s.c.Get(ctx, s.ref, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -229,18 +229,18 @@ func dataHash(data map[string]string) uint64 {
 	return h.Sum64()
 }
 
-// Loaded says whether Load has succeeded.
-func (s *configMapStore) Loaded() bool {
+// isLoaded says whether load has succeeded.
+func (s *configMapStore) isLoaded() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.loaded
 }
 
-// Flush writes the records when they changed since the last Flush or Load:
+// flush writes the records when they changed since the last flush or load:
 // the shards after the first, then the first with the shard count (so a
 // reader never follows a count to shards not written yet), then empties
 // the shards no longer used.
-func (s *configMapStore) Flush(ctx context.Context) error {
+func (s *configMapStore) flush(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.dirty {
 		s.mu.Unlock()

@@ -40,7 +40,7 @@ func TestTunerStateSharded(t *testing.T) {
 	ref := types.NamespacedName{Namespace: ctrlNS, Name: "state-sharded"}
 	_ = env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ctrlNS}})
 	s := newConfigMapStore(env.Client, ref)
-	if _, err := s.Load(ctx); err != nil {
+	if _, err := s.load(ctx); err != nil {
 		t.Fatal(err)
 	}
 	const n = 5000
@@ -52,7 +52,7 @@ func TestTunerStateSharded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Flush(ctx); err != nil {
+	if err := s.flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	checkShards(t, readShards(t, s), n)
@@ -66,10 +66,10 @@ func TestTunerStateSharded(t *testing.T) {
 func checkReadBack(t *testing.T, ref types.NamespacedName, n int, key func(int) tuner.Key) {
 	t.Helper()
 	next := newConfigMapStore(env.Client, ref)
-	if skipped, err := next.Load(context.Background()); err != nil || len(skipped) != 0 {
+	if skipped, err := next.load(context.Background()); err != nil || len(skipped) != 0 {
 		t.Fatalf("load: %v, skipped %v", err, skipped)
 	}
-	if got := len(next.List("", "", "")); got != n {
+	if got := len(next.list("", "", "")); got != n {
 		t.Fatalf("read back %d records, want %d", got, n)
 	}
 	for _, i := range []int{0, 1, n / 2, n - 1} {
@@ -90,8 +90,8 @@ func checkShrunk(t *testing.T, s *configMapStore, key func(int) tuner.Key) {
 	for i := range 10 {
 		keep[key(i)] = true
 	}
-	s.Retain(keep)
-	if err := s.Flush(ctx); err != nil {
+	s.retain(keep)
+	if err := s.flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := readShards(t, s); len(got) != 1 || len(got[0].Data) != 10 {
@@ -102,8 +102,8 @@ func checkShrunk(t *testing.T, s *configMapStore, key func(int) tuner.Key) {
 		t.Errorf("surplus shard: %v, %d records", err, len(surplus.Data))
 	}
 	last := newConfigMapStore(env.Client, s.ref)
-	if _, err := last.Load(ctx); err != nil || len(last.List("", "", "")) != 10 {
-		t.Fatalf("after shrinking read back %d records (%v)", len(last.List("", "", "")), err)
+	if _, err := last.load(ctx); err != nil || len(last.list("", "", "")) != 10 {
+		t.Fatalf("after shrinking read back %d records (%v)", len(last.list("", "", "")), err)
 	}
 }
 
@@ -117,7 +117,7 @@ func checkRewrites(t *testing.T, s *configMapStore, k tuner.Key, rec tuner.Recor
 	if err := s.Put(k, rec); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Flush(ctx); err != nil {
+	if err := s.flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if after := versions(readShards(t, s)); !reflect.DeepEqual(after, before) {
@@ -128,7 +128,7 @@ func checkRewrites(t *testing.T, s *configMapStore, k tuner.Key, rec tuner.Recor
 	if err := s.Put(k, r); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Flush(ctx); err != nil {
+	if err := s.flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	changed := 0

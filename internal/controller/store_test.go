@@ -29,7 +29,7 @@ func TestTunerStatePersists(t *testing.T) {
 	ctx := context.Background()
 	f.deployment("llama-h100", 2)
 	f.va("llama-h100", model, nil)
-	if err := f.planner.Config.Apply(defaultConfigNames().QueueingModel, map[string]string{"default": "sloMultiplier: 3\ntuningEnabled: true\n"}, true); err != nil {
+	if err := f.planner.Config.apply(defaultConfigNames().QueueingModel, map[string]string{"default": "sloMultiplier: 3\ntuningEnabled: true\n"}, true); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
@@ -51,7 +51,7 @@ func TestTunerStatePersists(t *testing.T) {
 		t.Fatalf("no learned record: %+v", rec)
 	}
 	restarted := newConfigMapStore(env.Client, f.planner.Store.ref)
-	if skipped, err := restarted.Load(ctx); err != nil || len(skipped) > 0 {
+	if skipped, err := restarted.load(ctx); err != nil || len(skipped) > 0 {
 		t.Fatalf("load: %v %v", skipped, err)
 	}
 	got, ok, _ := restarted.Get(key)
@@ -102,20 +102,20 @@ func TestStoreNeverOverwritesUnread(t *testing.T) {
 
 	failing := true
 	s := newConfigMapStore(flakyGets(t, &failing), ref)
-	if _, err := s.Load(ctx); err == nil {
+	if _, err := s.load(ctx); err == nil {
 		t.Fatal("the failing read succeeded")
 	}
 	if err := s.Put(b, tuner.Record{Params: tuner.Params{Alpha: 2}, LastUpdate: t0.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Flush(ctx); err == nil || !strings.Contains(err.Error(), "not overwriting") {
+	if err := s.flush(ctx); err == nil || !strings.Contains(err.Error(), "not overwriting") {
 		t.Fatalf("flush before a successful read: %v", err)
 	}
 	failing = false
-	if _, err := s.Load(ctx); err != nil {
+	if _, err := s.load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Flush(ctx); err != nil {
+	if err := s.flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	checkAlphas(t, ref, map[tuner.Key]float64{a: 6, b: 2})
@@ -127,13 +127,13 @@ func saveRecord(t *testing.T, ref types.NamespacedName, k tuner.Key, rec tuner.R
 	t.Helper()
 	ctx := context.Background()
 	s := newConfigMapStore(env.Client, ref)
-	if _, err := s.Load(ctx); err != nil {
+	if _, err := s.load(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Put(k, rec); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Flush(ctx); err != nil {
+	if err := s.flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -159,7 +159,7 @@ func flakyGets(t *testing.T, failing *bool) client.Client {
 func checkAlphas(t *testing.T, ref types.NamespacedName, want map[tuner.Key]float64) {
 	t.Helper()
 	check := newConfigMapStore(env.Client, ref)
-	if _, err := check.Load(context.Background()); err != nil {
+	if _, err := check.load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for k, alpha := range want {

@@ -150,7 +150,7 @@ func (f *fixture) va(name, model string, mutate func(*wvav1.VariantAutoscaling))
 
 func (f *fixture) cycle() {
 	f.t.Helper()
-	if err := f.planner.Cycle(context.Background()); err != nil {
+	if err := f.planner.cycle(context.Background()); err != nil {
 		f.t.Fatalf("cycle: %v", err)
 	}
 }

@@ -37,7 +37,7 @@ func tunerHandler(s *configMapStore) http.Handler {
 		}
 		q := r.URL.Query()
 		out := []tunerParams{}
-		for _, e := range s.List(q.Get("namespace"), q.Get("model"), q.Get("variant")) {
+		for _, e := range s.list(q.Get("namespace"), q.Get("model"), q.Get("variant")) {
 			out = append(out, paramsOf(e.Key, e.Record))
 		}
 		if len(out) == 0 && (q.Get("variant") != "" || q.Get("model") != "") {
