@@ -12,13 +12,15 @@ import (
 	"github.com/llm-d-incubation/wva/internal/engine"
 )
 
-// A knob is one autoscaler setting a sweep varies: the autoscaler it
-// belongs to, its default grid and how it is written into a scenario.
+// A knob is one autoscaler setting a sweep varies: its default grid, the
+// field of the scenario's autoscalers it is written into, and the value
+// that field's 0 stands for (the engine's default, where 0 is not a value
+// of its own). The autoscaler it belongs to is its key's prefix.
 type knob struct {
-	autoscaler string
-	grid       []float64
-	set        func(*Autoscalers, float64)
-	check      func(float64) error
+	grid  []float64
+	field func(*Autoscalers) *float64
+	unset float64
+	check func(float64) error
 }
 
 // fromZero checks that a value lies between 0 and hi, each end open or
@@ -44,22 +46,28 @@ func fromZero(hi float64, zeroOpen, hiOpen bool) func(float64) error {
 // every knob is always added to its grid, so the sweep contains the
 // default point of each autoscaler.
 var knobs = map[string]knob{
-	"hpa.kvTarget": {"hpa", []float64{0.3, 0.5, 0.7, 0.9},
-		func(a *Autoscalers, v float64) { a.HPA.KVTarget = v }, fromZero(1, true, false)},
-	"hpa.queueTarget": {"hpa", []float64{1, 3, 10},
-		func(a *Autoscalers, v float64) { a.HPA.QueueTarget = v }, fromZero(1e6, true, false)},
-	"keda.thresholdFraction": {"keda", []float64{0.25, 0.5, 0.75, 1},
-		func(a *Autoscalers, v float64) { a.KEDA.ThresholdFraction = v }, fromZero(100, true, false)},
-	"keda.threshold": {"keda", nil,
-		func(a *Autoscalers, v float64) { a.KEDA.Threshold = v }, fromZero(1e6, true, false)},
-	"wva.spareQuantile": {"wva", []float64{0.5, 0.8, 0.95, 0.99},
-		func(a *Autoscalers, v float64) { a.WVA.SpareQuantile = v }, fromZero(1, true, true)},
-	"wva.ttftAttainment": {"wva", []float64{0, 0.99},
-		func(a *Autoscalers, v float64) { a.WVA.TTFTAttainment = v }, fromZero(1, false, true)},
-	"wva.kvCacheThreshold": {"wva", []float64{0.7, 0.8, 0.9},
-		func(a *Autoscalers, v float64) { a.WVA.KVCacheThreshold = v }, fromZero(1, true, false)},
-	"clairvoyant.margin": {"clairvoyant", []float64{0, 0.15, 0.3, 0.5, 0.75, 1},
-		func(a *Autoscalers, v float64) { a.ClairvoyantMargin = v }, fromZero(100, false, false)},
+	"hpa.kvTarget": {[]float64{0.3, 0.5, 0.7, 0.9},
+		func(a *Autoscalers) *float64 { return &a.HPA.KVTarget }, 0, fromZero(1, true, false)},
+	"hpa.queueTarget": {[]float64{1, 3, 10},
+		func(a *Autoscalers) *float64 { return &a.HPA.QueueTarget }, 0, fromZero(1e6, true, false)},
+	"keda.thresholdFraction": {[]float64{0.25, 0.5, 0.75, 1},
+		func(a *Autoscalers) *float64 { return &a.KEDA.ThresholdFraction }, 0, fromZero(100, true, false)},
+	"keda.threshold": {nil,
+		func(a *Autoscalers) *float64 { return &a.KEDA.Threshold }, 0, fromZero(1e6, true, false)},
+	"wva.spareQuantile": {[]float64{0.5, 0.8, 0.95, 0.99},
+		func(a *Autoscalers) *float64 { return &a.WVA.SpareQuantile }, engine.DefaultSpareQuantile, fromZero(1, true, true)},
+	"wva.ttftAttainment": {[]float64{0, 0.99},
+		func(a *Autoscalers) *float64 { return &a.WVA.TTFTAttainment }, 0, fromZero(1, false, true)},
+	"wva.kvCacheThreshold": {[]float64{0.7, 0.8, 0.9},
+		func(a *Autoscalers) *float64 { return &a.WVA.KVCacheThreshold }, engine.DefaultKVCacheThreshold, fromZero(1, true, false)},
+	"clairvoyant.margin": {[]float64{0, 0.15, 0.3, 0.5, 0.75, 1},
+		func(a *Autoscalers) *float64 { return &a.ClairvoyantMargin }, 0, fromZero(100, false, false)},
+}
+
+// knobAutoscaler is the autoscaler a knob's key belongs to.
+func knobAutoscaler(key string) string {
+	name, _, _ := strings.Cut(key, ".")
+	return name
 }
 
 // KnobKeys lists the settings a sweep can vary.
@@ -177,7 +185,7 @@ func sweepPoints(sc Scenario, spec SweepSpec) ([]SweepPoint, []Scenario) {
 	for _, name := range spec.Autoscalers {
 		var keys []string
 		for _, k := range KnobKeys() {
-			if knobs[k].autoscaler == name && (len(knobs[k].grid) > 0 || len(spec.Grids[k]) > 0) {
+			if knobAutoscaler(k) == name && (len(knobs[k].grid) > 0 || len(spec.Grids[k]) > 0) {
 				keys = append(keys, k)
 			}
 		}
@@ -207,7 +215,7 @@ func sweepPoints(sc Scenario, spec SweepSpec) ([]SweepPoint, []Scenario) {
 			def := true
 			parts := make([]string, 0, len(keys))
 			for _, k := range keys {
-				knobs[k].set(&s.Autoscalers, c[k])
+				*knobs[k].field(&s.Autoscalers) = c[k]
 				def = def && c[k] == knobValue(base, k)
 				parts = append(parts, strings.TrimPrefix(k, name+".")+"="+strconv.FormatFloat(c[k], 'g', -1, 64))
 			}
@@ -224,31 +232,12 @@ func sweepPoints(sc Scenario, spec SweepSpec) ([]SweepPoint, []Scenario) {
 // knobValue is the value a knob has in a (defaulted) configuration, as
 // the sweep writes it.
 func knobValue(a Autoscalers, key string) float64 {
-	switch key {
-	case "hpa.kvTarget":
-		return a.HPA.KVTarget
-	case "hpa.queueTarget":
-		return a.HPA.QueueTarget
-	case "keda.thresholdFraction":
-		return a.KEDA.ThresholdFraction
-	case "keda.threshold":
-		return a.KEDA.Threshold
-	case "wva.spareQuantile":
-		if a.WVA.SpareQuantile == 0 {
-			return engine.DefaultSpareQuantile
-		}
-		return a.WVA.SpareQuantile
-	case "wva.ttftAttainment":
-		return a.WVA.TTFTAttainment
-	case "wva.kvCacheThreshold":
-		if a.WVA.KVCacheThreshold == 0 {
-			return engine.DefaultKVCacheThreshold
-		}
-		return a.WVA.KVCacheThreshold
-	case "clairvoyant.margin":
-		return a.ClairvoyantMargin
+	k := knobs[key]
+	v := *k.field(&a)
+	if v == 0 && k.unset != 0 {
+		return k.unset
 	}
-	return 0
+	return v
 }
 
 // withValue returns grid with v added (sorted, no duplicates).
