@@ -22,25 +22,55 @@ func (s *Sim) scrape() {
 			}
 			r.samples = append(r.samples, sample{t: s.now, c: r.c, kv: r.kvUsage(),
 				waiting: float64(r.queueLen()), running: float64(len(r.running)), kvBlocks: v.cfg.KVBlocks})
-			drop := 0
-			for drop < len(r.samples)-2 && r.samples[drop].t < s.now-keep {
-				drop++
-			}
-			if drop > 0 {
-				r.samples = append(r.samples[:0], r.samples[drop:]...)
-			}
+			r.samples = prune(r.samples, s.now-keep)
 		}
 	}
 	for _, st := range s.streams {
 		st.scrapes = append(st.scrapes, gatewaySample{t: s.now, count: st.count})
-		drop := 0
-		for drop < len(st.scrapes)-2 && st.scrapes[drop].t < s.now-keep {
-			drop++
-		}
-		if drop > 0 {
-			st.scrapes = append(st.scrapes[:0], st.scrapes[drop:]...)
+		st.scrapes = prune(st.scrapes, s.now-keep)
+	}
+}
+
+// A timed is a scrape: a pod's sample or a gateway's count.
+type timed interface{ at() float64 }
+
+func (x sample) at() float64        { return x.t }
+func (x gatewaySample) at() float64 { return x.t }
+
+// prune drops the scrapes older than before, keeping at least the last
+// two (a rate needs two).
+func prune[T timed](xs []T, before float64) []T {
+	drop := 0
+	for drop < len(xs)-2 && xs[drop].at() < before {
+		drop++
+	}
+	if drop > 0 {
+		xs = append(xs[:0], xs[drop:]...)
+	}
+	return xs
+}
+
+// window is what a range query over the scrapes xs reads at now: xs[last]
+// is the latest scrape the pipeline's delay lets through, xs[first] the
+// earliest within the window before it; ok is false before the first
+// scrape gets through.
+func window[T timed](xs []T, now float64, p Scrape) (first, last int, ok bool) {
+	cutoff := now - p.DelaySeconds
+	last = -1
+	for i := len(xs) - 1; i >= 0; i-- {
+		if xs[i].at() <= cutoff {
+			last = i
+			break
 		}
 	}
+	if last < 0 {
+		return 0, 0, false
+	}
+	first = last
+	for i := last; i >= 0 && xs[i].at() >= xs[last].at()-p.WindowSeconds; i-- {
+		first = i
+	}
+	return first, last, true
 }
 
 // gatewayRate is a model's arrival rate at the gateway as the autoscalers
@@ -48,20 +78,9 @@ func (s *Sim) scrape() {
 // two samples exist.
 func (s *Sim) gatewayRate(m int) float64 {
 	sc := s.streams[m].scrapes
-	cutoff := s.now - s.sc.Scrape.DelaySeconds
-	last := -1
-	for i := len(sc) - 1; i >= 0; i-- {
-		if sc[i].t <= cutoff {
-			last = i
-			break
-		}
-	}
-	if last < 0 {
+	first, last, ok := window(sc, s.now, s.sc.Scrape)
+	if !ok {
 		return -1
-	}
-	first := last
-	for i := last; i >= 0 && sc[i].t >= sc[last].t-s.sc.Scrape.WindowSeconds; i-- {
-		first = i
 	}
 	if dt := sc[last].t - sc[first].t; dt > 0 {
 		return float64(sc[last].count-sc[first].count) / dt
@@ -158,23 +177,14 @@ func (s *Sim) view(pods bool) *View {
 // podMetrics reads a pod's metrics at the current time through the
 // pipeline's delay and window.
 func (s *Sim) podMetrics(r *replica) (PodMetrics, bool) {
-	cutoff := s.now - s.sc.Scrape.DelaySeconds
-	last := -1
-	for i := len(r.samples) - 1; i >= 0; i-- {
-		if r.samples[i].t <= cutoff {
-			last = i
-			break
-		}
-	}
-	if last < 0 {
+	first, last, ok := window(r.samples, s.now, s.sc.Scrape)
+	if !ok {
 		return PodMetrics{}, false
 	}
 	s1 := r.samples[last]
-	first := last
 	pm := PodMetrics{Name: podName(r), AgeSeconds: s.now - r.readyAt, KVBlocks: r.v.cfg.KVBlocks, BlockSize: r.v.cfg.BlockSize,
 		MaxBatchSize: r.v.cfg.MaxBatchSize, RunningRequests: s1.running}
-	for i := last; i >= 0 && r.samples[i].t >= s1.t-s.sc.Scrape.WindowSeconds; i-- {
-		first = i
+	for i := last; i >= first; i-- {
 		pm.KVCacheUsage = math.Max(pm.KVCacheUsage, r.samples[i].kv)
 		pm.WaitingRequests = math.Max(pm.WaitingRequests, r.samples[i].waiting)
 	}
