@@ -63,7 +63,7 @@ docker-push: ## push IMAGE with Docker (after make docker-build)
 
 .PHONY: set-version
 set-version: ## set the release everywhere: make set-version V=x.y.z (VERSION, the chart's version and appVersion, config/manager)
-	@echo "$(V)" | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.-]+)?$$' || { echo "usage: make set-version V=x.y.z"; exit 1; }
+	@echo "$(V)" | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$' || { echo "usage: make set-version V=x.y.z"; exit 1; }
 	echo "$(V)" > VERSION
 	sed -i 's/^version: .*/version: $(V)/; s/^appVersion: .*/appVersion: "$(V)"/' charts/wva/Chart.yaml
 	sed -i 's/^\(  newTag: \).*/\1"$(V)"/' config/manager/kustomization.yaml
