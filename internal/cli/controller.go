@@ -41,8 +41,11 @@ func newControllerCommand() *cobra.Command {
 		Long: `Run WVA as a Kubernetes controller. Every optimisation interval the leader
 reads each VariantAutoscaling and its Deployment, collects the vLLM metrics
 of its pods from Prometheus, runs the decision engine, and publishes the
-desired replicas as inferno_desired_replicas (for HPA or KEDA) or, for
-variants with spec.actuator: direct, scales the Deployment itself. A fast
+desired replicas as inferno_desired_replicas and wva_desired_replicas (for
+HPA or KEDA) or, for variants with spec.actuator: direct, scales the
+Deployment itself. Each changed decision is an Event on its
+VariantAutoscaling (ScaleUp, ScaleDown, MetricsUnavailable,
+MetricsAvailable) and a log line ("decision"; every decision with --log-level debug). A fast
 loop scales a model at zero replicas to one as soon as requests wait for it.
 
 Configuration comes from these flags (each falls back to the non-empty environment
@@ -51,7 +54,7 @@ change; keys of the main ConfigMap override the flags. An invalid ConfigMap
 keeps the last good configuration and raises a Warning event. See
 docs/configuration.md and docs/operations.md.
 
-Served: /metrics (the inferno_* series and the controller's health) and
+Served: /metrics (the decision series and the controller's health) and
 /tuner/params?namespace=&model=&variant= on --metrics-bind-address, over
 HTTPS to clients the API server authenticates (a bearer token) and
 authorises (get on the path; ClusterRole wva-metrics-reader);
@@ -177,6 +180,7 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	o.Version = Version
 	return controller.Run(ctx, cfg, o.Options, log)
 }
 

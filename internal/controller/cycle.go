@@ -93,6 +93,17 @@ type cycleState struct {
 	warnings map[collector.Target][]string
 }
 
+// variantsByKey is the cycle's VariantAutoscalings by key.
+func (c *cycleState) variantsByKey() map[types.NamespacedName]*wvav1.VariantAutoscaling {
+	out := map[types.NamespacedName]*wvav1.VariantAutoscaling{}
+	for _, vs := range c.groups {
+		for _, v := range vs {
+			out[v.key] = v.va
+		}
+	}
+	return out
+}
+
 // hold marks the variants of the given models as undecided, with why.
 func (c *cycleState) hold(models map[collector.Target]error, prefix string) {
 	for t, err := range models {
@@ -181,7 +192,14 @@ func (p *planner) finish(ctx context.Context, c *cycleState, plan *engine.Plan) 
 	for k, d := range woken {
 		c.decisions[k], c.keep[k] = d, true
 	}
-	p.Emitter.Publish(p.published(c, plan, woken))
+	pub := p.published(c, plan, woken)
+	p.Emitter.Publish(pub)
+	if plan != nil {
+		p.Emitter.CycleSucceeded(p.Clock.Now())
+	}
+	if p.Announcer != nil {
+		p.Announcer.announce(c.variantsByKey(), pub)
+	}
 	for k, d := range c.decisions {
 		p.Cache.set(k, d)
 	}

@@ -15,8 +15,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
@@ -31,7 +34,8 @@ import (
 // through Prometheus, decides a scale-up, and publishes it; the query of
 // config/samples/keda-scaledobject.yaml and the selector of
 // config/samples/hpa.yaml, pointed at this variant, find the decision in
-// Prometheus (through the exported_namespace rename).
+// Prometheus (through the exported_namespace rename), and the scale-up is an
+// Event on the VariantAutoscaling.
 func TestEndToEndWithPrometheus(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -50,7 +54,7 @@ func TestEndToEndWithPrometheus(t *testing.T) {
 	prom := testenv.PrometheusSecure(t, targets, map[string]string{metricsAddr: metricsReaderToken(t, sys)})
 
 	o := DefaultOptions()
-	o.Namespace, o.WatchNamespaces, o.LeaderElect = sys, []string{f.ns}, false
+	o.Namespace, o.WatchNamespaces, o.LeaderElect, o.Version = sys, []string{f.ns}, false, "1.2.3-test"
 	o.MetricsAddr, o.HealthAddr = metricsAddr, "0"
 	o.Main.Prometheus.URL, o.Main.Prometheus.Window = prom, 10*time.Second
 	o.Main.Interval = 2 * time.Second
@@ -91,6 +95,40 @@ func TestEndToEndWithPrometheus(t *testing.T) {
 	if v, ok := promValue(t, prom, fmt.Sprintf(`inferno_desired_replicas{namespace=%q}`, sys)); !ok || v != desired {
 		t.Errorf("the scraped series carry namespace=%s: %v %v", sys, v, ok)
 	}
+	checkVisibility(t, prom, hpa, f.ns, desired)
+}
+
+// checkVisibility: the upstream name of the decision series, the build
+// and the last successful cycle, as scraped, and the scale-up as an Event
+// on the VariantAutoscaling.
+func checkVisibility(t *testing.T, prom, hpa, ns string, desired float64) {
+	t.Helper()
+	ctx := context.Background()
+	// The upstream name, the build and the last successful cycle, as
+	// scraped.
+	if v, ok := promValue(t, prom, strings.Replace(hpa, "inferno_", "wva_", 1)); !ok || v != desired {
+		t.Errorf("wva_desired_replicas: %v %v, want %v", v, ok, desired)
+	}
+	if v, ok := promValue(t, prom, `wva_build_info{version="1.2.3-test"}`); !ok || v != 1 {
+		t.Errorf("wva_build_info: %v %v", v, ok)
+	}
+	if v, ok := promValue(t, prom, `time() - wva_last_successful_cycle_timestamp_seconds`); !ok || v < -5 || v > 60 {
+		t.Errorf("the last successful cycle was %v s ago (%v)", v, ok)
+	}
+	// The scale-up is an Event on the VariantAutoscaling.
+	waitFor(t, 30*time.Second, "a ScaleUp Event on the VariantAutoscaling", func() bool {
+		var evs eventsv1.EventList
+		if err := env.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+			return false
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Kind == "VariantAutoscaling" && e.Regarding.Name == "llama-h100" && e.Reason == eventScaleUp &&
+				e.Type == corev1.EventTypeNormal && strings.HasPrefix(e.Note, "2 → ") {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // samplePromQL returns the query of config/samples/keda-scaledobject.yaml,

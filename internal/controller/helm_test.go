@@ -51,7 +51,7 @@ func TestHelmChartValidates(t *testing.T) {
 		{"defaults: metrics-only, every namespace", map[string]any{}, func(string) []access {
 			return []access{
 				allow("list", "", "pods", "", ""), allow("watch", "llmd.ai", "variantautoscalings", "", ""),
-				allow("patch", "llmd.ai", "variantautoscalings", "status", "team-a"), allow("patch", "", "pods", "", "team-a"),
+				allow("patch", "llmd.ai", "variantautoscalings", "status", "team-a"), allow("patch", "", "pods", "", "team-a"), allow("create", "events.k8s.io", "events", "", "team-a"),
 				deny("update", "apps", "deployments", "scale", "team-a"), deny("patch", "apps", "deployments", "scale", ""),
 				deny("update", "apps", "deployments", "", "team-a"), deny("list", "", "nodes", "", ""),
 			}

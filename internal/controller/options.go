@@ -22,6 +22,8 @@ type Options struct {
 	// Namespace is the controller's own: its ConfigMaps, tuner state and
 	// leader lease live there.
 	Namespace string
+	// Version is the release the binary was built as (wva_build_info).
+	Version string
 	// WatchNamespaces restricts VariantAutoscalings and Deployments to
 	// these namespaces (empty: all).
 	WatchNamespaces []string

@@ -43,6 +43,9 @@ type planner struct {
 	// reconcile its status (nil: nobody is told).
 	Notify func(types.NamespacedName)
 	Log    logr.Logger
+	// Announcer records each changed decision as an Event on its
+	// VariantAutoscaling and a log line (nil: nothing is announced).
+	Announcer *announcer
 	// ListOptions restrict the VariantAutoscalings planned (tests; in the
 	// manager the cache's namespaces do).
 	ListOptions []client.ListOption

@@ -15,8 +15,11 @@ package controller
 // wva-workloads-role (ClusterRole; bound cluster-wide, or in each watched
 // namespace): read the variants and write their status, resolve and watch
 // their Deployments, map pods to variants and mark the victims of a
-// scale-down with pod-deletion-cost.
+// scale-down with pod-deletion-cost; record Events on the variants (each
+// changed decision, holds).
 // +kubebuilder:rbac:groups=llmd.ai,resources=variantautoscalings,verbs=get;list;watch,roleName=wva-workloads-role
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch,roleName=wva-workloads-role
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,roleName=wva-workloads-role
 // +kubebuilder:rbac:groups=llmd.ai,resources=variantautoscalings/status,verbs=get;update;patch,roleName=wva-workloads-role
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch,roleName=wva-workloads-role
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;patch,roleName=wva-workloads-role

@@ -60,6 +60,7 @@ func setup(ctx context.Context, mgr manager.Manager, o Options, clk clock.Clock,
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
+	emitter.SetBuildInfo(o.Version)
 	events := make(chan event.GenericEvent, 4096)
 	c := newController(mgr, o, emitter, events, clk, log)
 	if err := c.registerReconciler(ctx, mgr, events); err != nil {
@@ -85,7 +86,7 @@ func newController(mgr manager.Manager, o Options, emitter *metrics.Emitter, eve
 	c.Planner = &planner{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: clk, Config: state, Engine: engine.New(store),
 		Store: store, Emitter: emitter, Cache: newDecisionCache(), Actuators: newActuators(mgr.GetClient()),
 		Sources: o.sources, Notify: notifier(events), Log: log.WithName("planner"), Wake: make(chan struct{}, 1),
-		Surge: make(chan struct{}, 1)}
+		Surge: make(chan struct{}, 1), Announcer: &announcer{Recorder: mgr.GetEventRecorder("wva"), Log: log.WithName("decisions")}}
 	c.ScaleFromZero = &scaleFromZero{Planner: c.Planner, Clock: clk, Log: log.WithName("scale-from-zero")}
 	c.Reconciler = &reconciler{Client: mgr.GetClient(), Clock: clk, Cache: c.Planner.Cache, Config: state}
 	c.ConfigWatch = &configReconciler{Client: mgr.GetClient(), Namespace: o.Namespace, Names: o.Names, State: state,
