@@ -73,8 +73,9 @@ const (
 
 // checkSize checks the limits that depend on the defaults or on loaded
 // files: the requests a run simulates, the default KV caches, and the
-// replicas and KV blocks over all variants. Validate calls it, and so
-// does LoadFile once the traces and token files are read.
+// replicas and KV blocks over all variants. Validate calls it once the
+// fields are valid; LoadFile once, too, after the traces and token files
+// are read.
 func (s *Scenario) checkSize(add func(string, string, ...any)) {
 	c := s.withDefaults()
 	if !(c.DurationSeconds > 0 && c.DurationSeconds <= MaxDurationSeconds) {

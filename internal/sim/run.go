@@ -13,14 +13,24 @@ import (
 // ParseScenario reads a scenario (YAML or JSON), rejecting unknown fields,
 // and validates it.
 func ParseScenario(data []byte) (Scenario, error) {
+	sc, err := decodeScenario(data)
+	if err != nil {
+		return Scenario{}, err
+	}
+	if err := sc.Validate(); err != nil {
+		return Scenario{}, err
+	}
+	return sc, nil
+}
+
+// decodeScenario reads a scenario (YAML or JSON), rejecting unknown
+// fields, without validating it.
+func decodeScenario(data []byte) (Scenario, error) {
 	var sc Scenario
 	if err := yaml.UnmarshalStrict(data, &sc); err != nil {
 		if strings.Contains(err.Error(), "unsupported value: ") {
 			return Scenario{}, fmt.Errorf("%w (numbers must be finite: no .nan or .inf)", err)
 		}
-		return Scenario{}, err
-	}
-	if err := sc.Validate(); err != nil {
 		return Scenario{}, err
 	}
 	return sc, nil
@@ -158,9 +168,9 @@ func runJobs(ctx context.Context, jobs []job, parallel int, progress func(done, 
 	}, progress)
 }
 
-// checkRunnable validates the scenario (one built in code has not been)
-// and fails when it names files (a trace, token values) that were not
-// read: only LoadFile reads them.
+// checkRunnable validates the scenario (one built or edited in code has
+// not been) and fails when it names files (a trace, token values) that
+// were not read: only LoadFile reads them.
 func (sc *Scenario) checkRunnable() error {
 	if err := sc.Validate(); err != nil {
 		return err

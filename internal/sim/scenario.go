@@ -191,10 +191,9 @@ type Tokens struct {
 	Values []float64 `json:"values,omitempty"`
 	// File holds an empirical distribution's values instead: token counts
 	// separated by newlines, commas or spaces ("#" starts a comment). A
-	// relative path is read from the scenario file's folder.
+	// relative path is read from the scenario file's folder; LoadFile
+	// replaces it with the Values it holds.
 	File string `json:"file,omitempty"`
-
-	loaded bool // Values were read from File
 }
 
 // Gateway routes requests to replicas.

@@ -21,14 +21,19 @@ type traceRow struct {
 	prefix        int // -1: none
 }
 
-// LoadFile reads a scenario file and the traces it names (relative paths
-// from the file's folder).
+// LoadFile reads a scenario file and the traces and token files it names
+// (relative paths from the file's folder), and validates it: its fields
+// before the files are read, the sizes they add up to (which depend on
+// the files) after.
 func LoadFile(path string) (Scenario, error) {
 	data, err := readFileLimited(path, MaxScenarioBytes)
 	if err != nil {
 		return Scenario{}, err
 	}
-	sc, err := ParseScenario(data)
+	sc, err := decodeScenario(data)
+	if err == nil {
+		err = collect(sc.checkFields)
+	}
 	if err != nil {
 		return Scenario{}, fmt.Errorf("%s: %w", path, err)
 	}
@@ -45,7 +50,7 @@ func LoadFile(path string) (Scenario, error) {
 			if err != nil {
 				return Scenario{}, fmt.Errorf("models[%d].workload.%s.file: %w", i, t.name, err)
 			}
-			t.t.Values, t.t.loaded = vals, true
+			t.t.Values, t.t.File = vals, "" // an empirical distribution like any other now
 		}
 		if w.Trace == "" {
 			continue
@@ -59,13 +64,9 @@ func LoadFile(path string) (Scenario, error) {
 			return Scenario{}, fmt.Errorf("models[%d].workload.trace: %s: %w", i, p, err)
 		}
 	}
-	// The sizes that depend on the files: a trace's requests, the default
-	// KV cache of its longest request.
-	var errs []error
-	sc.checkSize(func(p, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", p, fmt.Sprintf(format, args...)))
-	})
-	if err := errors.Join(errs...); err != nil {
+	// The sizes, some of which depend on the files: a trace's requests,
+	// the default KV cache of its longest request.
+	if err := collect(sc.checkSize); err != nil {
 		return Scenario{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return sc, nil

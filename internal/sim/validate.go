@@ -9,12 +9,28 @@ import (
 	"strconv"
 )
 
-// Validate reports every problem, each naming its field.
+// Validate reports every problem, each naming its field: the fields'
+// values, then, when they are valid, the sizes they add up to (the sizes
+// of bad values mean nothing).
 func (s *Scenario) Validate() error {
-	var errs []error
-	add := func(path, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+	if err := collect(s.checkFields); err != nil {
+		return err
 	}
+	return collect(s.checkSize)
+}
+
+// collect runs a check and joins the problems it reports.
+func collect(check func(add func(path, format string, args ...any))) error {
+	var errs []error
+	check(func(path, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+	})
+	return errors.Join(errs...)
+}
+
+// checkFields checks every field's value on its own, and the names
+// against each other.
+func (s *Scenario) checkFields(add func(path, format string, args ...any)) {
 	if !(s.DurationSeconds > 0 && s.DurationSeconds <= MaxDurationSeconds) {
 		add("durationSeconds", "must be > 0 seconds and at most %g (30 days), got %v", float64(MaxDurationSeconds), s.DurationSeconds)
 	}
@@ -45,10 +61,6 @@ func (s *Scenario) Validate() error {
 			add("autoscalers.default", "%v", err)
 		}
 	}
-	if len(errs) == 0 {
-		s.checkSize(add) // on valid values only: the sizes of bad ones mean nothing
-	}
-	return errors.Join(errs...)
 }
 
 func validateModel(p string, m Model, add func(string, string, ...any)) {

@@ -130,7 +130,7 @@ func validateEmpirical(p string, t Tokens, add func(string, string, ...any)) {
 	if len(t.Values) == 0 && t.File == "" {
 		add(p+".values", "an empirical distribution needs values or a file")
 	}
-	if len(t.Values) > 0 && t.File != "" && !t.loaded {
+	if len(t.Values) > 0 && t.File != "" {
 		add(p+".file", "give values or a file, not both")
 	}
 	if len(t.Values) > MaxEmpiricalValues {

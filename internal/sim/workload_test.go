@@ -345,6 +345,50 @@ models:
 	}
 }
 
+// TestTokenFileLoadedOnce: LoadFile checks the fields before it reads a
+// token file (values and a file are an error, the file unread) and leaves
+// a scenario that validates again, as Compare does.
+func TestTokenFileLoadedOnce(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "in.txt"), []byte("100 200\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	scenario := func(input string) string {
+		p := filepath.Join(dir, "s.yaml")
+		body := `
+name: tokens
+durationSeconds: 60
+models:
+  - name: m
+    slo: {ttftMs: 5000, itlMs: 100}
+    workload:
+      rate: {pattern: constant, rps: 1}
+      input: ` + input + `
+      output: {mean: 10}
+    variants:
+      - {name: v, accelerator: H100, cost: 1, params: {alpha: 7, beta: 0.02, gamma: 0.00005}, minReplicas: 1, maxReplicas: 1, initialReplicas: 1}
+`
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	sc, err := LoadFile(scenario("{dist: empirical, file: in.txt}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Validate(); err != nil {
+		t.Errorf("the loaded scenario fails validation: %v", err)
+	}
+	if _, err := Compare(context.Background(), sc, []string{"static:1"}, nil); err != nil {
+		t.Errorf("Compare: %v", err)
+	}
+	_, err = LoadFile(scenario("{dist: empirical, file: missing.txt, values: [5]}"))
+	if err == nil || !strings.Contains(err.Error(), "models[0].workload.input.file: give values or a file, not both") {
+		t.Errorf("values and a file: %v", err)
+	}
+}
+
 func mustRead(t *testing.T, p string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(p)
