@@ -1,10 +1,10 @@
 package cli
 
 import (
-	"fmt"
 	"io"
 	"os"
-	"strings"
+
+	"github.com/llm-d-incubation/wva/internal/sim"
 )
 
 // maxInputBytes bounds a file a command reads whole: a snapshot (plan), a
@@ -15,24 +15,10 @@ const maxInputBytes = 16 << 20
 // readInput reads path whole, or stdin when path is "-" and stdin is not
 // nil, up to maxInputBytes.
 func readInput(path string, stdin io.Reader) ([]byte, error) {
-	r := stdin
-	name := "standard input"
-	if path != "-" || stdin == nil {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		r, name = f, path
+	if path == "-" && stdin != nil {
+		return sim.ReadLimited(stdin, "standard input", maxInputBytes)
 	}
-	data, err := io.ReadAll(io.LimitReader(r, maxInputBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxInputBytes {
-		return nil, fmt.Errorf("%s is larger than %d MiB", name, maxInputBytes>>20)
-	}
-	return data, nil
+	return sim.ReadFileLimited(path, maxInputBytes)
 }
 
 // createFile creates path and fills it with fn; the file is closed on every
@@ -65,25 +51,4 @@ func checkWritable(dir string) error {
 		return err
 	}
 	return os.Remove(name)
-}
-
-// safeFileName turns a name from an input (a model's) into a file name
-// that stays in its folder: letters, digits, '.', '_' and '-' are kept,
-// anything else (a '/', a '\', a space, a control character) becomes
-// '_', and a leading '.' is prefixed with '_' (no "..", no hidden file).
-func safeFileName(name string) string {
-	var b strings.Builder
-	for _, r := range name {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	s := b.String()
-	if s == "" || s[0] == '.' {
-		s = "_" + s
-	}
-	return s
 }

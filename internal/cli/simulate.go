@@ -296,14 +296,14 @@ func writeScenarioTraces(cmd *cobra.Command, dir string, sc sim.Scenario) error 
 	}
 	files := map[string]string{}
 	for _, mod := range sc.Models {
-		name := safeFileName(mod.Name) + ".csv"
+		name := sim.SafeFileName(mod.Name, '_') + ".csv"
 		if other, dup := files[name]; dup {
 			return fmt.Errorf("--write-traces: models %q and %q would both be written to %s; rename one", other, mod.Name, name)
 		}
 		files[name] = mod.Name
 	}
 	for m, mod := range sc.Models {
-		path := filepath.Join(dir, safeFileName(mod.Name)+".csv")
+		path := filepath.Join(dir, sim.SafeFileName(mod.Name, '_')+".csv")
 		if err := createFile(path, func(w io.Writer) error { return sim.WriteTrace(w, sc, m) }); err != nil {
 			return fmt.Errorf("--write-traces: %s: %w", path, err)
 		}

@@ -33,7 +33,7 @@ func WritePlots(dir string, sc Scenario, rs []*Result) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		names, err := savePanels(dir, "sim-"+safeName(r.Autoscaler), panels)
+		names, err := savePanels(dir, "sim-"+SafeFileName(r.Autoscaler, '-'), panels)
 		if err != nil {
 			return nil, err
 		}

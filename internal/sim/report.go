@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -146,23 +147,33 @@ func WriteFiles(dir string, rs []*Result) ([]string, error) {
 		}
 	}
 	for _, r := range rs {
-		if err := write("series-"+safeName(r.Autoscaler)+".csv", func(w io.Writer) error { return writeSeriesCSV(w, r) }); err != nil {
+		if err := write("series-"+SafeFileName(r.Autoscaler, '-')+".csv", func(w io.Writer) error { return writeSeriesCSV(w, r) }); err != nil {
 			return nil, err
 		}
 	}
 	return files, nil
 }
 
-func safeName(s string) string {
-	out := []byte(s)
-	for i, c := range out {
+// SafeFileName turns a name from an input (an autoscaler's, a model's)
+// into a file name that stays in its folder: letters, digits, '.', '_'
+// and '-' are kept, anything else (a ':', a '/', a '\', a space, a
+// control character) becomes sub, and a leading '.' is prefixed with '_'
+// (no "..", no hidden file).
+func SafeFileName(name string, sub rune) string {
+	var b strings.Builder
+	for _, r := range name {
 		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-':
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			b.WriteRune(r)
 		default:
-			out[i] = '-'
+			b.WriteRune(sub)
 		}
 	}
-	return string(out)
+	s := b.String()
+	if s == "" || s[0] == '.' {
+		s = "_" + s
+	}
+	return s
 }
 
 func f(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }

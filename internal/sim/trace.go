@@ -26,7 +26,7 @@ type traceRow struct {
 // before the files are read, the sizes they add up to (which depend on
 // the files) after.
 func LoadFile(path string) (Scenario, error) {
-	data, err := readFileLimited(path, MaxScenarioBytes)
+	data, err := ReadFileLimited(path, MaxScenarioBytes)
 	if err != nil {
 		return Scenario{}, err
 	}
@@ -182,19 +182,31 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// readFileLimited reads a whole file of at most limit bytes.
-func readFileLimited(path string, limit int64) ([]byte, error) {
+// ReadFileLimited reads a whole file of at most limit bytes; a larger one,
+// or one that never ends (/dev/zero), is an error ("PATH is larger than
+// N MiB") instead of exhausted memory.
+func ReadFileLimited(path string, limit int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(newLimitReader(f, path, limit, 0))
+	return ReadLimited(f, path, limit)
+}
+
+// ReadLimited reads r whole like ReadFileLimited, naming it name in the
+// error.
+func ReadLimited(r io.Reader, name string, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(newLimitReader(r, name, limit, 0))
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
 }
 
 // readCounts reads the token counts of an empirical distribution.
 func readCounts(path string) ([]float64, error) {
-	data, err := readFileLimited(path, MaxInputFileBytes)
+	data, err := ReadFileLimited(path, MaxInputFileBytes)
 	if err != nil {
 		return nil, err
 	}
