@@ -68,6 +68,19 @@ type buildOptions struct {
 }
 
 func build(args []string) error {
+	o, ref, err := parseBuild(args)
+	if err != nil {
+		return err
+	}
+	img, err := image(o)
+	if err != nil {
+		return err
+	}
+	return deliver(o, ref, img)
+}
+
+// parseBuild reads build's flags.
+func parseBuild(args []string) (buildOptions, name.Tag, error) {
 	fs := flag.NewFlagSet("build", flag.ContinueOnError)
 	var o buildOptions
 	var created string
@@ -82,28 +95,29 @@ func build(args []string) error {
 	fs.StringVar(&o.out, "out", "", "write the image tarball here (docker load / podman load)")
 	fs.BoolVar(&o.push, "push", false, "push the image to -tag")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return o, name.Tag{}, err
 	}
 	if o.binary == "" || o.version == "" || o.tag == "" {
-		return errors.New("-binary, -version and -tag are required")
+		return o, name.Tag{}, errors.New("-binary, -version and -tag are required")
 	}
 	if created == "" {
-		return errors.New("-created (or SOURCE_DATE_EPOCH) is required: the image must not depend on when it was built")
+		return o, name.Tag{}, errors.New("-created (or SOURCE_DATE_EPOCH) is required: the image must not depend on when it was built")
 	}
 	sec, err := strconv.ParseInt(created, 10, 64)
 	if err != nil {
-		return fmt.Errorf("-created %q: not a number of seconds", created)
+		return o, name.Tag{}, fmt.Errorf("-created %q: not a number of seconds", created)
 	}
 	o.created = time.Unix(sec, 0).UTC()
-
 	ref, err := name.NewTag(o.tag, name.StrictValidation)
 	if err != nil {
-		return fmt.Errorf("-tag: %w", err)
+		return o, name.Tag{}, fmt.Errorf("-tag: %w", err)
 	}
-	img, err := image(o)
-	if err != nil {
-		return err
-	}
+	return o, ref, nil
+}
+
+// deliver prints the image's digests and size, writes its tarball and
+// pushes it, as the options ask.
+func deliver(o buildOptions, ref name.Tag, img v1.Image) error {
 	digest, err := img.Digest()
 	if err != nil {
 		return err
@@ -309,35 +323,41 @@ func inspect(args []string) error {
 		return err
 	}
 	for i, l := range layers {
-		d, err := l.Digest()
-		if err != nil {
+		if err := printLayer(i, l); err != nil {
 			return err
 		}
-		sz, err := l.Size()
-		if err != nil {
-			return err
-		}
-		fmt.Printf("layer %d %s (%d bytes compressed)\n", i, d, sz)
-		rc, err := l.Uncompressed()
-		if err != nil {
-			return err
-		}
-		tr := tar.NewReader(rc)
-		for {
-			h, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				rc.Close()
-				return err
-			}
-			fmt.Printf("  %c %04o %5d:%-5d %9d %s /%s\n", typeChar(h.Typeflag), h.Mode, h.Uid, h.Gid, h.Size,
-				h.ModTime.UTC().Format(time.RFC3339), h.Name)
-		}
-		rc.Close()
 	}
 	return nil
+}
+
+// printLayer prints a layer's digest, size and files.
+func printLayer(i int, l v1.Layer) error {
+	d, err := l.Digest()
+	if err != nil {
+		return err
+	}
+	sz, err := l.Size()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("layer %d %s (%d bytes compressed)\n", i, d, sz)
+	rc, err := l.Uncompressed()
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Printf("  %c %04o %5d:%-5d %9d %s /%s\n", typeChar(h.Typeflag), h.Mode, h.Uid, h.Gid, h.Size,
+			h.ModTime.UTC().Format(time.RFC3339), h.Name)
+	}
 }
 
 func typeChar(t byte) byte {

@@ -243,49 +243,65 @@ func checkSamples(objs []object, adapter adapterValues) []string {
 		case "ScaledObject":
 			p = append(p, checkScaledObject(o, variant)...)
 		case "HorizontalPodAutoscaler":
-			p = append(p, checkBehavior(o, "spec", "behavior")...)
-			metrics, _, _ := unstructured.NestedSlice(o.u.Object, "spec", "metrics")
-			n := 0
-			for _, m := range metrics {
-				mm, _ := m.(map[string]any)
-				name, _, _ := unstructured.NestedString(mm, "external", "metric", "name")
-				if !strings.HasPrefix(name, "inferno_") {
-					continue
-				}
-				n++
-				if name != desiredMetric {
-					p = append(p, fmt.Sprintf("%s: reads %s, not %s", o, name, desiredMetric))
-				}
-				typ, _, _ := unstructured.NestedString(mm, "external", "target", "type")
-				avg, _, _ := unstructured.NestedString(mm, "external", "target", "averageValue")
-				if typ != "AverageValue" || avg != "1" {
-					p = append(p, fmt.Sprintf("%s: target %s %q: averageValue 1 makes the replicas the metric's value", o, typ, avg))
-				}
-				sel, _, _ := unstructured.NestedStringMap(mm, "external", "metric", "selector", "matchLabels")
-				p = append(p, variant(o, sel)...)
-				p = append(p, checkServed(o, adapter, name, sel)...)
-			}
-			if n == 0 {
-				p = append(p, fmt.Sprintf("%s: reads no inferno_ metric", o))
-			}
+			p = append(p, checkHPA(o, variant, adapter)...)
 		}
 	}
 	return p
 }
 
-func checkScaledObject(o object, variant func(object, map[string]string) []string) []string {
-	var p []string
+// checkHPA reports an HPA that does not read WVA's decision for one
+// variant as replicas (AverageValue 1), through a rule the adapter serves.
+func checkHPA(o object, variant variantCheck, adapter adapterValues) []string {
+	p := checkBehavior(o, "spec", "behavior")
+	metrics, _, _ := unstructured.NestedSlice(o.u.Object, "spec", "metrics")
+	n := 0
+	for _, m := range metrics {
+		mm, _ := m.(map[string]any)
+		name, _, _ := unstructured.NestedString(mm, "external", "metric", "name")
+		if !strings.HasPrefix(name, "inferno_") {
+			continue
+		}
+		n++
+		if name != desiredMetric {
+			p = append(p, fmt.Sprintf("%s: reads %s, not %s", o, name, desiredMetric))
+		}
+		typ, _, _ := unstructured.NestedString(mm, "external", "target", "type")
+		avg, _, _ := unstructured.NestedString(mm, "external", "target", "averageValue")
+		if typ != "AverageValue" || avg != "1" {
+			p = append(p, fmt.Sprintf("%s: target %s %q: averageValue 1 makes the replicas the metric's value", o, typ, avg))
+		}
+		sel, _, _ := unstructured.NestedStringMap(mm, "external", "metric", "selector", "matchLabels")
+		p = append(p, variant(o, sel)...)
+		p = append(p, checkServed(o, adapter, name, sel)...)
+	}
+	if n == 0 {
+		p = append(p, fmt.Sprintf("%s: reads no inferno_ metric", o))
+	}
+	return p
+}
+
+// variantCheck reports a selector that does not pick one variant's series.
+type variantCheck func(object, map[string]string) []string
+
+// checkFallback reports a ScaledObject whose fallback is missing or would
+// scale its target to zero.
+func checkFallback(o object) []string {
 	fb, ok, _ := unstructured.NestedMap(o.u.Object, "spec", "fallback")
 	if !ok {
-		p = append(p, fmt.Sprintf("%s: no fallback: while the trigger fails KEDA's HPA has no metric, for as long as the errors last", o))
-	} else {
-		if n, _, _ := unstructured.NestedInt64(fb, "failureThreshold"); n < 1 {
-			p = append(p, fmt.Sprintf("%s: fallback.failureThreshold %d: one failed read would already fall back", o, n))
-		}
-		if n, _, _ := unstructured.NestedInt64(fb, "replicas"); n < 1 {
-			p = append(p, fmt.Sprintf("%s: fallback.replicas %d: with a fallback of 0 replicas KEDA scales a target to zero when its trigger fails", o, n))
-		}
+		return []string{fmt.Sprintf("%s: no fallback: while the trigger fails KEDA's HPA has no metric, for as long as the errors last", o)}
 	}
+	var p []string
+	if n, _, _ := unstructured.NestedInt64(fb, "failureThreshold"); n < 1 {
+		p = append(p, fmt.Sprintf("%s: fallback.failureThreshold %d: one failed read would already fall back", o, n))
+	}
+	if n, _, _ := unstructured.NestedInt64(fb, "replicas"); n < 1 {
+		p = append(p, fmt.Sprintf("%s: fallback.replicas %d: with a fallback of 0 replicas KEDA scales a target to zero when its trigger fails", o, n))
+	}
+	return p
+}
+
+func checkScaledObject(o object, variant variantCheck) []string {
+	p := checkFallback(o)
 	p = append(p, checkBehavior(o, "spec", "advanced", "horizontalPodAutoscalerConfig", "behavior")...)
 	triggers, _, _ := unstructured.NestedSlice(o.u.Object, "spec", "triggers")
 	n := 0
@@ -295,33 +311,40 @@ func checkScaledObject(o object, variant func(object, map[string]string) []strin
 			continue
 		}
 		n++
-		at := fmt.Sprintf("%s: trigger %d:", o, i)
-		md, _, _ := unstructured.NestedStringMap(t, "metadata")
-		if _, ok := md["metricType"]; ok {
-			p = append(p, at+" metricType in the trigger's metadata, where KEDA ignores it: it belongs on the trigger")
-		}
-		if mt, _, _ := unstructured.NestedString(t, "metricType"); mt != "AverageValue" {
-			p = append(p, fmt.Sprintf("%s metricType %q on the trigger: AverageValue with threshold 1 sets the replicas to the query's value (Value would multiply it by the ready replicas)", at, mt))
-		}
-		if md["ignoreNullValues"] != "false" {
-			p = append(p, fmt.Sprintf("%s ignoreNullValues %q: an empty result must be an error (fallback), not 0 (scale to zero)", at, md["ignoreNullValues"]))
-		}
-		if md["threshold"] != "1" {
-			p = append(p, fmt.Sprintf("%s threshold %q, not 1", at, md["threshold"]))
-		}
-		if a, err := strconv.ParseFloat(md["activationThreshold"], 64); err != nil || a < 0 || a >= 1 {
-			p = append(p, fmt.Sprintf("%s activationThreshold %q: set it below 1 so that one desired replica activates the target", at, md["activationThreshold"]))
-		}
-		sels, err := selected(md["query"])
-		if err != nil {
-			p = append(p, fmt.Sprintf("%s query %q: %v", at, md["query"], err))
-		}
-		for _, s := range sels {
-			p = append(p, variant(o, s)...)
-		}
+		p = append(p, checkTrigger(o, fmt.Sprintf("%s: trigger %d:", o, i), t, variant)...)
 	}
 	if n == 0 {
 		p = append(p, fmt.Sprintf("%s: no prometheus trigger", o))
+	}
+	return p
+}
+
+// checkTrigger reports a prometheus trigger that does not turn WVA's
+// decision into replicas safely (see docs/hpa-keda.md).
+func checkTrigger(o object, at string, t map[string]any, variant variantCheck) []string {
+	var p []string
+	md, _, _ := unstructured.NestedStringMap(t, "metadata")
+	if _, ok := md["metricType"]; ok {
+		p = append(p, at+" metricType in the trigger's metadata, where KEDA ignores it: it belongs on the trigger")
+	}
+	if mt, _, _ := unstructured.NestedString(t, "metricType"); mt != "AverageValue" {
+		p = append(p, fmt.Sprintf("%s metricType %q on the trigger: AverageValue with threshold 1 sets the replicas to the query's value (Value would multiply it by the ready replicas)", at, mt))
+	}
+	if md["ignoreNullValues"] != "false" {
+		p = append(p, fmt.Sprintf("%s ignoreNullValues %q: an empty result must be an error (fallback), not 0 (scale to zero)", at, md["ignoreNullValues"]))
+	}
+	if md["threshold"] != "1" {
+		p = append(p, fmt.Sprintf("%s threshold %q, not 1", at, md["threshold"]))
+	}
+	if a, err := strconv.ParseFloat(md["activationThreshold"], 64); err != nil || a < 0 || a >= 1 {
+		p = append(p, fmt.Sprintf("%s activationThreshold %q: set it below 1 so that one desired replica activates the target", at, md["activationThreshold"]))
+	}
+	sels, err := selected(md["query"])
+	if err != nil {
+		p = append(p, fmt.Sprintf("%s query %q: %v", at, md["query"], err))
+	}
+	for _, s := range sels {
+		p = append(p, variant(o, s)...)
 	}
 	return p
 }
