@@ -1,3 +1,7 @@
+// Tests of every ConfigMap's parsing: one table per ConfigMap, each key's
+// accepted and refused values. Over 400 lines because the tables list every
+// key of the configuration reference.
+
 package config
 
 import (

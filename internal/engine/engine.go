@@ -1,3 +1,8 @@
+// The Engine, its State across cycles and one cycle's phases in the order
+// they run (prepare, tune, model analysis, allocation, drain, saturation,
+// arbitration, enforcement). Over 400 lines because the phases' shared
+// per-variant and per-model state is defined here beside them.
+
 package engine
 
 import (

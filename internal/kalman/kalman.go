@@ -1,3 +1,6 @@
+// Over 400 lines: predict, the (iterated) update and their numerical
+// safeguards share the filter's state and are kept together.
+
 // Package kalman is a general Extended Kalman Filter (Simon, Optimal State
 // Estimation, ch. 13; docs/references.md) over gonum matrices: predict and update for nonlinear
 // transition and observation functions, Jacobians by symmetric finite

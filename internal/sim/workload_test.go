@@ -1,3 +1,7 @@
+// Tests of the workload generators: each arrival process, rate pattern and
+// token distribution against its analytic mean and spread. Over 400 lines
+// because each generator has its own statistical check.
+
 package sim
 
 import (

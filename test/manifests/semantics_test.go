@@ -1,3 +1,8 @@
+// What the API server cannot check about the samples: that the HPA and
+// KEDA objects apply WVA's decision safely (docs/hpa-keda.md). Over 400
+// lines because every rule comes with the broken samples that show it can
+// fail.
+
 package manifests
 
 import (
