@@ -1,6 +1,6 @@
-// Tests of every ConfigMap's parsing: one table per ConfigMap, each key's
-// accepted and refused values. Over 400 lines because the tables list every
-// key of the configuration reference.
+// Tests of the main ConfigMap's parsing: defaults, every key's accepted and
+// refused values, the error text, and the documented examples. Over 400
+// lines because the tables list every key of the configuration reference.
 
 package config
 

@@ -1,6 +1,6 @@
-// Tests of the workload generators: each arrival process, rate pattern and
-// token distribution against its analytic mean and spread. Over 400 lines
-// because each generator has its own statistical check.
+// Tests of the workload: SLO classes and shedding, prefix caching, trace
+// replay and its errors, token files, and validation. Over 400 lines
+// because each input format has its own round trip and failure cases.
 
 package sim
 

@@ -1,6 +1,7 @@
-// Tests of the tuner's steps: warm-up, gating, saturation, restore and the
-// seed strategy. Over 400 lines because each scenario builds its own
-// synthetic trace and checks the estimate against the truth.
+// Tests of the tuner: convergence from a cold start, drift, overload,
+// bad observations, the linear model, the bootstrap, persistence and
+// restore, and its configuration. Over 400 lines because each scenario
+// builds its own synthetic trace and checks the estimate against the truth.
 
 package tuner
 
