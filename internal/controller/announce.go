@@ -45,9 +45,9 @@ type announced struct {
 	scaling bool
 }
 
-// announce records the plan's decisions; vas are the cycle's
-// VariantAutoscalings by key (a decision without one is logged only).
-func (a *announcer) announce(vas map[types.NamespacedName]*wvav1.VariantAutoscaling, plan *engine.Plan) {
+// announce records the plan's decisions; vaOf finds a decision's
+// VariantAutoscaling (nil: the decision is logged only).
+func (a *announcer) announce(vaOf func(types.NamespacedName) *wvav1.VariantAutoscaling, plan *engine.Plan) {
 	if a.last == nil {
 		a.last = map[types.NamespacedName]announced{}
 	}
@@ -70,7 +70,7 @@ func (a *announcer) announce(vas map[types.NamespacedName]*wvav1.VariantAutoscal
 			continue
 		}
 		a.Log.Info("decision", kv...)
-		a.event(vas[k], d, held, recovered)
+		a.event(vaOf(k), d, held, recovered)
 	}
 	for k := range a.last {
 		if !seen[k] {

@@ -22,7 +22,12 @@ func TestAnnounce(t *testing.T) {
 	rec := events.NewFakeRecorder(64)
 	a := &announcer{Recorder: rec, Log: logr.Discard()}
 	va := &wvav1.VariantAutoscaling{ObjectMeta: metav1.ObjectMeta{Namespace: "llm", Name: "llama-h100"}}
-	vas := map[types.NamespacedName]*wvav1.VariantAutoscaling{{Namespace: "llm", Name: "llama-h100"}: va}
+	vas := func(k types.NamespacedName) *wvav1.VariantAutoscaling {
+		if k == (types.NamespacedName{Namespace: "llm", Name: "llama-h100"}) {
+			return va
+		}
+		return nil
+	}
 	dec := func(current, desired int, reason engine.Reason, hold engine.HoldCause) *engine.Plan {
 		return &engine.Plan{Variants: []engine.VariantDecision{{Model: "llama", Namespace: "llm", Variant: "llama-h100", Accelerator: "H100",
 			Current: current, Desired: desired, Reason: reason, Hold: hold, Explanation: "why"}}}
@@ -51,7 +56,7 @@ func TestAnnounce(t *testing.T) {
 			t.Errorf("cycle %d: event %q, want %q", i, got, step.want)
 		}
 	}
-	a.announce(nil, dec(3, 6, engine.ReasonSaturationScaleUp, ""))
+	a.announce(func(types.NamespacedName) *wvav1.VariantAutoscaling { return nil }, dec(3, 6, engine.ReasonSaturationScaleUp, ""))
 	select {
 	case e := <-rec.Events:
 		t.Errorf("an Event without its VariantAutoscaling: %q", e)

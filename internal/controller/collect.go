@@ -88,15 +88,9 @@ func (p *planner) snapshot(ctx context.Context, c *cycleState, set settings) (
 	}
 	built := p.builder.Build(now, p.snapshotSettings(ctx, set), models)
 	// Each variant's pods with metrics, for its status.
-	byKey := map[types.NamespacedName]*variant{}
-	for _, vs := range groups {
-		for _, v := range vs {
-			byKey[v.key] = v
-		}
-	}
 	for _, m := range built.Snapshot.Models {
 		for _, ev := range m.Variants {
-			if v := byKey[types.NamespacedName{Namespace: m.Namespace, Name: ev.Name}]; v != nil {
+			if v := c.byKey[types.NamespacedName{Namespace: m.Namespace, Name: ev.Name}]; v != nil {
 				for _, pod := range ev.Pods {
 					v.pods = append(v.pods, pod.Name)
 				}

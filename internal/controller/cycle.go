@@ -39,6 +39,7 @@ func (p *planner) cycle(ctx context.Context) error {
 	}
 	c := &cycleState{now: now}
 	c.decisions, c.groups, c.keep, c.keepTuner = p.resolve(ctx, now, list.Items)
+	c.index()
 	built, reports, collectErrs := p.snapshot(ctx, c, set)
 	snap := built.Snapshot
 	c.reports, c.collectErrs = reports, collectErrs
@@ -81,9 +82,12 @@ func (p *planner) cycle(ctx context.Context) error {
 
 // cycleState is what one cycle collects on its way.
 type cycleState struct {
-	now         time.Time
-	decisions   map[types.NamespacedName]decision
-	groups      map[collector.Target][]*variant
+	now       time.Time
+	decisions map[types.NamespacedName]decision
+	groups    map[collector.Target][]*variant
+	// byKey and targetOf index the groups' variants (see index).
+	byKey       map[types.NamespacedName]*variant
+	targetOf    map[types.NamespacedName]collector.Target
 	keep        map[types.NamespacedName]bool
 	keepTuner   map[tuner.Key]bool
 	reports     map[collector.Target]collector.Report
@@ -93,15 +97,23 @@ type cycleState struct {
 	warnings map[collector.Target][]string
 }
 
-// variantsByKey is the cycle's VariantAutoscalings by key.
-func (c *cycleState) variantsByKey() map[types.NamespacedName]*wvav1.VariantAutoscaling {
-	out := map[types.NamespacedName]*wvav1.VariantAutoscaling{}
-	for _, vs := range c.groups {
+// index builds byKey and targetOf from the groups, once per cycle.
+func (c *cycleState) index() {
+	c.byKey = map[types.NamespacedName]*variant{}
+	c.targetOf = map[types.NamespacedName]collector.Target{}
+	for t, vs := range c.groups {
 		for _, v := range vs {
-			out[v.key] = v.va
+			c.byKey[v.key], c.targetOf[v.key] = v, t
 		}
 	}
-	return out
+}
+
+// variantAutoscaling is the cycle's VariantAutoscaling of key, or nil.
+func (c *cycleState) variantAutoscaling(k types.NamespacedName) *wvav1.VariantAutoscaling {
+	if v := c.byKey[k]; v != nil {
+		return v.va
+	}
+	return nil
 }
 
 // hold marks the variants of the given models as undecided, with why.
@@ -133,21 +145,13 @@ func (p *planner) countTunerSteps(before [2]int) {
 // decide turns the plan into decisions, actuating each; variants the plan
 // does not cover (their model could not be collected) are held.
 func (p *planner) decide(ctx context.Context, c *cycleState, plan *engine.Plan, snap *engine.Snapshot) {
-	byKey := map[types.NamespacedName]*variant{}
-	targetOf := map[types.NamespacedName]collector.Target{}
-	for t, vs := range c.groups {
-		for _, v := range vs {
-			byKey[v.key] = v
-			targetOf[v.key] = t
-		}
-	}
 	for _, d := range plan.Variants {
 		k := types.NamespacedName{Namespace: d.Namespace, Name: d.Variant}
-		v := byKey[k]
+		v := c.byKey[k]
 		if v == nil {
 			continue
 		}
-		t := targetOf[k]
+		t := c.targetOf[k]
 		if w := c.warnings[t]; len(w) > 0 {
 			d.Explanation += " (" + strings.Join(w, "; ") + ")"
 		}
@@ -198,7 +202,7 @@ func (p *planner) finish(ctx context.Context, c *cycleState, plan *engine.Plan) 
 		p.Emitter.CycleSucceeded(p.Clock.Now())
 	}
 	if p.Announcer != nil {
-		p.Announcer.announce(c.variantsByKey(), pub)
+		p.Announcer.announce(c.variantAutoscaling, pub)
 	}
 	for k, d := range c.decisions {
 		p.Cache.set(k, d)

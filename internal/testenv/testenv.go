@@ -36,10 +36,11 @@ func Root() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// Start runs kube-apiserver and etcd with WVA's CRDs installed. It fails
+// Start runs kube-apiserver and etcd with WVA's CRDs installed, and those
+// of crdDirs (envtest waits until every one is served). It fails
 // with a clear message when the binaries are missing: `make test` builds
 // them (make k8s); `go test` alone does not.
-func Start() (*Env, error) {
+func Start(crdDirs ...string) (*Env, error) {
 	root := Root()
 	assets := filepath.Join(root, "bin", "k8s")
 	if dir := os.Getenv("WVA_K8S_ASSETS"); dir != "" {
@@ -55,7 +56,7 @@ func Start() (*Env, error) {
 	}
 	e := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
-		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd", "bases")},
+		CRDDirectoryPaths:        append([]string{filepath.Join(root, "config", "crd", "bases")}, crdDirs...),
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 90 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,
@@ -83,10 +84,11 @@ func (e *Env) Stop() error {
 // VariantAutoscalingGVR is the resource of the CRD.
 var VariantAutoscalingGVR = schema.GroupVersionResource{Group: "llmd.ai", Version: "v1alpha1", Resource: "variantautoscalings"}
 
-// Main starts the control plane, runs the package's tests with it in *env,
-// stops it and exits: the whole of a TestMain.
-func Main(m interface{ Run() int }, env **Env) {
-	e, err := Start()
+// Main starts the control plane (with the CRDs of crdDirs beside WVA's),
+// runs the package's tests with it in *env, stops it and exits: the whole
+// of a TestMain.
+func Main(m interface{ Run() int }, env **Env, crdDirs ...string) {
+	e, err := Start(crdDirs...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

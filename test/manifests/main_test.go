@@ -16,8 +16,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-
 	"github.com/llm-d-incubation/wva/internal/testenv"
 )
 
@@ -53,31 +51,12 @@ func checkCRDFiles(dir string) error {
 	return errors.Join(errs...)
 }
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
+// TestMain fails before starting anything when a CRD file is missing.
+func TestMain(m *testing.M) {
 	dir := crdDir()
 	if err := checkCRDFiles(dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 1
+		os.Exit(1)
 	}
-	e, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := e.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "testenv: stopping:", err)
-		}
-	}()
-	// InstallCRDs waits until every CRD is served.
-	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{
-		Paths: []string{dir}, ErrorIfPathMissing: true,
-	}); err != nil {
-		fmt.Fprintln(os.Stderr, "manifests: installing the CRDs of", dir+":", err)
-		return 1
-	}
-	env = e
-	return m.Run()
+	testenv.Main(m, &env, dir)
 }
