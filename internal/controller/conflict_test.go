@@ -15,6 +15,7 @@ import (
 
 	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
 	"github.com/llm-d-incubation/wva/internal/collector/file"
+	"github.com/llm-d-incubation/wva/internal/metrics"
 )
 
 // TestTargetConflict: two VariantAutoscalings, both direct, on one
@@ -58,6 +59,9 @@ func TestTargetConflict(t *testing.T) {
 	if g := f.gauge("inferno_desired_replicas", "llama-b"); g != -1 {
 		t.Errorf("the conflicting VA publishes %v", g)
 	}
+	if n := f.unresolved(wvav1.ReasonTargetConflict); n != 1 {
+		t.Errorf("wva_variants_unresolved{reason=TargetConflict} = %v, want 1", n)
+	}
 	// The owner goes away: the other one takes the Deployment.
 	if err := env.Client.Delete(context.Background(), a); err != nil {
 		t.Fatal(err)
@@ -67,6 +71,30 @@ func TestTargetConflict(t *testing.T) {
 	b = f.reconcile("llama-b")
 	wantCond(t, b, wvav1.ConditionTargetResolved, metav1.ConditionTrue, wvav1.ReasonTargetFound)
 	wantCond(t, b, wvav1.ConditionOptimizationReady, metav1.ConditionTrue, wvav1.ReasonOptimizationSucceeded)
+	if n := f.unresolved(wvav1.ReasonTargetConflict); n != -1 {
+		t.Errorf("a resolved conflict is still reported: wva_variants_unresolved = %v", n)
+	}
+}
+
+// unresolved reads wva_variants_unresolved for the fixture's namespace
+// and reason; -1 when the series is absent.
+func (f *fixture) unresolved(reason string) float64 {
+	f.t.Helper()
+	mfs, err := f.reg.Gather()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "wva_variants_unresolved" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if label(m, metrics.LabelNamespace) == f.ns && label(m, metrics.LabelReason) == reason {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
 }
 
 // TestPodListForbidden: when RBAC denies listing pods, the variant's pods

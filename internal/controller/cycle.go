@@ -186,6 +186,19 @@ func (c *cycleState) fillHeld() {
 	}
 }
 
+// unresolved counts the variants whose target could not be resolved, by
+// namespace and reason, for wva_variants_unresolved.
+func unresolved(decisions map[types.NamespacedName]decision) map[[2]string]int {
+	counts := map[[2]string]int{}
+	for k, d := range decisions {
+		switch d.OptimizationReason {
+		case wvav1.ReasonTargetConflict, wvav1.ReasonTargetNotFound:
+			counts[[2]string{k.Namespace, d.OptimizationReason}]++
+		}
+	}
+	return counts
+}
+
 // finish stores the decisions, publishes the metrics (with a safety net
 // for undecided variants: their last desired count, else their current),
 // persists the tuner state and tells the reconciler.
@@ -198,6 +211,7 @@ func (p *planner) finish(ctx context.Context, c *cycleState, plan *engine.Plan) 
 	}
 	pub := p.published(c, plan, woken)
 	p.Emitter.Publish(pub)
+	p.Emitter.SetUnresolved(unresolved(c.decisions))
 	if plan != nil {
 		p.Emitter.CycleSucceeded(p.Clock.Now())
 	}

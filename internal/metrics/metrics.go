@@ -46,11 +46,15 @@ type Emitter struct {
 	lastSuccess             prometheus.Gauge
 	buildInfo               *prometheus.GaugeVec
 	held                    *prometheus.GaugeVec
+	unresolved              *prometheus.GaugeVec
 	model                   modelSeries
 	variant                 variantSeries
 	// published are the label sets of the last plan, so that a variant
 	// that disappears stops being reported instead of going stale.
 	published map[[3]string]bool
+	// unresolvedKeys are the {namespace, reason} pairs last published
+	// by SetUnresolved.
+	unresolvedKeys map[[2]string]bool
 	// heldCause is the cause each held variant was published with.
 	heldCause map[[3]string]string
 	// counted is the desired count each variant's last counted scaling
@@ -105,6 +109,8 @@ func NewEmitter(reg prometheus.Registerer) (*Emitter, error) {
 		buildInfo: gauge("wva_build_info", "Always 1; the labels say which build of the controller runs.", "version", "revision", "goversion"),
 		held: gauge("wva_variant_held", "1 while the variant is held at its last good decision because its metrics are unusable; the cause says why (missing, stale, invalid, implausible, prometheus-error).",
 			append(labels, LabelCause)...),
+		unresolved: gauge("wva_variants_unresolved", "VariantAutoscalings the last cycle could not plan because of their target, by reason: TargetConflict (another, older VariantAutoscaling targets the same Deployment) or TargetNotFound (the Deployment does not exist).",
+			LabelNamespace, LabelReason),
 		model: modelSeries{
 			demand:    gauge("wva_model_demand_rps", "Arrival rate of the model's requests the last cycle measured, requests/s.", modelLabels...),
 			planned:   gauge("wva_model_planned_rps", "Demand the queueing model sized for: the arrival rate raised to the forecast's quantile over the provisioning horizon, requests/s.", modelLabels...),
@@ -117,9 +123,10 @@ func NewEmitter(reg prometheus.Registerer) (*Emitter, error) {
 			param:    gauge("wva_variant_parameter", "Performance parameter the variant was sized with (alpha ms, beta ms/token, gamma ms/token², delta).", append(labels, LabelParameter)...),
 			paramSD:  gauge("wva_variant_parameter_stddev", "Standard deviation of a learned performance parameter, from the tuner's covariance.", append(labels, LabelParameter)...),
 		},
-		published: map[[3]string]bool{},
-		heldCause: map[[3]string]string{},
-		counted:   map[[3]string]int{},
+		published:      map[[3]string]bool{},
+		heldCause:      map[[3]string]string{},
+		unresolvedKeys: map[[2]string]bool{},
+		counted:        map[[3]string]int{},
 	}
 	for _, prefix := range decisionNames {
 		e.desired = append(e.desired, gauge(prefix+"_desired_replicas", "Replicas WVA wants for the variant (what HPA or KEDA should apply).", labels...))
@@ -128,7 +135,7 @@ func NewEmitter(reg prometheus.Registerer) (*Emitter, error) {
 		e.scaling = append(e.scaling, prometheus.NewCounterVec(prometheus.CounterOpts{Name: prefix + "_replica_scaling_total",
 			Help: "Scaling decisions, by direction (up or down) and reason; a decision repeated while it is applied counts once."}, scalingLabels))
 	}
-	cs := []prometheus.Collector{e.cycle, e.errors, e.tuner, e.lastSuccess, e.buildInfo, e.held,
+	cs := []prometheus.Collector{e.cycle, e.errors, e.tuner, e.lastSuccess, e.buildInfo, e.held, e.unresolved,
 		e.model.demand, e.model.planned, e.model.sloTTFT, e.model.sloITL, e.variant.capacity, e.variant.param, e.variant.paramSD}
 	for i := range decisionNames {
 		cs = append(cs, e.desired[i], e.current[i], e.ratio[i], e.scaling[i])
@@ -179,6 +186,27 @@ func (e *Emitter) Publish(p *engine.Plan) {
 	}
 	e.published = now
 	e.publishModels(p.Models)
+}
+
+// SetUnresolved publishes wva_variants_unresolved: counts maps
+// {namespace, reason} to the number of VariantAutoscalings in that state.
+// Pairs of the previous call that are absent now are removed (a resolved
+// conflict stops being reported rather than reading 0 forever).
+func (e *Emitter) SetUnresolved(counts map[[2]string]int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k := range e.unresolvedKeys {
+		if counts[k] == 0 {
+			e.unresolved.DeleteLabelValues(k[:]...)
+			delete(e.unresolvedKeys, k)
+		}
+	}
+	for k, n := range counts {
+		if n > 0 {
+			e.unresolved.WithLabelValues(k[:]...).Set(float64(n))
+			e.unresolvedKeys[k] = true
+		}
+	}
 }
 
 // setDecision sets the desired, current and ratio series under each name.
