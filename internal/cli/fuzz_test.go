@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/snapshot"
 )
 
-// FuzzSnapshot parses arbitrary bytes as a "wva plan" snapshot and plans
-// it. Neither may panic; a plan the engine returns has no negative replica
+// FuzzSnapshot parses arbitrary bytes as a "wva plan" snapshot (with or
+// without the state a controller serves) and plans it. Neither may panic; a plan the engine returns has no negative replica
 // count, encodes as JSON (no NaN or ±Inf figure) and prints as a table.
 func FuzzSnapshot(f *testing.F) {
 	paths, err := filepath.Glob("../../examples/plan/*.yaml")
@@ -32,14 +32,14 @@ func FuzzSnapshot(f *testing.F) {
 		`"avgInputTokens":1024,"avgOutputTokens":256,"avgTTFTMs":30,"avgITLMs":10,"kvCacheUsage":0.9,"waitingRequests":3}]}]}]}`))
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := parseSnapshot(data)
+		s, err := snapshot.ParseFile(data)
 		if err != nil {
 			return
 		}
 		if s.Time.IsZero() {
 			s.Time = at
 		}
-		p, err := engine.New(nil).Plan(s)
+		p, err := s.Plan()
 		if err != nil {
 			return
 		}

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/snapshot"
 )
 
 type planOptions struct {
@@ -68,20 +68,20 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	if err := checkOutput(o.output); err != nil {
 		return err
 	}
-	s, err := o.read(cmd)
+	f, err := o.read(cmd)
 	if err != nil {
 		return err
 	}
 	if o.mode != "" {
-		s.Mode = engine.Mode(o.mode)
+		f.Mode = engine.Mode(o.mode)
 	}
 	if o.optimizer != "" {
-		s.Optimizer = engine.OptimizerKind(o.optimizer)
+		f.Optimizer = engine.OptimizerKind(o.optimizer)
 	}
-	if s.Time.IsZero() {
-		s.Time = time.Now() // the edge of the system: the engine itself reads no clock
+	if f.Time.IsZero() {
+		f.Time = time.Now() // the edge of the system: the engine itself reads no clock
 	}
-	p, err := engine.New(nil).Plan(s)
+	p, err := f.Plan()
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.file, err)
 	}
@@ -93,26 +93,18 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	return printPlan(cmd.OutOrStdout(), p)
 }
 
-func (o *planOptions) read(cmd *cobra.Command) (*engine.Snapshot, error) {
+// read reads the snapshot file (snapshot.ParseFile: the engine's snapshot
+// with the optional state, tuner settings and notes a controller writes).
+func (o *planOptions) read(cmd *cobra.Command) (*snapshot.File, error) {
 	data, err := readInput(o.file, cmd.InOrStdin())
 	if err != nil {
 		return nil, fmt.Errorf("--file: %w", err)
 	}
-	s, err := parseSnapshot(data)
+	f, err := snapshot.ParseFile(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.file, err)
 	}
-	return s, nil
-}
-
-// parseSnapshot reads a snapshot (YAML or JSON), rejecting unknown
-// fields; the engine validates it when it plans.
-func parseSnapshot(data []byte) (*engine.Snapshot, error) {
-	var s engine.Snapshot
-	if err := yaml.UnmarshalStrict(data, &s); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return f, nil
 }
 
 func printPlan(w io.Writer, p *engine.Plan) error {

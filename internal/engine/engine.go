@@ -52,8 +52,8 @@ type State struct {
 
 // Recommendation is one cycle's target for a variant.
 type Recommendation struct {
-	Time    time.Time
-	Replica int
+	Time    time.Time `json:"time"`
+	Replica int       `json:"replicas"`
 }
 
 // New returns an engine that keeps learned parameters in store (a
@@ -215,7 +215,7 @@ func (c *cycle) parallel(fn func(*modelState)) {
 func (c *cycle) prepare() {
 	for i := range c.s.Models {
 		m := &c.s.Models[i]
-		ms := &modelState{m: m, key: m.Namespace + "/" + m.ID, satCfg: defaultSaturation.merged(c.s.Saturation).merged(m.Saturation)}
+		ms := &modelState{m: m, key: modelKey(m.Namespace, m.ID), satCfg: defaultSaturation.merged(c.s.Saturation).merged(m.Saturation)}
 		ms.sum = ModelSummary{Model: m.ID, Namespace: m.Namespace}
 		var wIn, wOut, wTTFT, wITL float64
 		copies := make([]Variant, len(m.Variants))

@@ -95,7 +95,7 @@ func (e *Engine) Surge(m *Model, now time.Time) (string, bool) {
 		return "", false // Wake's case
 	}
 	e.mu.Lock()
-	last, ok := e.state.Planned[m.Namespace+"/"+m.ID]
+	last, ok := e.state.Planned[modelKey(m.Namespace, m.ID)]
 	e.mu.Unlock()
 	if !ok || now.Sub(last.at).Seconds() < SurgeMinGapSeconds {
 		return "", false

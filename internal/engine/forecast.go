@@ -18,13 +18,14 @@ import (
 //
 // It is exported so that the engine's State can be persisted.
 type Forecast struct {
-	Level, Trend float64
+	Level float64 `json:"level"`
+	Trend float64 `json:"trend"`
 	// Variance σ² of the one-step errors (requests/s squared).
-	Variance float64
+	Variance float64 `json:"variance"`
 	// StepSeconds is the mean time between updates.
-	StepSeconds float64
-	Updates     int
-	Last        time.Time
+	StepSeconds float64   `json:"stepSeconds"`
+	Updates     int       `json:"updates"`
+	Last        time.Time `json:"last"`
 }
 
 // Holt's smoothing parameters and the weight of a new squared error. α is
@@ -85,13 +86,14 @@ func normalQuantile(q float64) float64 { return math.Sqrt2 * math.Erfinv(2*q-1) 
 type Provisioning struct {
 	// Seconds is the learned time; 0 until the first replica is seen
 	// becoming ready.
-	Seconds float64
-	Samples int
+	Seconds float64 `json:"seconds"`
+	Samples int     `json:"samples"`
 	// Starts are the times of the replicas still starting, oldest first.
-	Starts []time.Time
+	Starts []time.Time `json:"starts,omitempty"`
 	// Current and Ready are the counts of the last cycle.
-	Current, Ready int
-	Last           time.Time
+	Current int       `json:"current"`
+	Ready   int       `json:"ready"`
+	Last    time.Time `json:"last"`
 }
 
 // maxStarts bounds the starts remembered per variant.

@@ -214,6 +214,13 @@ func isolateInvalid(s *engine.Snapshot) map[collector.Target]error {
 // good one (a new leader holds a variant with bad metrics where its
 // predecessor left it). Seeds never overwrite what e has learned itself.
 func (r Result) Plan(e *engine.Engine) (*engine.Plan, error) {
+	r.Seed(e)
+	return e.Plan(r.Snapshot)
+}
+
+// Seed gives e the seeds Plan gives it, without planning (Replay then
+// copies out the state the cycle starts from).
+func (r Result) Seed(e *engine.Engine) {
 	s := r.Snapshot
 	for _, m := range s.Models {
 		for _, v := range m.Variants {
@@ -223,5 +230,4 @@ func (r Result) Plan(e *engine.Engine) (*engine.Plan, error) {
 	for _, g := range r.lastGood {
 		e.SeedLastGood(g.namespace, g.model, g.variant, g.replicas)
 	}
-	return e.Plan(s)
 }
