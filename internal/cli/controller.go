@@ -54,8 +54,10 @@ change; keys of the main ConfigMap override the flags. An invalid ConfigMap
 keeps the last good configuration and raises a Warning event. See
 docs/configuration.md and docs/operations.md.
 
-Served: /metrics (the decision series and the controller's health) and
-/tuner/params?namespace=&model=&variant= on --metrics-bind-address, over
+Served: /metrics (the decision series and the controller's health),
+/tuner/params?namespace=&model=&variant= and
+/debug/snapshot?namespace=&model= (the snapshot the leader last planned
+from, for wva plan -f: docs/plan.md) on --metrics-bind-address, over
 HTTPS to clients the API server authenticates (a bearer token) and
 authorises (get on the path; ClusterRole wva-metrics-reader);
 --metrics-secure=false serves them over plain HTTP to anyone instead.
@@ -118,6 +120,9 @@ authorises (get on the path; ClusterRole wva-metrics-reader);
 	str(&o.MetricsCertName, "metrics-cert-name", "METRICS_CERT_NAME", "certificate file in --metrics-cert-dir (default tls.crt)")
 	str(&o.MetricsKeyName, "metrics-key-name", "METRICS_KEY_NAME", "key file in --metrics-cert-dir (default tls.key)")
 	boolean(&o.EnableHTTP2, "metrics-enable-http2", "METRICS_ENABLE_HTTP2", "let the metrics server speak HTTP/2 (off: HTTP/2 rapid-reset and stream-cancellation vulnerabilities)")
+	str(&o.ReplayDir, "replay-dir", "WVA_REPLAY_DIR", "existing folder to write each cycle's snapshot to, as /debug/snapshot serves it (default: none)")
+	fs.IntVar(&o.ReplayKeep, "replay-keep", o.ReplayKeep, "snapshots kept in --replay-dir, the newest (1 to 1000)"+envNote("WVA_REPLAY_KEEP"))
+	o.env["replay-keep"] = "WVA_REPLAY_KEEP"
 	str(&o.HealthAddr, "health-probe-bind-address", "HEALTH_PROBE_BIND_ADDRESS", "host:port of /healthz and /readyz (0 disables)")
 	str(&o.logLevel, "log-level", "WVA_LOG_LEVEL", `log level: "info" or "debug"`)
 	str(&o.logFormat, "log-format", "WVA_LOG_FORMAT", `log format: "json" or "text"`)

@@ -47,6 +47,8 @@ func TestControllerOptions(t *testing.T) {
 		{args: []string{"--retry-period", "20s"}, want: []string{"want lease duration (15s) > renew deadline (10s) > retry period (20s)"}},
 		{args: []string{"--lease-duration", "1h"}, want: []string{"--lease-duration: want at most 10m (a stopped leader is replaced only after it), got 1h0m0s"}},
 		{env: map[string]string{"POD_NAMESPACE": ""}, args: []string{"--namespace", ""}, want: []string{"--namespace: the controller's namespace is required"}},
+		{args: []string{"--replay-dir", "/nonexistent"}, want: []string{`--replay-dir: want an existing folder, got "/nonexistent"`}},
+		{env: map[string]string{"WVA_REPLAY_KEEP": "0"}, args: []string{"--replay-dir", "/tmp"}, want: []string{"--replay-keep ($WVA_REPLAY_KEEP): want from 1 to 1000 files, got 0"}},
 	} {
 		for k, v := range c.env {
 			t.Setenv(k, v)
@@ -73,7 +75,7 @@ func TestControllerOptions(t *testing.T) {
 		t.Errorf("valid flags: exit %d, %s", code, stderr)
 	}
 	out, _, code := run(t, "controller", "--help")
-	for _, w := range []string{"[$PROMETHEUS_BASE_URL]", "--watch-namespaces", "/tuner/params", "[$GLOBAL_OPT_INTERVAL]", "[$METRICS_SECURE] (default true)",
+	for _, w := range []string{"[$PROMETHEUS_BASE_URL]", "--watch-namespaces", "/tuner/params", "/debug/snapshot", "[$WVA_REPLAY_KEEP] (default 10)", "[$GLOBAL_OPT_INTERVAL]", "[$METRICS_SECURE] (default true)",
 		"[$PROMETHEUS_BEARER_TOKEN_OVER_HTTP]", `(default ":8443")`} {
 		if code != 0 || !strings.Contains(out, w) {
 			t.Errorf("--help lacks %q", w)

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"math"
+	"os"
 	"strings"
 	"testing"
 )
@@ -225,6 +226,32 @@ func TestPlanExamples(t *testing.T) {
 	out, _, code := run(t, "plan", "-f", "../../examples/plan/snapshot.yaml")
 	if code != 0 || !strings.Contains(out, "REASON") || !strings.Contains(out, "safety block") {
 		t.Errorf("table:\n%s", out)
+	}
+}
+
+// TestPlanReplayExample: the state in examples/plan/replay.yaml (what the
+// controller serves at /debug/snapshot) decides: the scale-down window
+// defers llama-h100's scale-down and mistral-l40s holds its last good
+// decision; the same snapshot without its state decides otherwise.
+func TestPlanReplayExample(t *testing.T) {
+	want := map[string]int{"llama-h100": 4, "mistral-l40s": 5}
+	if got := desired(runPlan(t, "-f", "../../examples/plan/replay.yaml")); got["llama-h100"] != want["llama-h100"] || got["mistral-l40s"] != want["mistral-l40s"] {
+		t.Errorf("with its state: %v, want %v", got, want)
+	}
+	b, err := os.ReadFile("../../examples/plan/replay.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _, ok := strings.Cut(string(b), "\nstate:")
+	if !ok {
+		t.Fatal("the example has no state")
+	}
+	if got := desired(runPlan(t, "-f", tempFile(t, "bare.yaml", doc))); got["llama-h100"] >= 4 || got["mistral-l40s"] != 3 {
+		t.Errorf("without its state: %v, want a scale-down and a hold at the 3 replicas", got)
+	}
+	bad := strings.Replace(string(b), "lastGood: 5", "lastGood: -5", 1)
+	if _, stderr, code := run(t, "plan", "-f", tempFile(t, "bad.yaml", bad)); code == 0 || !strings.Contains(stderr, "state.models[1].variants[0].lastGood: must be ≥ 0, got -5") {
+		t.Errorf("a negative lastGood: exit %d, %s", code, stderr)
 	}
 }
 

@@ -61,7 +61,7 @@ func (p *planner) cycle(ctx context.Context) error {
 		done(false)
 		return nil
 	}
-	plan, err := built.Plan(p.Engine)
+	plan, err := p.plan(c, built)
 	if err != nil {
 		all := map[collector.Target]error{}
 		for t := range c.groups {

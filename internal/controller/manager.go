@@ -49,11 +49,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) erro
 	return mgr.Start(ctx)
 }
 
-// buildManager makes the manager (serving /metrics and /tuner/params) and the
-// controller in it, ready to start.
+// buildManager makes the manager (serving /metrics, /tuner/params and
+// /debug/snapshot) and the controller in it, ready to start.
 func buildManager(ctx context.Context, cfg *rest.Config, o Options, clk clock.Clock, log logr.Logger) (manager.Manager, error) {
-	tunerAPI := &swapHandler{}
-	mgr, err := newManager(cfg, o, map[string]http.Handler{"/tuner/params": tunerAPI})
+	tunerAPI, replayAPI := &swapHandler{}, &swapHandler{}
+	mgr, err := newManager(cfg, o, map[string]http.Handler{"/tuner/params": tunerAPI, "/debug/snapshot": replayAPI})
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +62,7 @@ func buildManager(ctx context.Context, cfg *rest.Config, o Options, clk clock.Cl
 		return nil, err
 	}
 	tunerAPI.set(tunerHandler(c.Store))
+	replayAPI.set(c.Planner.Replays)
 	return mgr, nil
 }
 

@@ -53,6 +53,11 @@ type Options struct {
 	// EnableHTTP2 lets the metrics server speak HTTP/2 (default off: the
 	// HTTP/2 rapid-reset and stream-cancellation vulnerabilities).
 	EnableHTTP2 bool
+	// ReplayDir, when set, receives each cycle's snapshot file (what
+	// /debug/snapshot serves), of which the ReplayKeep newest stay
+	// (default 10, at most maxReplayKeep).
+	ReplayDir  string
+	ReplayKeep int
 	// metricsRegistry receives the inferno_* and health metrics (default:
 	// controller-runtime's, served on MetricsAddr).
 	metricsRegistry prometheus.Registerer
@@ -63,8 +68,12 @@ func DefaultOptions() Options {
 	return Options{Namespace: "workload-variant-autoscaler-system", Names: defaultConfigNames(), TunerState: "wva-tuner-state",
 		Main: config.DefaultMain(), MetricsSource: "prometheus", LeaderElect: true, LeaseName: "wva.llmd.ai",
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-		MetricsAddr: ":8443", HealthAddr: ":8081", MetricsSecure: true}
+		MetricsAddr: ":8443", HealthAddr: ":8081", MetricsSecure: true, ReplayKeep: 10}
 }
+
+// maxReplayKeep bounds --replay-keep: each file may be as large as the
+// cycle's snapshot (up to snapshot.MaxFileBytes).
+const maxReplayKeep = 1000
 
 // maxLeaseDuration bounds --lease-duration: a leader that stops without
 // releasing the lease is replaced only when it expires.
@@ -77,6 +86,7 @@ func (o Options) Validate() error {
 	errs = append(errs, o.validateNames()...)
 	errs = append(errs, o.validateSource()...)
 	errs = append(errs, o.validateServing()...)
+	errs = append(errs, o.validateReplay()...)
 	if o.LeaderElect {
 		if o.RetryPeriod <= 0 || o.RenewDeadline <= o.RetryPeriod || o.LeaseDuration <= o.RenewDeadline {
 			errs = append(errs, fmt.Errorf("leader election: want lease duration (%v) > renew deadline (%v) > retry period (%v) > 0",
@@ -200,6 +210,22 @@ func (o Options) validateServing() []error {
 		if _, err := os.Stat(filepath.Join(o.MetricsCertDir, name)); err != nil {
 			errs = append(errs, fmt.Errorf("--metrics-cert-dir: %s (%s) is not readable: %w", name, f.flag, err))
 		}
+	}
+	return errs
+}
+
+// validateReplay checks --replay-dir (an existing folder) and
+// --replay-keep.
+func (o Options) validateReplay() []error {
+	if o.ReplayDir == "" {
+		return nil
+	}
+	var errs []error
+	if st, err := os.Stat(o.ReplayDir); err != nil || !st.IsDir() {
+		errs = append(errs, fmt.Errorf("--replay-dir: want an existing folder, got %q", o.ReplayDir))
+	}
+	if o.ReplayKeep < 1 || o.ReplayKeep > maxReplayKeep {
+		errs = append(errs, fmt.Errorf("--replay-keep: want from 1 to %d files, got %d", maxReplayKeep, o.ReplayKeep))
 	}
 	return errs
 }

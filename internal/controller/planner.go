@@ -46,6 +46,9 @@ type planner struct {
 	// Announcer records each changed decision as an Event on its
 	// VariantAutoscaling and a log line (nil: nothing is announced).
 	Announcer *announcer
+	// Replays keeps each model's last snapshot for /debug/snapshot (nil:
+	// none is kept).
+	Replays *replayStore
 	// ListOptions restrict the VariantAutoscalings planned (tests; in the
 	// manager the cache's namespaces do).
 	ListOptions []client.ListOption

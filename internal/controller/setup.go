@@ -86,7 +86,8 @@ func newController(mgr manager.Manager, o Options, emitter *metrics.Emitter, eve
 	c.Planner = &planner{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: clk, Config: state, Engine: engine.New(store),
 		Store: store, Emitter: emitter, Cache: newDecisionCache(), Actuators: newActuators(mgr.GetClient()),
 		Sources: o.sources, Notify: notifier(events), Log: log.WithName("planner"), Wake: make(chan struct{}, 1),
-		Surge: make(chan struct{}, 1), Announcer: &announcer{Recorder: mgr.GetEventRecorder("wva"), Log: log.WithName("decisions")}}
+		Surge: make(chan struct{}, 1), Announcer: &announcer{Recorder: mgr.GetEventRecorder("wva"), Log: log.WithName("decisions")},
+		Replays: newReplayStore(o.ReplayDir, o.ReplayKeep, log.WithName("replay"))}
 	c.ScaleFromZero = &scaleFromZero{Planner: c.Planner, Clock: clk, Log: log.WithName("scale-from-zero")}
 	c.Reconciler = &reconciler{Client: mgr.GetClient(), Clock: clk, Cache: c.Planner.Cache, Config: state}
 	c.ConfigWatch = &configReconciler{Client: mgr.GetClient(), Namespace: o.Namespace, Names: o.Names, State: state,
