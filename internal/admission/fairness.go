@@ -1,9 +1,6 @@
 package admission
 
-import (
-	"fmt"
-	"math"
-)
+import "math"
 
 // The fairness floor answers the cold-start problem of cache-aware
 // admission (docs/admission.md): a prefix group that no instance has cached
@@ -12,15 +9,18 @@ import (
 // sliding window, whatever the inner policy says: a group whose admitted
 // share of its own arrivals in the window is below Share has its next
 // rejected request admitted anyway. A never-seen group starts at 0 of 0,
-// so its first request is always admitted (the cold-start allowance), and
-// then about one in 1/Share until the cache is warm and the inner policy
-// admits it on its own.
+// so its first request is admitted (the cold-start allowance), and then
+// about one in 1/Share until the cache is warm and the inner policy admits
+// it on its own.
 //
-// The cost is bounded: the floor admits at most a Share of each group's
-// arrivals in a window, plus one, so at most about Share of all traffic.
-// Memory is bounded too: at most MaxGroups groups are tracked; a new group
-// beyond that evicts the least recently seen one (which, if it returns,
-// starts again as never seen).
+// The cost is bounded twice. Per group, the floor admits at most a Share
+// of the group's arrivals in a window, plus one. Fleet-wide, its admissions
+// are at most a Share of all arrivals in the window (grouped or not), so a
+// tenant cannot buy more by inventing groups: once that allowance is
+// spent, even a never-seen group waits until the window slides. Memory is
+// bounded too: at most MaxGroups groups are tracked; a new group beyond
+// that evicts the least recently seen one (which, if it returns, starts
+// again as never seen).
 
 // Floor defaults.
 const (
@@ -64,15 +64,20 @@ func (c FloorConfig) Validate() error {
 var _ Policy = (*Floor)(nil)
 
 // Floor wraps a policy with the fairness floor. Requests without a group
-// (Group 0) pass through untouched.
+// (Group 0) are left to the inner policy; they count in the fleet-wide
+// allowance.
 type Floor struct {
 	inner   Policy
 	share   float64
 	width   float64 // one bucket, seconds
 	buckets int
 	groups  *lru
-	epoch   []int64  // per slot: the bucket number its counts end at
-	counts  []uint32 // per slot: buckets × (arrived, admitted)
+	all     int32 // the fleet-wide window's slot, after the groups'
+	// Per slot (the groups', then the fleet-wide one): the bucket number its
+	// window ends at, and buckets × (arrived, admitted) — for the fleet-wide
+	// window, admitted by the floor.
+	epoch  []int64
+	counts []uint32
 }
 
 // NewFloor returns inner with the fairness floor.
@@ -86,32 +91,45 @@ func NewFloor(inner Policy, c FloorConfig) (*Floor, error) {
 	n, nb := or(c.MaxGroups, DefaultFloorGroups), or(c.Buckets, DefaultFloorBuckets)
 	return &Floor{inner: inner, share: or(c.Share, DefaultFloorShare), buckets: nb,
 		width:  or(c.WindowSeconds, DefaultFloorWindow) / float64(nb),
-		groups: newLRU(n), epoch: make([]int64, n), counts: make([]uint32, 2*n*nb)}, nil
+		groups: newLRU(n), all: int32(n), //nolint:gosec // n ≤ maxFloorGroups
+		epoch: make([]int64, n+1), counts: make([]uint32, 2*(n+1)*nb)}, nil
 }
 
 // Decide asks the inner policy, then admits a rejected request whose group
-// is below its floor, and counts the request in its group's window.
+// is below its floor while the fleet-wide allowance lasts, and counts the
+// request in its group's window and the fleet's.
 func (f *Floor) Decide(now float64, req Request, fleet []Instance) Decision {
 	d := f.inner.Decide(now, req, fleet)
+	all := f.slide(f.all, false, now)
+	cur := 2 * f.bucket(f.epoch[f.all])
+	all[cur]++
 	if req.Group == 0 {
 		return d
 	}
 	s, fresh := f.groups.touch(req.Group)
 	c := f.slide(s, fresh, now)
-	arrived, admitted := 1, 0 // this request, and the window's
+	if !d.Admit && f.below(c, 1) && f.below(all, 0) {
+		d.Admit, d.Inner, d.Reason = true, d.Reason, ReasonFloor
+		all[cur+1]++
+	}
+	i := 2 * f.bucket(f.epoch[s])
+	c[i]++
+	if d.Admit {
+		c[i+1]++
+	}
+	return d
+}
+
+// below reports whether a window's admissions are fewer than Share of its
+// arrivals, counting pending more arrivals (the request being decided when
+// the window does not count it yet).
+func (f *Floor) below(c []uint32, pending int) bool {
+	arrived, admitted := pending, 0
 	for b := range f.buckets {
 		arrived += int(c[2*b])
 		admitted += int(c[2*b+1])
 	}
-	if !d.Admit && float64(admitted) < f.share*float64(arrived) {
-		d.Admit, d.Inner, d.Reason = true, d.Reason, ReasonFloor
-	}
-	cur := 2 * f.bucket(f.epoch[s])
-	c[cur]++
-	if d.Admit {
-		c[cur+1]++
-	}
-	return d
+	return float64(admitted) < f.share*float64(arrived)
 }
 
 // slide moves slot s's window to the bucket of now, clearing the buckets it
@@ -143,9 +161,4 @@ func (f *Floor) slide(s int32, fresh bool, now float64) []uint32 {
 func (f *Floor) bucket(e int64) int {
 	nb := int64(f.buckets)
 	return int((e%nb + nb) % nb)
-}
-
-// String names the wrapped policy, for logs.
-func (f *Floor) String() string {
-	return fmt.Sprintf("fairness floor %.3g over %gs around %T", f.share, f.width*float64(f.buckets), f.inner)
 }

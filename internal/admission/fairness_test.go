@@ -88,6 +88,7 @@ func TestFloorWindowSlides(t *testing.T) {
 
 func TestFloorBoundsItsGroups(t *testing.T) {
 	f := mustFloor(t, rejectAll{}, FloorConfig{Share: 0.1, MaxGroups: 4})
+	admitted(f, 0, 100, 0, 0) // ungrouped traffic: a fleet-wide allowance of 10 % of it
 	for g := uint64(1); g <= 4; g++ {
 		admitted(f, g, 5, 0, 0) // each: the first admitted
 	}
@@ -105,6 +106,24 @@ func TestFloorBoundsItsGroups(t *testing.T) {
 	}
 	if f.groups.n != 4 {
 		t.Errorf("%d groups tracked, want at most 4", f.groups.n)
+	}
+}
+
+// TestFloorCannotBeGamed: a tenant that gives every request a new group
+// gets no more than the floor's share of all traffic.
+func TestFloorCannotBeGamed(t *testing.T) {
+	f := mustFloor(t, rejectAll{}, FloorConfig{Share: 0.05})
+	k := 0
+	for i := range 1000 {
+		if f.Decide(float64(i)*0.01, Request{Group: uint64(i + 1)}, nil).Admit {
+			k++
+		}
+	}
+	if k > 50 {
+		t.Errorf("%d of 1 000 requests in fresh groups admitted, want at most 5 %%", k)
+	}
+	if k < 45 {
+		t.Errorf("%d of 1 000 admitted: the fleet-wide allowance is 5 %%", k)
 	}
 }
 
