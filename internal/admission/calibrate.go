@@ -189,7 +189,9 @@ func (c *Calibrator) Observe(o Observation) bool {
 	c.theta, c.p = theta, p
 	c.fit.Used++
 	rho := 1 - 1/math.Min(float64(c.fit.Used+1), c.window)
-	c.r = math.Max(rho*c.r+(1-rho)*e*e, minNoiseVar)
+	if r := rho*c.r + (1-rho)*e*e; finite(r) {
+		c.r = math.Max(r, minNoiseVar)
+	}
 	return true
 }
 

@@ -132,6 +132,28 @@ func TestCalibratorShrugsOffGarbage(t *testing.T) {
 	within(t, "with garbage", f, trueCoef, 0.10, 3)
 }
 
+// TestCalibratorSurvivesExtremes: valid but absurd observations (prompts
+// of 2⁶⁰ tokens, steps of 10³⁰⁰ s) neither break the fit nor stop it from
+// learning afterwards.
+func TestCalibratorSurvivesExtremes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 7))
+	c := mustCalibrator(t, CalibratorConfig{Initial: wrongCoef})
+	for i := range 4000 {
+		o := observation(rng, trueCoef)
+		if i%400 == 100 {
+			o = Observation{TTFT: math.MaxFloat64, Miss: 1 << 60, Ahead: 1 << 40, StepTime: 1e300}
+		}
+		c.Observe(o)
+		nonNegative(t, c)
+	}
+	f := c.Fit()
+	t.Logf("after extremes: %+v ± %+v, residual %.3g s; used %d, clipped %d, ignored %d", f.Coefficients, f.StdErr, f.ResidualStd, f.Used, f.Clipped, f.Ignored)
+	if !finite(f.ResidualStd) || !finite(f.StdErr.Beta0) || !finite(f.StdErr.Beta1) || !finite(f.StdErr.Queue) {
+		t.Fatalf("non-finite fit: %+v", f)
+	}
+	within(t, "after extremes", f, trueCoef, 0.10, 4)
+}
+
 // TestCalibratorBounds: the coefficients stay in [0, Max] whatever the
 // data say, and a coefficient the data do not excite keeps its value and
 // its prior uncertainty (no covariance wind-up under forgetting).

@@ -143,7 +143,7 @@ func bestCase(p *Predictive, cfg PredictiveConfig, req Request, fleet []Instance
 		if cfg.KVLimit > 0 && !req.Class.protected() && fleet[i].KVUtil >= cfg.KVLimit {
 			continue
 		}
-		if e := p.Estimate(req, &fleet[i]); e < best {
+		if e := p.Estimate(req, &fleet[i]); at < 0 || e < best {
 			best, at = e, i
 		}
 	}

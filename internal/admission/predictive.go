@@ -164,7 +164,7 @@ func (p *Predictive) Decide(_ float64, req Request, fleet []Instance) Decision {
 			lowestKV = math.Min(lowestKV, in.KVUtil)
 			continue
 		}
-		if e := p.Estimate(req, in); e < best {
+		if e := p.Estimate(req, in); d.Instance < 0 || e < best {
 			best, d.Instance = e, i
 		}
 	}
