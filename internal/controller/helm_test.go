@@ -28,6 +28,8 @@ import (
 // may do (SubjectAccessReview): only what the values enable — no scaling
 // without rbac.directActuation, no nodes without the limited optimizer,
 // nothing outside the watched namespaces when watchNamespaces is set.
+// test/manifests renders every documented value set against the real
+// Prometheus operator and KEDA CRDs, which this suite does not install.
 func TestHelmChartValidates(t *testing.T) {
 	dir := filepath.Join(env.Root, "charts", "wva")
 	ch, err := loader.Load(dir)
@@ -88,7 +90,7 @@ func TestHelmChartValidates(t *testing.T) {
 			if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 				t.Fatal(err)
 			}
-			objs := renderChart(t, ch, ns, c.values)
+			objs := renderChart(t, ch, "wva", ns, c.values)
 			ensureNamespaces(t, objs)
 			kinds := applyRendered(t, objs)
 			for _, want := range []string{"ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding", "ConfigMap", "Deployment", "Service"} {
@@ -207,10 +209,37 @@ func TestHelmRefusesTokenOverHTTP(t *testing.T) {
 	}
 }
 
-// renderChart renders the chart as `helm install -n ns` would, with values.
-func renderChart(t *testing.T, ch *chart.Chart, ns string, values map[string]any) []*unstructured.Unstructured {
+// TestHelmTwoReleasesRBAC: two releases in one namespace are bound each to
+// its own roles. The release wva-canary, watching team-b with direct
+// actuation, may list pods and scale Deployments there and nowhere else;
+// the release wva keeps its cluster-wide, metrics-only access, and gains
+// nothing from the other's bindings.
+func TestHelmTwoReleasesRBAC(t *testing.T) {
+	ch, err := loader.Load(filepath.Join(env.Root, "charts", "wva"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "wva-helm-two"
+	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	objs := renderChart(t, ch, "wva", ns, map[string]any{})
+	objs = append(objs, renderChart(t, ch, "wva-canary", ns, map[string]any{
+		"watchNamespaces": []any{"team-b"}, "rbac": map[string]any{"directActuation": true}})...)
+	applyRBAC(t, objs)
+	checkAccess(t, ns, "wva-controller", append(baseAccess(ns), allow("list", "", "pods", "", ""),
+		deny("update", "apps", "deployments", "scale", "team-b")))
+	checkAccess(t, ns, "wva-canary-controller", append(baseAccess(ns), allow("list", "", "pods", "", "team-b"),
+		allow("update", "apps", "deployments", "scale", "team-b"), deny("list", "", "pods", "", ""), deny("list", "", "pods", "", "team-a"),
+		deny("update", "apps", "deployments", "scale", "team-a")))
+}
+
+// renderChart renders the chart as `helm install name -n ns` would, with
+// values, for a cluster without the Prometheus operator (so `auto` renders
+// no ServiceMonitor).
+func renderChart(t *testing.T, ch *chart.Chart, name, ns string, values map[string]any) []*unstructured.Unstructured {
 	t.Helper()
-	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{Name: "wva", Namespace: ns, IsInstall: true}, chartutil.DefaultCapabilities)
+	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{Name: name, Namespace: ns, IsInstall: true}, chartutil.DefaultCapabilities)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +254,7 @@ func renderChart(t *testing.T, ch *chart.Chart, ns string, values map[string]any
 	sort.Strings(names)
 	var objs []*unstructured.Unstructured
 	for _, n := range names {
-		if !strings.HasSuffix(n, ".yaml") {
+		if !strings.HasSuffix(n, ".yaml") { // NOTES.txt, _helpers.tpl
 			continue
 		}
 		for _, doc := range strings.Split(out[n], "\n---") {
@@ -241,14 +270,18 @@ func renderChart(t *testing.T, ch *chart.Chart, ns string, values map[string]any
 	return objs
 }
 
-// applyRendered dry-run applies every rendered object (but a
-// ServiceMonitor, whose CRD the test server lacks) and counts kinds.
+// thirdParty are the kinds whose CRDs this suite does not install;
+// test/manifests validates them against the real ones.
+var thirdParty = map[string]bool{"ServiceMonitor": true, "PrometheusRule": true, "ScaledObject": true}
+
+// applyRendered dry-run applies every rendered object (but the third-party
+// kinds) and counts kinds.
 func applyRendered(t *testing.T, objs []*unstructured.Unstructured) map[string]int {
 	t.Helper()
 	kinds := map[string]int{}
 	for _, u := range objs {
 		kinds[u.GetKind()]++
-		if u.GetKind() == "ServiceMonitor" {
+		if thirdParty[u.GetKind()] {
 			continue
 		}
 		if err := env.Client.Patch(context.Background(), u.DeepCopy(), client.Apply, client.DryRunAll, client.FieldOwner("helm-test"), client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured apply
