@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clientKey "k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
@@ -99,6 +100,7 @@ func TestValidation(t *testing.T) {
 		{"scale-up-factor-word", "  modelID: m\n  scaleUpLimit: {factor: double}\n", "spec.scaleUpLimit.factor"},
 		{"scale-up-zero-replicas", "  modelID: m\n  scaleUpLimit: {replicas: 0}\n", "spec.scaleUpLimit.replicas"},
 	}
+	cases = append(cases, aliasCases...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			err := create(t, "v-"+c.name, head+c.spec)
@@ -125,4 +127,71 @@ func indexOf(files []string, base string) int {
 		}
 	}
 	return -1
+}
+
+// aliasCases: the upstream llm-d autoscaler's names are aliases, each
+// accepted alone or equal to its field, and rejected when they differ.
+var aliasCases = []struct {
+	name, spec string
+	want       string
+}{
+	{"type-alone", "  modelID: m\n  acceleratorType: H100\n", ""},
+	{"type-same", "  modelID: m\n  accelerator: H100\n  acceleratorType: H100\n", ""},
+	{"type-differs", "  modelID: m\n  accelerator: H100\n  acceleratorType: A100\n", "acceleratorType is another name for accelerator: set one, or both to the same value"},
+	{"type-empty", "  modelID: m\n  acceleratorType: \"\"\n", "spec.acceleratorType"},
+	{"type-not-in-profile", "  modelID: m\n  acceleratorType: A100\n  modelProfile:\n    accelerators:\n    - acc: H100\n",
+		"accelerator must be one of modelProfile.accelerators"},
+	{"count-alone", "  modelID: m\n  acceleratorType: H100\n  acceleratorCount: 4\n", ""},
+	{"count-zero", "  modelID: m\n  acceleratorCount: 0\n", "spec.acceleratorCount: Invalid value: 0"},
+	{"count-same", "  modelID: m\n  acceleratorType: H100\n  acceleratorCount: 2\n  modelProfile:\n    accelerators:\n    - {acc: H100, accCount: 2}\n    - {acc: A100, accCount: 1}\n", ""},
+	{"count-differs", "  modelID: m\n  accelerator: H100\n  acceleratorCount: 2\n  modelProfile:\n    accelerators:\n    - {acc: H100, accCount: 1}\n",
+		"acceleratorCount must equal accCount of the variant's accelerator in modelProfile"},
+	{"count-differs-default", "  modelID: m\n  acceleratorCount: 2\n  modelProfile:\n    accelerators:\n    - {acc: H100}\n",
+		"acceleratorCount must equal accCount"},
+	{"profile-alone", "  modelID: m\n  variantProfile: {maxBatchSize: 64, perfParms: {decodeParms: {alpha: \"1\", beta: \"2\"}, prefillParms: {gamma: \"3\", delta: \"4\"}}}\n", ""},
+	{"profile-zero-batch", "  modelID: m\n  variantProfile: {maxBatchSize: 0}\n", "spec.variantProfile.maxBatchSize"},
+	{"profile-bad-alpha", "  modelID: m\n  variantProfile: {perfParms: {decodeParms: {alpha: fast, beta: \"2\"}, prefillParms: {gamma: \"3\", delta: \"4\"}}}\n", "alpha: Invalid value"},
+	{"profile-same", "  modelID: m\n  accelerator: H100\n  variantProfile: {maxBatchSize: 64, perfParms: {decodeParms: {alpha: \"1\", beta: \"2\"}, prefillParms: {gamma: \"3\", delta: \"4\"}}}\n" +
+		"  modelProfile:\n    accelerators:\n    - {acc: H100, maxBatchSize: 64, perfParms: {decodeParms: {alpha: \"1\", beta: \"2\"}, prefillParms: {gamma: \"3\", delta: \"4\"}}}\n", ""},
+	{"profile-batch-differs", "  modelID: m\n  accelerator: H100\n  variantProfile: {maxBatchSize: 64}\n  modelProfile:\n    accelerators:\n    - {acc: H100, maxBatchSize: 128}\n",
+		"variantProfile must equal the variant's accelerator entry of modelProfile"},
+	{"profile-params-differ", "  modelID: m\n  acceleratorType: H100\n  variantProfile: {perfParms: {decodeParms: {alpha: \"1\", beta: \"2\"}, prefillParms: {gamma: \"3\", delta: \"4\"}}}\n" +
+		"  modelProfile:\n    accelerators:\n    - {acc: H100, perfParms: {decodeParms: {alpha: \"9\", beta: \"2\"}, prefillParms: {gamma: \"3\", delta: \"4\"}}}\n",
+		"variantProfile must equal"},
+	{"profile-other-entry", "  modelID: m\n  accelerator: H100\n  variantProfile: {maxBatchSize: 64}\n  modelProfile:\n    accelerators:\n    - {acc: H100, maxBatchSize: 64}\n    - {acc: A100, maxBatchSize: 8}\n", ""},
+	{"variant-id", "  modelID: m\n  variantID: m-H100-1\n", ""},
+}
+
+// TestUpstreamManifests applies VariantAutoscalings written the upstream
+// llm-d autoscaler's ways (testdata/upstream-*.yaml), with strict field
+// validation as kubectl applies them: no field is unknown, and each alias
+// is kept as written.
+func TestUpstreamManifests(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "upstream-*.yaml"))
+	if err != nil || len(files) < 2 {
+		t.Fatalf("testdata: %v %v", files, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(b, &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		u.SetNamespace("default")
+		if err := env.Client.Create(context.Background(), u, client.FieldValidation("Strict")); err != nil {
+			t.Errorf("%s rejected: %v", filepath.Base(f), err)
+			continue
+		}
+		var va wvav1.VariantAutoscaling
+		if err := env.Client.Get(context.Background(), keyOf(u.GetName()), &va); err != nil {
+			t.Fatal(err)
+		}
+		if va.Spec.AcceleratorCount == nil || va.Spec.VariantProfile == nil || va.Spec.VariantProfile.MaxBatchSize != 256 ||
+			va.Spec.VariantProfile.PerfParms == nil || va.Spec.Accelerator+va.Spec.AcceleratorType == "" {
+			t.Errorf("%s: the aliases were not kept: %+v", filepath.Base(f), va.Spec)
+		}
+	}
 }

@@ -84,11 +84,14 @@ type ConfigMapKeyRef struct {
 }
 
 // DecodeParms are the decode (ITL) parameters of the iteration model, in
-// ms: an iteration of a batch of n requests takes alpha + beta·n.
+// ms: an iteration of a batch of n requests takes alpha + beta·n. Each is
+// a decimal of at most 32 characters (a bound the CEL rules' cost needs).
 type DecodeParms struct {
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
 	Alpha string `json:"alpha"`
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
 	Beta string `json:"beta"`
 }
 
@@ -96,8 +99,10 @@ type DecodeParms struct {
 // input token (times the batch; docs/queueing.md, linear model).
 type PrefillParms struct {
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
 	Gamma string `json:"gamma"`
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=32
 	Delta string `json:"delta"`
 }
 
@@ -112,12 +117,27 @@ type AcceleratorProfile struct {
 	// Acc is the accelerator type, e.g. H100 (a key of the accelerator
 	// costs ConfigMap).
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
 	Acc string `json:"acc"`
 	// AccCount is the number of accelerators one replica uses.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:default=1
 	// +optional
 	AccCount int32 `json:"accCount,omitempty"`
+	// PerfParms are the profiled parameters; when absent they are learned
+	// online by the tuner.
+	// +optional
+	PerfParms *PerfParms `json:"perfParms,omitempty"`
+	// MaxBatchSize is the server's max-num-seqs.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxBatchSize int32 `json:"maxBatchSize,omitempty"`
+}
+
+// VariantProfile is one variant's profile as the upstream llm-d autoscaler's
+// newer manifests write it (spec.variantProfile): an AcceleratorProfile
+// without the accelerator, which is the variant's.
+type VariantProfile struct {
 	// PerfParms are the profiled parameters; when absent they are learned
 	// online by the tuner.
 	// +optional
@@ -141,8 +161,17 @@ type ModelProfile struct {
 // VariantAutoscalingSpec is what the user asks for: the model a workload
 // serves, its bounds, its cost, and optionally its profile and SLO class.
 //
+// The upstream llm-d autoscaler's names (acceleratorType, acceleratorCount,
+// variantProfile) are aliases: a field and its alias both set must agree.
+// The variant's accelerator is accelerator, else acceleratorType; its
+// modelProfile entry is that accelerator's (the only entry when neither
+// is set).
+//
 // +kubebuilder:validation:XValidation:rule="!has(self.maxReplicas) || !has(self.minReplicas) || self.minReplicas <= self.maxReplicas",message="minReplicas must not exceed maxReplicas"
-// +kubebuilder:validation:XValidation:rule="!has(self.accelerator) || !has(self.modelProfile) || !has(self.modelProfile.accelerators) || size(self.modelProfile.accelerators) == 0 || self.modelProfile.accelerators.exists(a, a.acc == self.accelerator)",message="accelerator must be one of modelProfile.accelerators[].acc when a profile is given"
+// +kubebuilder:validation:XValidation:rule="(!has(self.accelerator) && !has(self.acceleratorType)) || !has(self.modelProfile) || !has(self.modelProfile.accelerators) || size(self.modelProfile.accelerators) == 0 || self.modelProfile.accelerators.exists(a, a.acc == (has(self.accelerator) ? self.accelerator : self.acceleratorType))",message="accelerator must be one of modelProfile.accelerators[].acc when a profile is given"
+// +kubebuilder:validation:XValidation:rule="!has(self.acceleratorType) || !has(self.accelerator) || self.acceleratorType == self.accelerator",message="acceleratorType is another name for accelerator: set one, or both to the same value"
+// +kubebuilder:validation:XValidation:rule="!has(self.acceleratorCount) || !has(self.modelProfile) || !has(self.modelProfile.accelerators) || self.modelProfile.accelerators.all(a, !(has(self.accelerator) ? a.acc == self.accelerator : (has(self.acceleratorType) ? a.acc == self.acceleratorType : size(self.modelProfile.accelerators) == 1)) || !has(a.accCount) || a.accCount == self.acceleratorCount)",message="acceleratorCount must equal accCount of the variant's accelerator in modelProfile: set one, or both to the same value"
+// +kubebuilder:validation:XValidation:rule="!has(self.variantProfile) || !has(self.modelProfile) || !has(self.modelProfile.accelerators) || self.modelProfile.accelerators.all(a, !(has(self.accelerator) ? a.acc == self.accelerator : (has(self.acceleratorType) ? a.acc == self.acceleratorType : size(self.modelProfile.accelerators) == 1)) || (has(a.perfParms) == has(self.variantProfile.perfParms) && (!has(a.perfParms) || (a.perfParms.decodeParms.alpha == self.variantProfile.perfParms.decodeParms.alpha && a.perfParms.decodeParms.beta == self.variantProfile.perfParms.decodeParms.beta && a.perfParms.prefillParms.gamma == self.variantProfile.perfParms.prefillParms.gamma && a.perfParms.prefillParms.delta == self.variantProfile.perfParms.prefillParms.delta)) && (has(a.maxBatchSize) ? a.maxBatchSize : 0) == (has(self.variantProfile.maxBatchSize) ? self.variantProfile.maxBatchSize : 0)))",message="variantProfile must equal the variant's accelerator entry of modelProfile (perfParms, maxBatchSize): set one, or both to the same value"
 type VariantAutoscalingSpec struct {
 	// ScaleTargetRef is the Deployment serving this variant. When omitted,
 	// the Deployment with the VariantAutoscaling's own name.
@@ -181,9 +210,32 @@ type VariantAutoscalingSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	Accelerator string `json:"accelerator,omitempty"`
+	// AcceleratorType is the upstream llm-d autoscaler's name for
+	// accelerator: read when accelerator is unset.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	AcceleratorType string `json:"acceleratorType,omitempty"`
+	// AcceleratorCount is the number of accelerators one replica uses (the
+	// upstream llm-d autoscaler's field): read when modelProfile has no
+	// entry for the variant's accelerator (whose accCount says it).
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	AcceleratorCount *int32 `json:"acceleratorCount,omitempty"`
 	// ModelProfile holds the profiled parameters per accelerator.
 	// +optional
 	ModelProfile *ModelProfile `json:"modelProfile,omitempty"`
+	// VariantProfile is the upstream llm-d autoscaler's profile of this
+	// variant alone: read when modelProfile has no entry for the variant's
+	// accelerator.
+	// +optional
+	VariantProfile *VariantProfile `json:"variantProfile,omitempty"`
+	// VariantID is the upstream llm-d autoscaler's identifier of the
+	// variant ({modelID}-{accelerator}-{acceleratorCount}), accepted so
+	// that its manifests apply; WVA does not use it.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	VariantID string `json:"variantID,omitempty"`
 	// SLOClassRef names the service class (priority and SLO targets).
 	// +optional
 	SLOClassRef *ConfigMapKeyRef `json:"sloClassRef,omitempty"`

@@ -81,11 +81,15 @@ func engineVariant(v *variant, set settings, owners map[string]podInfo) snapshot
 	return out
 }
 
-// acceleratorOf resolves a variant's accelerator type: the spec, the
-// target's label, the only profile entry, else "unknown".
+// acceleratorOf resolves a variant's accelerator type: the spec's
+// accelerator, else its upstream alias acceleratorType, else the target's
+// label, the only profile entry, else "unknown".
 func acceleratorOf(va *wvav1.VariantAutoscaling, d *appsv1.Deployment) string {
 	if va.Spec.Accelerator != "" {
 		return va.Spec.Accelerator
+	}
+	if va.Spec.AcceleratorType != "" {
+		return va.Spec.AcceleratorType
 	}
 	if d != nil {
 		if a := d.Labels[LabelAccelerator]; a != "" {
@@ -101,7 +105,30 @@ func acceleratorOf(va *wvav1.VariantAutoscaling, d *appsv1.Deployment) string {
 	return "unknown"
 }
 
+// profileFor is the variant's profile on acc: its modelProfile entry, else
+// one made of the upstream aliases (variantProfile, acceleratorCount), else
+// nil. An entry without accCount takes acceleratorCount (the CRD's CEL
+// rules keep a field and its alias from disagreeing).
 func profileFor(va *wvav1.VariantAutoscaling, acc string) *wvav1.AcceleratorProfile {
+	var out wvav1.AcceleratorProfile
+	switch e := modelProfileEntry(va, acc); {
+	case e != nil:
+		out = *e
+	case va.Spec.VariantProfile != nil || va.Spec.AcceleratorCount != nil:
+		out.Acc = acc
+		if vp := va.Spec.VariantProfile; vp != nil {
+			out.PerfParms, out.MaxBatchSize = vp.PerfParms, vp.MaxBatchSize
+		}
+	default:
+		return nil
+	}
+	if n := va.Spec.AcceleratorCount; out.AccCount == 0 && n != nil {
+		out.AccCount = *n
+	}
+	return &out
+}
+
+func modelProfileEntry(va *wvav1.VariantAutoscaling, acc string) *wvav1.AcceleratorProfile {
 	if va.Spec.ModelProfile == nil {
 		return nil
 	}
@@ -113,8 +140,9 @@ func profileFor(va *wvav1.VariantAutoscaling, acc string) *wvav1.AcceleratorProf
 	return nil
 }
 
-// profiledParams reads the linear-model parameters of the WVA CRD's modelProfile (decode α, β;
-// prefill γ, δ; ms). The API server checked their syntax.
+// profiledParams reads the linear-model parameters of the WVA CRD's
+// modelProfile or variantProfile (decode α, β; prefill γ, δ; ms). The API
+// server checked their syntax.
 func profiledParams(a *wvav1.AcceleratorProfile) (tuner.Params, bool) {
 	if a.PerfParms == nil {
 		return tuner.Params{}, false
@@ -273,7 +301,7 @@ func holdReason(cause engine.HoldCause, probs []collector.Problem) string {
 func tuningStatus(dec *decision, d engine.VariantDecision, mode engine.Mode, enabled bool) {
 	switch {
 	case d.Queueing != nil && d.Queueing.ParamsSource == "profiled":
-		dec.TuningReason, dec.TuningMessage = wvav1.ReasonProfiled, "using the profiled parameters of spec.modelProfile"
+		dec.TuningReason, dec.TuningMessage = wvav1.ReasonProfiled, "using the profiled parameters of spec.modelProfile or spec.variantProfile"
 	case mode == engine.ModeCapacityOnly:
 		dec.TuningReason, dec.TuningMessage = wvav1.ReasonTuningDisabled, "the engine runs in capacity-only mode"
 	case !enabled && d.Queueing == nil:

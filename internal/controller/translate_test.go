@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,55 @@ func TestEngineVariant(t *testing.T) {
 	va.Spec.ScaleUpLimit.Factor = "0.5"
 	if f := engineVariant(&variant{va: va, target: d}, set, owners).Variant.ScaleUpLimitFactor; f != 0 {
 		t.Errorf("factor 0.5 read as %v", f)
+	}
+}
+
+// TestUpstreamAliases: a VariantAutoscaling written with the upstream llm-d
+// autoscaler's names (acceleratorType, acceleratorCount, variantProfile)
+// translates to the same engine variant, cost included, as one written
+// with this project's fields; an alias gives way to its field.
+func TestUpstreamAliases(t *testing.T) {
+	params := &wvav1.PerfParms{DecodeParms: wvav1.DecodeParms{Alpha: "15.2", Beta: "0.28"}, PrefillParms: wvav1.PrefillParms{Gamma: "3.8", Delta: "0.07"}}
+	two := int32(2)
+	fields := wvav1.VariantAutoscalingSpec{ModelID: "llama", Accelerator: "H100",
+		ModelProfile: &wvav1.ModelProfile{Accelerators: []wvav1.AcceleratorProfile{{Acc: "H100", AccCount: 2, MaxBatchSize: 256, PerfParms: params}}}}
+	aliases := wvav1.VariantAutoscalingSpec{ModelID: "llama", AcceleratorType: "H100", AcceleratorCount: &two,
+		VariantProfile: &wvav1.VariantProfile{MaxBatchSize: 256, PerfParms: params}}
+	// The target's label names another type: the spec (field or alias) wins.
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelAccelerator: "A100"}}, Spec: appsv1.DeploymentSpec{Replicas: &two}}
+	set := settings{Accelerators: map[string]config.Accelerator{"H100": {Name: "H100", Cost: 40}, "A100": {Name: "A100", Cost: 20}}}
+	translate := func(spec wvav1.VariantAutoscalingSpec) engine.Variant {
+		va := &wvav1.VariantAutoscaling{ObjectMeta: metav1.ObjectMeta{Name: "llama-h100", Namespace: "llm"}, Spec: spec}
+		return engineVariant(&variant{va: va, target: d}, set, nil).Variant
+	}
+	want := translate(fields)
+	if want.Accelerator != "H100" || want.AcceleratorsPerReplica != 2 || want.Cost != 80 || want.MaxBatchSize != 256 || want.Params == nil {
+		t.Fatalf("with the fields: %+v", want)
+	}
+	if got := translate(aliases); !reflect.DeepEqual(got, want) {
+		t.Errorf("with the aliases: %+v\nwith the fields: %+v", got, want)
+	}
+	// Each alias alone, beside the fields.
+	for name, mutate := range map[string]func(*wvav1.VariantAutoscalingSpec){
+		"acceleratorType": func(s *wvav1.VariantAutoscalingSpec) { s.Accelerator, s.AcceleratorType = "", "H100" },
+		"acceleratorCount": func(s *wvav1.VariantAutoscalingSpec) {
+			s.ModelProfile.Accelerators[0].AccCount, s.AcceleratorCount = 0, &two
+		},
+		"variantProfile": func(s *wvav1.VariantAutoscalingSpec) {
+			s.ModelProfile, s.AcceleratorCount, s.VariantProfile = nil, &two, &wvav1.VariantProfile{MaxBatchSize: 256, PerfParms: params}
+		},
+	} {
+		spec := *fields.DeepCopy()
+		mutate(&spec)
+		if got := translate(spec); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s alone: %+v, want %+v", name, got, want)
+		}
+	}
+	// A field and its alias both set: the field is read.
+	both := *fields.DeepCopy()
+	both.AcceleratorType, both.VariantProfile = "A100", &wvav1.VariantProfile{MaxBatchSize: 8}
+	if got := translate(both); !reflect.DeepEqual(got, want) {
+		t.Errorf("field and alias: %+v, want the field's %+v", got, want)
 	}
 }
 
