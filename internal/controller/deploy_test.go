@@ -121,9 +121,11 @@ func checkHardened(t *testing.T, u *unstructured.Unstructured) {
 
 // TestKustomizeRBAC: what the controller's service account may do with
 // config/default (metrics-only, every namespace), with the components for
-// direct actuation and the node inventory, and with
-// config/overlays/namespaced (only the watched namespace), asked of the
-// real API server with the RBAC objects created for real.
+// direct actuation and the node inventory, with
+// config/overlays/direct-actuation and with config/overlays/namespaced
+// (only the watched namespace), asked of the real API server with the RBAC
+// objects created for real. test/manifests validates every overlay against
+// the Prometheus operator's and KEDA's CRDs.
 func TestKustomizeRBAC(t *testing.T) {
 	const sa, built = "wva-controller", "workload-variant-autoscaler-system"
 	// An overlay as a user would write it (kustomize wants relative paths).
@@ -149,6 +151,7 @@ func TestKustomizeRBAC(t *testing.T) {
 			deny("update", "apps", "deployments", "scale", "team-a"), deny("list", "", "nodes", "", ""),
 		}, ""},
 		{components, []access{allow("update", "apps", "deployments", "scale", "team-a"), allow("list", "", "nodes", "", "")}, ""},
+		{"config/overlays/direct-actuation", []access{allow("update", "apps", "deployments", "scale", "team-a"), deny("list", "", "nodes", "", "")}, ""},
 		{"config/overlays/namespaced", []access{
 			allow("list", "", "pods", "", "llm-d"), allow("watch", "llmd.ai", "variantautoscalings", "", "llm-d"),
 			deny("list", "", "pods", "", ""), deny("list", "", "pods", "", "default"), deny("watch", "apps", "deployments", "", ""),
