@@ -163,7 +163,7 @@ func (e *Engine) Plan(s *Snapshot) (*Plan, error) {
 		c.mode = ModeCapacityOnly
 	}
 	c.prepare()
-	if c.cfg.TuningEnabled {
+	if c.cfg.TuningEnabled && !c.cfg.TunerIdle {
 		c.parallel(c.tune)
 	}
 	// The model analysis comes first: where it succeeds, the backlog is

@@ -58,8 +58,13 @@ type Config struct {
 	// SLOMultiplier k for SLO inference from learned parameters (default 3;
 	// the WVA queueing-model guide §3.2).
 	SLOMultiplier float64 `json:"sloMultiplier,omitempty"`
-	// TuningEnabled runs the tuner on each cycle's observations.
+	// TuningEnabled sizes with learned parameters (once warmed up) and runs
+	// the tuner on each cycle's observations.
 	TuningEnabled bool `json:"tuningEnabled,omitempty"`
+	// TunerIdle skips this cycle's tuner step (between tuner periods); the
+	// learned parameters are still used. Only meaningful with
+	// TuningEnabled.
+	TunerIdle bool `json:"tunerIdle,omitempty"`
 	// TransientDelaySeconds: pods younger than this are not used for tuning
 	// (default 120; the WVA queueing-model guide §8).
 	TransientDelaySeconds float64 `json:"transientDelaySeconds,omitempty"`

@@ -109,10 +109,10 @@ func (b *Builder) Build(now time.Time, set Settings, models []Model) Result {
 	}
 	cfg := set.Engine
 	cfg.TuningEnabled = mode != engine.ModeCapacityOnly && set.Tuning
-	if cfg.TuningEnabled && set.TunerPeriod > 0 && !b.lastTune.IsZero() && now.Sub(b.lastTune) < set.TunerPeriod {
-		cfg.TuningEnabled = false
-	}
-	if cfg.TuningEnabled {
+	// Between tuner periods the learned parameters are still used; only
+	// the tuner's step waits.
+	cfg.TunerIdle = cfg.TuningEnabled && set.TunerPeriod > 0 && !b.lastTune.IsZero() && now.Sub(b.lastTune) < set.TunerPeriod
+	if cfg.TuningEnabled && !cfg.TunerIdle {
 		b.lastTune = now
 	}
 	r := Result{

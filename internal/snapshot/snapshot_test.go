@@ -80,27 +80,28 @@ func TestBuildPodAge(t *testing.T) {
 
 // TestBuildModeAndTuning: the mode resolves from the queueing-model
 // configuration; the tuner runs only in a mode that uses the model, and at
-// most once per period.
+// most once per period — between periods the learned parameters are still
+// used (tuning stays on, only its step is idle).
 func TestBuildModeAndTuning(t *testing.T) {
 	var b Builder
 	cases := []struct {
-		at         time.Duration
-		set        Settings
-		mode       engine.Mode
-		tuning     bool
-		whyChecked string
+		at           time.Duration
+		set          Settings
+		mode         engine.Mode
+		tuning, idle bool
+		whyChecked   string
 	}{
-		{0, Settings{Tuning: true}, engine.ModeCapacityOnly, false, "capacity-only never tunes"},
-		{0, Settings{QueueingModel: true, Tuning: true, TunerPeriod: time.Minute}, engine.ModeHybrid, true, "first tuning cycle"},
-		{30 * time.Second, Settings{QueueingModel: true, Tuning: true, TunerPeriod: time.Minute}, engine.ModeHybrid, false, "within the period"},
-		{60 * time.Second, Settings{Mode: engine.ModeModelOnly, Tuning: true, TunerPeriod: time.Minute}, engine.ModeModelOnly, true, "period over"},
-		{61 * time.Second, Settings{QueueingModel: true, Tuning: true}, engine.ModeHybrid, true, "no period: every cycle"},
-		{62 * time.Second, Settings{QueueingModel: true}, engine.ModeHybrid, false, "tuning off"},
+		{0, Settings{Tuning: true}, engine.ModeCapacityOnly, false, false, "capacity-only never tunes"},
+		{0, Settings{QueueingModel: true, Tuning: true, TunerPeriod: time.Minute}, engine.ModeHybrid, true, false, "first tuning cycle"},
+		{30 * time.Second, Settings{QueueingModel: true, Tuning: true, TunerPeriod: time.Minute}, engine.ModeHybrid, true, true, "within the period"},
+		{60 * time.Second, Settings{Mode: engine.ModeModelOnly, Tuning: true, TunerPeriod: time.Minute}, engine.ModeModelOnly, true, false, "period over"},
+		{61 * time.Second, Settings{QueueingModel: true, Tuning: true}, engine.ModeHybrid, true, false, "no period: every cycle"},
+		{62 * time.Second, Settings{QueueingModel: true}, engine.ModeHybrid, false, false, "tuning off"},
 	}
 	for _, c := range cases {
 		s := b.Build(t0.Add(c.at), c.set, nil).Snapshot
-		if s.Mode != c.mode || s.Config.TuningEnabled != c.tuning {
-			t.Errorf("%s: mode %s tuning %v, want %s %v", c.whyChecked, s.Mode, s.Config.TuningEnabled, c.mode, c.tuning)
+		if s.Mode != c.mode || s.Config.TuningEnabled != c.tuning || s.Config.TunerIdle != c.idle {
+			t.Errorf("%s: mode %s tuning %v idle %v, want %s %v %v", c.whyChecked, s.Mode, s.Config.TuningEnabled, s.Config.TunerIdle, c.mode, c.tuning, c.idle)
 		}
 	}
 }
