@@ -177,16 +177,20 @@ func TestTuningLearnsThenSizes(t *testing.T) {
 	if sd.Alpha > 0.05*7 || sd.Delta != 0 {
 		t.Errorf("sd %+v", *sd)
 	}
-	// Between tuner periods (TunerIdle) the learned parameters still size
-	// the model, and the tuner takes no step: latencies far off the model
-	// leave them as they were.
-	learned := *d.Queueing.Params
-	v := variant("h100", "H100").pods(0.3, 0, 0.3, 0).traffic(obs[0].RateRPS, obs[0].InputTokens, obs[0].OutputTokens, 10*obs[0].TTFTMs, 10*obs[0].ITLMs)
+	checkIdleTuner(t, e, obs[0], len(obs), *d.Queueing.Params)
+}
+
+// checkIdleTuner: between tuner periods (TunerIdle) the learned
+// parameters still size the model, and the tuner takes no step: latencies
+// far off the model leave them as they were.
+func checkIdleTuner(t *testing.T, e *Engine, o tuner.Observation, minute int, learned tuner.Params) {
+	t.Helper()
+	v := variant("h100", "H100").pods(0.3, 0, 0.3, 0).traffic(o.RateRPS, o.InputTokens, o.OutputTokens, 10*o.TTFTMs, 10*o.ITLMs)
 	s := snapshot(ModeModelOnly, v)
-	s.Time = t0.Add(timeMinutes(len(obs)))
+	s.Time = t0.Add(timeMinutes(minute))
 	s.Config.TuningEnabled, s.Config.TunerIdle = true, true
 	s.Models[0].SLO = &SLO{TTFTMs: 200, ITLMs: 20}
-	d = decision(t, plan(t, e, s), "h100")
+	d := decision(t, plan(t, e, s), "h100")
 	if d.Queueing.ParamsSource != "learned" || d.Queueing.Params == nil || *d.Queueing.Params != learned {
 		t.Errorf("idle tuner cycle: %s parameters %+v, want the learned %+v", d.Queueing.ParamsSource, d.Queueing.Params, learned)
 	}
