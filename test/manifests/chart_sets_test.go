@@ -48,6 +48,7 @@ func checkDefaultsSet(t *testing.T, r release, objs []object, notes string) {
 		t.Errorf("the queueing-model ConfigMap has %v: a default key would switch the controller to hybrid mode", data)
 	}
 	checkRules(t, one(t, objs, "PrometheusRule", "wva-alerts"))
+	checkNotesAdapterRule(t, notes)
 	sm := one(t, objs, "ServiceMonitor", "wva-controller")
 	if ns, _, _ := unstructured.NestedStringSlice(sm.u.Object, "spec", "namespaceSelector", "matchNames"); !slices.Equal(ns, []string{r.namespace}) {
 		t.Errorf("ServiceMonitor selects namespaces %v, want the release's", ns)
@@ -63,6 +64,30 @@ func checkDefaultsSet(t *testing.T, r release, objs []object, notes string) {
 		if !strings.Contains(notes, want) {
 			t.Errorf("the notes lack %q:\n%s", want, notes)
 		}
+	}
+}
+
+// checkNotesAdapterRule: the adapter rule the notes print is the one of
+// config/samples/prometheus-adapter-values.yaml.
+func checkNotesAdapterRule(t *testing.T, notes string) {
+	t.Helper()
+	_, snippet, ok := strings.Cut(notes, "\n    rules:\n")
+	if !ok {
+		t.Fatalf("the notes print no adapter rules:\n%s", notes)
+	}
+	lines := strings.Split("rules:\n"+snippet, "\n")
+	for i, l := range lines[1:] {
+		lines[i+1] = strings.TrimPrefix(l, "    ")
+	}
+	var got, sample map[string]any
+	if err := yaml.UnmarshalStrict([]byte(strings.Join(lines, "\n")), &got); err != nil {
+		t.Fatalf("the notes' adapter rules: %v", err)
+	}
+	if err := yaml.Unmarshal(readRepoFile(t, "config/samples/prometheus-adapter-values.yaml"), &sample); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(normalise(t, got["rules"]), normalise(t, sample["rules"])) {
+		t.Errorf("the notes' adapter rules %v are not the sample's %v", got["rules"], sample["rules"])
 	}
 }
 
