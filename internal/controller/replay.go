@@ -143,6 +143,10 @@ func (r *replayStore) targets(ns string) []collector.Target {
 // errNoReplay: nothing matches the request (yet).
 var errNoReplay = errors.New("no snapshot")
 
+// errAmbiguousModel: the request names a model in several namespaces
+// without saying which (the client's to fix).
+var errAmbiguousModel = errors.New("ambiguous model")
+
 // model returns the file of one model; an empty namespace matches the
 // model in any namespace when it is in one only.
 func (r *replayStore) model(ns, model string) ([]byte, error) {
@@ -159,7 +163,7 @@ func (r *replayStore) model(ns, model string) ([]byte, error) {
 		return nil, fmt.Errorf("%w of model %q (namespace %q) yet: it was not planned since the controller started leading", errNoReplay, model, ns)
 	case 1:
 	default:
-		return nil, fmt.Errorf("model %q is in namespaces %v: name one with ?namespace=", model, found)
+		return nil, fmt.Errorf("%w: model %q is in namespaces %v: name one with ?namespace=", errAmbiguousModel, model, found)
 	}
 	e := r.models[found[0]]
 	if e.err != nil {
@@ -232,6 +236,8 @@ func (r *replayStore) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	switch {
 	case errors.Is(err, errNoReplay):
 		replayError(w, http.StatusNotFound, err)
+	case errors.Is(err, errAmbiguousModel):
+		replayError(w, http.StatusBadRequest, err)
 	case err != nil:
 		replayError(w, http.StatusInternalServerError, err)
 	default:

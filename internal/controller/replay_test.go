@@ -275,6 +275,7 @@ func checkReplayHandler(t *testing.T, r *replayStore) {
 		{http.MethodPost, "/debug/snapshot", http.StatusMethodNotAllowed},
 		{http.MethodGet, "/debug/snapshot?format=xml", http.StatusBadRequest},
 		{http.MethodGet, "/debug/snapshot?namespace=x", http.StatusNotFound},
+		{http.MethodGet, "/debug/snapshot?model=m", http.StatusBadRequest},
 		{http.MethodGet, "/debug/snapshot?namespace=d&model=big", http.StatusInternalServerError},
 		{http.MethodGet, "/debug/snapshot?namespace=a&model=m&format=yaml", http.StatusOK},
 	} {
