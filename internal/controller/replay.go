@@ -176,28 +176,16 @@ func (r *replayStore) model(ns, model string) ([]byte, error) {
 // namespace ns when not empty), a note for each it planned but does not
 // keep.
 func (r *replayStore) cycle(ns string) ([]byte, error) {
-	r.mu.Lock()
-	var parts []*snapshot.File
-	var notes []string
-	for _, t := range r.targets(ns) {
-		e := r.models[t]
-		switch {
-		case !e.at.Equal(r.last):
-			continue
-		case e.err != nil:
-			notes = append(notes, fmt.Sprintf("model %s left out: %v", t, e.err))
-			continue
-		}
-		var f snapshot.File
-		if err := json.Unmarshal(e.doc, &f); err != nil {
-			r.mu.Unlock()
-			return nil, fmt.Errorf("reading the kept snapshot of %s: %w", t, err)
-		}
-		parts = append(parts, &f)
-	}
-	r.mu.Unlock()
-	if len(parts) == 0 {
+	targets, docs, notes := r.lastCycle(ns)
+	if len(docs) == 0 {
 		return nil, fmt.Errorf("%w of the last cycle (namespace %q): no model was planned yet, or none is kept", errNoReplay, ns)
+	}
+	parts := make([]*snapshot.File, len(docs))
+	for i, doc := range docs {
+		parts[i] = &snapshot.File{}
+		if err := json.Unmarshal(doc, parts[i]); err != nil {
+			return nil, fmt.Errorf("reading the kept snapshot of %s: %w", targets[i], err)
+		}
 	}
 	f := snapshot.Join(parts)
 	f.Notes = append(f.Notes, notes...)
@@ -206,6 +194,26 @@ func (r *replayStore) cycle(ns string) ([]byte, error) {
 		err = fmt.Errorf("the last cycle's snapshot is %d bytes, over the %d wva plan reads: ask for one model (?namespace=&model=)", len(doc), snapshot.MaxFileBytes)
 	}
 	return doc, err
+}
+
+// lastCycle returns the kept files of the last cycle's models (of
+// namespace ns when not empty) and a note for each it does not keep. The
+// files are never changed once kept: they are decoded after the lock is
+// released, so that a large answer does not hold up the planner.
+func (r *replayStore) lastCycle(ns string) (targets []collector.Target, docs [][]byte, notes []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range r.targets(ns) {
+		e := r.models[t]
+		switch {
+		case !e.at.Equal(r.last):
+		case e.err != nil:
+			notes = append(notes, fmt.Sprintf("model %s left out: %v", t, e.err))
+		default:
+			targets, docs = append(targets, t), append(docs, e.doc)
+		}
+	}
+	return targets, docs, notes
 }
 
 // ServeHTTP serves GET /debug/snapshot[?namespace=&model=][&format=yaml|json]:
