@@ -78,7 +78,8 @@ func TestHelmChartValidates(t *testing.T) {
 			"config": map[string]any{"extra": map[string]any{"WVA_OPTIMIZER": "limited", "WVA_CAPACITY_SOURCE": "configmap"}}},
 			func(string) []access { return []access{deny("list", "", "nodes", "", "")} }, nil},
 		{"metrics readers, insecure metrics opt-in", map[string]any{
-			"metrics":        map[string]any{"secure": false, "port": 8080, "readers": []any{map[string]any{"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}}},
+			"metrics": map[string]any{"secure": false, "port": 8080, "readers": []any{map[string]any{"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}},
+				"debugReaders": []any{map[string]any{"kind": "ServiceAccount", "name": "oncall", "namespace": "monitoring"}}},
 			"serviceMonitor": map[string]any{"enabled": true}},
 			nil, checkReadersChart},
 		{"ServiceMonitor, certificate", map[string]any{"metrics": map[string]any{"certSecret": "wva-metrics-cert"},
@@ -151,11 +152,14 @@ func checkNamespacedChart(t *testing.T, ns string, objs []*unstructured.Unstruct
 	}
 }
 
-// checkReadersChart: metrics.readers may read the paths, others not; the
+// checkReadersChart: metrics.readers may read /metrics and /tuner/params
+// but not /debug/snapshot, metrics.debugReaders all three, others none; the
 // insecure opt-in reaches the manager and the ServiceMonitor.
 func checkReadersChart(t *testing.T, _ string, objs []*unstructured.Unstructured) {
 	checkAccess(t, "monitoring", "prometheus-k8s", []access{{verb: "get", path: "/metrics", allowed: true},
-		{verb: "get", path: "/tuner/params", allowed: true}, deny("list", "", "pods", "", "")})
+		{verb: "get", path: "/tuner/params", allowed: true}, {verb: "get", path: "/debug/snapshot"}, deny("list", "", "pods", "", "")})
+	checkAccess(t, "monitoring", "oncall", []access{{verb: "get", path: "/debug/snapshot", allowed: true},
+		{verb: "get", path: "/metrics", allowed: true}, deny("list", "", "pods", "", "")})
 	checkAccess(t, "monitoring", "other", []access{{verb: "get", path: "/metrics"}})
 	d := rendered(t, objs, "Deployment", "wva-controller")
 	if !strings.Contains(d, "--metrics-secure=false") || !strings.Contains(d, "containerPort: 8080") {

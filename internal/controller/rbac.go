@@ -42,6 +42,11 @@ package controller
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=workload-variant-autoscaler-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 //
 // wva-metrics-reader (ClusterRole, for scrapers: bind it to Prometheus's
-// service account): read /metrics, /tuner/params and /debug/snapshot (the
-// last cycle's input, for `wva plan -f`).
-// +kubebuilder:rbac:urls=/metrics;/tuner/params;/debug/snapshot,verbs=get,roleName=wva-metrics-reader
+// service account): read /metrics and /tuner/params.
+// +kubebuilder:rbac:urls=/metrics;/tuner/params,verbs=get,roleName=wva-metrics-reader
+//
+// wva-debug-reader (ClusterRole, for operators): also read /debug/snapshot,
+// the last cycle's whole input (every watched namespace's models, pods,
+// inventory and tuner settings) for `wva plan -f`. A scraper does not need
+// it, so it is a role of its own.
+// +kubebuilder:rbac:urls=/metrics;/tuner/params;/debug/snapshot,verbs=get,roleName=wva-debug-reader

@@ -30,7 +30,7 @@ import (
 // (seeded from its replicas), and one whose metrics went missing holds the
 // scale-up its first cycle decided. The snapshot the controller serves at
 // /debug/snapshot, fetched over the secure metrics endpoint with a
-// wva-metrics-reader token, replays through snapshot.ParseFile and
+// wva-debug-reader token, replays through snapshot.ParseFile and
 // File.Plan (what `wva plan -f` runs) to the live decisions, variant by
 // variant, for the whole cycle and for each model; without its state the
 // same document decides otherwise. The file --replay-dir keeps is the
@@ -149,18 +149,21 @@ func byVariant(p *engine.Plan) map[string]engine.VariantDecision {
 
 // serveReplays serves the fixture's replays on a secure metrics server on
 // the real API server, checks that it refuses clients without a token,
-// without the role and with a role for /metrics only, and returns a getter
-// for a wva-metrics-reader's token.
+// without the role, with a role for /metrics only and with the scrapers'
+// wva-metrics-reader, and returns a getter for a wva-debug-reader's token.
 func serveReplays(t *testing.T, f *fixture) func(path, accept string) string {
 	t.Helper()
-	reader := generatedClusterRole(t, "wva-metrics-reader")
-	reader.Name = "wva-metrics-reader-" + f.ns
+	reader := generatedClusterRole(t, "wva-debug-reader")
+	reader.Name = "wva-debug-reader-" + f.ns
 	create(t, reader)
+	scraper := generatedClusterRole(t, "wva-metrics-reader")
+	scraper.Name = "wva-metrics-reader-" + f.ns
+	create(t, scraper)
 	metricsOnly := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "metrics-only-" + f.ns},
 		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
 	create(t, metricsOnly)
 	tokens := map[string]string{"reader": saToken(t, f.ns, "reader", reader.Name), "stranger": saToken(t, f.ns, "stranger", ""),
-		"partial": saToken(t, f.ns, "partial", metricsOnly.Name)}
+		"partial": saToken(t, f.ns, "partial", metricsOnly.Name), "scraper": saToken(t, f.ns, "scraper", scraper.Name)}
 	o := DefaultOptions()
 	o.Namespace, o.WatchNamespaces, o.LeaderElect = ctrlNS, []string{f.ns}, false
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
@@ -184,7 +187,7 @@ func serveReplays(t *testing.T, f *fixture) func(path, accept string) string {
 		code, _, _ := c.get(url, "")
 		return code != 0
 	})
-	for who, want := range map[string]int{"": http.StatusUnauthorized, "stranger": http.StatusForbidden, "partial": http.StatusForbidden} {
+	for who, want := range map[string]int{"": http.StatusUnauthorized, "stranger": http.StatusForbidden, "partial": http.StatusForbidden, "scraper": http.StatusForbidden} {
 		if code, body, _ := c.get(url, tokens[who]); code != want {
 			t.Errorf("/debug/snapshot with token %q: %d %.200q, want %d", who, code, body, want)
 		}
