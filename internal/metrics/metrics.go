@@ -47,6 +47,7 @@ type Emitter struct {
 	buildInfo               *prometheus.GaugeVec
 	held                    *prometheus.GaugeVec
 	unresolved              *prometheus.GaugeVec
+	info                    *prometheus.GaugeVec
 	model                   modelSeries
 	variant                 variantSeries
 	// published are the label sets of the last plan, so that a variant
@@ -55,6 +56,8 @@ type Emitter struct {
 	// unresolvedKeys are the {namespace, reason} pairs last published
 	// by SetUnresolved.
 	unresolvedKeys map[[2]string]bool
+	// infoModel is the model each variant's wva_variant_info names.
+	infoModel map[[3]string]string
 	// heldCause is the cause each held variant was published with.
 	heldCause map[[3]string]string
 	// counted is the desired count each variant's last counted scaling
@@ -111,6 +114,8 @@ func NewEmitter(reg prometheus.Registerer) (*Emitter, error) {
 			append(labels, LabelCause)...),
 		unresolved: gauge("wva_variants_unresolved", "VariantAutoscalings the last cycle could not plan because of their target, by reason: TargetConflict (another, older VariantAutoscaling targets the same Deployment) or TargetNotFound (the Deployment does not exist).",
 			LabelNamespace, LabelReason),
+		info: gauge("wva_variant_info", "Always 1 while the variant is planned; model_id names its model, to join the variant series (which have no model label) with the model series.",
+			append(labels, LabelModel)...),
 		model: modelSeries{
 			demand:    gauge("wva_model_demand_rps", "Arrival rate of the model's requests the last cycle measured, requests/s.", modelLabels...),
 			planned:   gauge("wva_model_planned_rps", "Demand the queueing model sized for: the arrival rate raised to the forecast's quantile over the provisioning horizon, requests/s.", modelLabels...),
@@ -126,6 +131,7 @@ func NewEmitter(reg prometheus.Registerer) (*Emitter, error) {
 		published:      map[[3]string]bool{},
 		heldCause:      map[[3]string]string{},
 		unresolvedKeys: map[[2]string]bool{},
+		infoModel:      map[[3]string]string{},
 		counted:        map[[3]string]int{},
 	}
 	for _, prefix := range decisionNames {
@@ -135,7 +141,7 @@ func NewEmitter(reg prometheus.Registerer) (*Emitter, error) {
 		e.scaling = append(e.scaling, prometheus.NewCounterVec(prometheus.CounterOpts{Name: prefix + "_replica_scaling_total",
 			Help: "Scaling decisions, by direction (up or down) and reason; a decision repeated while it is applied counts once."}, scalingLabels))
 	}
-	cs := []prometheus.Collector{e.cycle, e.errors, e.tuner, e.lastSuccess, e.buildInfo, e.held, e.unresolved,
+	cs := []prometheus.Collector{e.cycle, e.errors, e.tuner, e.lastSuccess, e.buildInfo, e.held, e.unresolved, e.info,
 		e.model.demand, e.model.planned, e.model.sloTTFT, e.model.sloITL, e.variant.capacity, e.variant.param, e.variant.paramSD}
 	for i := range decisionNames {
 		cs = append(cs, e.desired[i], e.current[i], e.ratio[i], e.scaling[i])
@@ -175,6 +181,7 @@ func (e *Emitter) Publish(p *engine.Plan) {
 		k := [3]string{d.Variant, d.Namespace, d.Accelerator}
 		now[k] = true
 		e.setDecision(k, d)
+		e.setInfo(k, d.Model)
 		e.setHeld(k, d)
 		e.setQueueing(k, d.Queueing)
 		e.count(k, d)
@@ -284,6 +291,20 @@ func (e *Emitter) forget(k [3]string) {
 	}
 	e.deleteQueueing(k)
 	delete(e.counted, k)
+	if m, ok := e.infoModel[k]; ok {
+		e.info.DeleteLabelValues(k[0], k[1], k[2], m)
+		delete(e.infoModel, k)
+	}
+}
+
+// setInfo publishes wva_variant_info for the variant's model (replacing
+// the series of a model it served before).
+func (e *Emitter) setInfo(k [3]string, model string) {
+	if m, ok := e.infoModel[k]; ok && m != model {
+		e.info.DeleteLabelValues(k[0], k[1], k[2], m)
+	}
+	e.infoModel[k] = model
+	e.info.WithLabelValues(k[0], k[1], k[2], model).Set(1)
 }
 
 // publishModels sets the model-level series; a model's SLO series exist

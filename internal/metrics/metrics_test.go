@@ -108,6 +108,35 @@ func TestPublish(t *testing.T) {
 	}
 }
 
+// TestVariantInfo: wva_variant_info names each planned variant's model,
+// moves with the variant to another model and goes with the variant.
+func TestVariantInfo(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e, err := NewEmitter(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Publish(&engine.Plan{Variants: []engine.VariantDecision{
+		{Model: "llama", Variant: "llama-h100", Namespace: "llm", Accelerator: "H100", Current: 2, Desired: 2},
+		{Model: "mistral", Variant: "mistral-l4", Namespace: "llm", Accelerator: "L4", Current: 1, Desired: 1},
+	}})
+	out := series(scrape(t, reg), "wva_variant_info")
+	want := `accelerator_type="H100",model_id="llama",namespace="llm",variant_name="llama-h100"} 1
+accelerator_type="L4",model_id="mistral",namespace="llm",variant_name="mistral-l4"} 1
+`
+	if out != want {
+		t.Errorf("wva_variant_info:\n%s\nwant\n%s", out, want)
+	}
+	e.Publish(&engine.Plan{Variants: []engine.VariantDecision{
+		{Model: "llama-3", Variant: "llama-h100", Namespace: "llm", Accelerator: "H100", Current: 2, Desired: 2},
+	}})
+	out = series(scrape(t, reg), "wva_variant_info")
+	if want := `accelerator_type="H100",model_id="llama-3",namespace="llm",variant_name="llama-h100"} 1
+`; out != want {
+		t.Errorf("after the model changed and mistral-l4 went:\n%s\nwant\n%s", out, want)
+	}
+}
+
 // series is the exposition's lines of one metric, without its name.
 func series(out, name string) string {
 	var b strings.Builder
