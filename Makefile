@@ -102,8 +102,12 @@ frontiers: ## sweep every autoscaler's settings on every shipped scenario (FRONT
 	done
 
 .PHONY: test
-test: test-deps k8s crds ## run every test, with the race detector (builds the control plane for envtest when missing)
+test: test-deps k8s crds gateway-test ## run every test, with the race detector (builds the control plane for envtest when missing)
 	$(GO) test -race -count=1 ./...
+
+.PHONY: gateway-test
+gateway-test: ## tidy check, vet and tests of gateway/, the endpoint picker with WVA's admission plugins (a module of its own; docs/gateway.md)
+	cd gateway && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 K8S_VERSION := v1.36.3
 K8S_VERSION_FLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean
