@@ -17,8 +17,6 @@ import (
 // guards everything; a decision holds it for a few microseconds.
 type engine struct {
 	params   Parameters
-	limits   [3]float64 // budget × headroom per class, seconds
-	kvLimit  float64
 	stepTime float64 // the policy's step time for an endpoint without one
 	now      func() time.Time
 	start    time.Time // the policy's clock is seconds since start
@@ -40,7 +38,7 @@ func newEngine(p Parameters, now func() time.Time) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &engine{params: p, limits: p.limits(), kvLimit: p.Predictive.KVLimit,
+	e := &engine{params: p,
 		stepTime: or(p.Predictive.StepTime, admission.DefaultStepTime),
 		now:      now, start: now(), pred: pred, policy: pred,
 		endpoints: map[types.NamespacedName]*endpointState{}, flights: map[string]*flight{}}
@@ -86,9 +84,8 @@ func (e *engine) decide(req *fwksched.LLMRequest, eps []fwksched.Endpoint, keep 
 	fleet := e.buildFleet(eps)
 	d := e.policy.Decide(e.seconds(now), r, fleet)
 	if keep != nil && d.Admit {
-		limit := e.limits[r.Class]
 		for i := range fleet {
-			if e.fits(r, &fleet[i], limit) {
+			if e.pred.Fits(r, &fleet[i]) {
 				keep(i)
 			}
 		}
@@ -113,15 +110,6 @@ func (e *engine) buildFleet(eps []fwksched.Endpoint) []admission.Instance {
 		e.fleet[i].Waiting = e.waits[lo:hi:hi]
 	}
 	return e.fleet
-}
-
-// fits reports whether in can take r within limit: the policy's estimate,
-// and for a non-critical request a KV utilisation below the policy's limit.
-func (e *engine) fits(r admission.Request, in *admission.Instance, limit float64) bool {
-	if r.Class != admission.Critical && e.kvLimit > 0 && in.KVUtil >= e.kvLimit {
-		return false
-	}
-	return e.pred.Estimate(r, in) <= limit
 }
 
 func (e *engine) seconds(t time.Time) float64 { return t.Sub(e.start).Seconds() }

@@ -114,17 +114,6 @@ func (p Parameters) calibratorConfig() admission.CalibratorConfig {
 	return c
 }
 
-// limits are the budgets × headroom per class, in seconds, as the policy
-// applies them.
-func (p Parameters) limits() [3]float64 {
-	h := or(p.Predictive.Headroom, admission.DefaultHeadroom)
-	var l [3]float64
-	l[admission.Critical] = h * or(p.Predictive.CriticalBudget, admission.DefaultCriticalBudget)
-	l[admission.Standard] = h * or(p.Predictive.StandardBudget, admission.DefaultStandardBudget)
-	l[admission.Sheddable] = h * or(p.Predictive.SheddableBudget, admission.DefaultSheddableBudget)
-	return l
-}
-
 func or[T int | float64](x, def T) T {
 	if x == 0 {
 		return def

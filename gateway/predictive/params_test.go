@@ -42,8 +42,8 @@ func TestParseParametersValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.limits[admission.Sheddable] != 0.25 || e.limits[admission.Standard] != admission.DefaultStandardBudget {
-		t.Errorf("limits = %v", e.limits)
+	if sh, st := e.pred.Limit(admission.Sheddable), e.pred.Limit(admission.Standard); sh != 0.25 || st != admission.DefaultStandardBudget {
+		t.Errorf("limits: sheddable %v, standard %v", sh, st)
 	}
 	want := admission.Coefficients{Beta0: 0.01, Beta1: admission.DefaultCoefficients.Beta1, Queue: 1}
 	if got := e.Coefficients(); got != want {

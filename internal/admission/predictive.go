@@ -144,6 +144,27 @@ func (p *Predictive) Estimate(req Request, in *Instance) float64 {
 	return p.coef.TTFT(max(miss, 0), in.Ahead(req.Priority), step)
 }
 
+// Limit is the TTFT req's class may reach on an instance: its budget ×
+// headroom, in seconds (classes other than standard and sheddable are
+// critical's).
+func (p *Predictive) Limit(c Class) float64 {
+	if c.protected() {
+		c = Critical
+	}
+	return p.limit[c]
+}
+
+// Fits reports whether in can take req within its class's limit: a KV
+// utilisation below the policy's KV limit (critical requests excepted) and
+// an estimate within Limit — the test Decide applies to each instance, for
+// a router that keeps only the instances that fit.
+func (p *Predictive) Fits(req Request, in *Instance) bool {
+	if p.kvLimit > 0 && !req.Class.protected() && in.KVUtil >= p.kvLimit {
+		return false
+	}
+	return p.Estimate(req, in) <= p.Limit(req.Class)
+}
+
 // Decide admits req when its lowest estimate over the fleet is within its
 // class's budget × headroom. The decision names that instance, which is
 // where the request would meet its budget best (a router may prefer it).

@@ -112,6 +112,35 @@ func TestPredictiveKVLimit(t *testing.T) {
 	}
 }
 
+// TestFitsIsDecidesRule: Fits and Limit are the per-instance rule Decide
+// applies — budget × headroom per class (an unknown class is critical's),
+// the KV limit for all but critical — so a router that keeps the fitting
+// instances agrees with the decision on a fleet of one.
+func TestFitsIsDecidesRule(t *testing.T) {
+	p := mustPredictive(t, PredictiveConfig{StandardBudget: 0.3, SheddableBudget: 0.2, CriticalBudget: 0.1, Headroom: 1.5,
+		Coefficients: handCoef, KVLimit: 0.9})
+	for c, want := range map[Class]float64{Critical: 0.15, Standard: 0.45, Sheddable: 0.3, Class(9): 0.15} {
+		if got := p.Limit(c); !near(got, want) {
+			t.Errorf("Limit(%v) = %v, want %v", c, got, want)
+		}
+	}
+	instances := []*instanceBuilder{instance(0.02), instance(0.02).waiting(0, 10), instance(0.02).waiting(0, 25),
+		instance(0.02).cached(900).waiting(0, 12), instance(0.02).kv(0.95), instance(0.01).kv(0.5).waiting(0, 8)}
+	for _, class := range []Class{Standard, Sheddable} {
+		for i, in := range instances {
+			req := Request{Class: class, InputTokens: 1000}
+			fleet := fleetOf(in)
+			if fits, d := p.Fits(req, &fleet[0]), p.Decide(0, req, fleet); fits != d.Admit {
+				t.Errorf("%v on instance %d: Fits %v, Decide %v", class, i, fits, d)
+			}
+		}
+	}
+	full := fleetOf(instance(0.02).kv(0.95))
+	if !p.Fits(Request{Class: Critical, InputTokens: 10}, &full[0]) {
+		t.Error("a short critical request does not fit a full instance: the KV limit is not critical's")
+	}
+}
+
 func TestPredictiveCoefficients(t *testing.T) {
 	p := mustPredictive(t, PredictiveConfig{})
 	if p.Coefficients() != DefaultCoefficients {
