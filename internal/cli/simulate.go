@@ -31,6 +31,7 @@ type simulateOptions struct {
 	repeat      int
 	parallel    int
 	sweep       bool
+	matrix      bool
 	grids       []string
 	attainment  []float64
 }
@@ -82,14 +83,26 @@ frontier of each autoscaler (the settings no other of its settings beats on
 both) as a plot (frontier.png, .svg), and the cost of each autoscaler at
 equal SLO attainment, interpolated on its frontier (attainment.csv, default
 95 and 99 %). --grid KEY=V1,V2,… replaces a setting's values; the
-defaults' value is always added, so the defaults' point is in the sweep.`,
+defaults' value is always added, so the defaults' point is in the sweep.
+
+--matrix runs the scenario's matrix section: each of its configurations
+(a gateway — router, scorer weights, admission policy — and the servers'
+scheduling policy) at each of its rates, under each autoscaler, with each
+seed (defaults 1, 2, 3; --autoscalers and --repeat replace them), and
+writes per configuration, rate and autoscaler the goodput, admission,
+cache and cost figures over the seeds and each SLO class's TTFT
+percentiles with 95 % bootstrap intervals (matrix.json, matrix.csv, and
+the report matrix.md, also printed). The shipped admission-matrix and
+admission-step scenarios are the experiments of docs/admission.md
+(make admission runs both).`,
 		Example: `  wva simulate
   wva simulate --scenario cost-tiering --autoscalers wva,hpa,keda,clairvoyant,oracle
   wva simulate -f examples/scenarios/bursty.yaml --seed 7 --out /tmp/bursty -o json
   wva simulate --scenario bursty --write-traces /tmp/traces   # then edit, and replay with workload.trace
   wva simulate --scenario bursty --autoscalers wva,hpa --repeat 10   # mean and spread over seeds 1–10
   wva simulate --scenario bursty --sweep                             # cost–SLO frontiers over 5 seeds
-  wva simulate --scenario diurnal --sweep --grid hpa.kvTarget=0.2,0.4,0.6,0.8 --attainment 97,99.5`,
+  wva simulate --scenario diurnal --sweep --grid hpa.kvTarget=0.2,0.4,0.6,0.8 --attainment 97,99.5
+  wva simulate --scenario admission-matrix --matrix --out /tmp/admission   # docs/admission.md's experiment`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -103,6 +116,7 @@ defaults' value is always added, so the defaults' point is in the sweep.`,
 	fs.BoolVar(&o.noFiles, "no-files", false, "print only; write no results or plots")
 	fs.IntVar(&o.repeat, "repeat", 1, "run the scenario with N seeds (the seed, seed+1, …) and print each autoscaler's mean, spread and range; writes seeds.csv to --out instead of the single-run files")
 	fs.IntVar(&o.parallel, "parallel", runtime.NumCPU(), "simulations run at once by --repeat and --sweep (results do not depend on it)")
+	fs.BoolVar(&o.matrix, "matrix", false, "run the scenario's matrix section (configurations × rates × autoscalers × seeds; admission-matrix, admission-step) and write matrix.json, matrix.csv and matrix.md")
 	fs.BoolVar(&o.sweep, "sweep", false, "sweep each autoscaler's settings over --repeat seeds (default 5) and write the cost–SLO frontiers")
 	fs.StringArrayVar(&o.grids, "grid", nil, "with --sweep, KEY=V1,V2,… sets a swept setting's values (repeatable); KEY: "+strings.Join(sim.KnobKeys(), ", "))
 	fs.Float64SliceVar(&o.attainment, "attainment", []float64{95, 99}, "with --sweep, the SLO attainments (%) at which to compare costs")
@@ -133,6 +147,9 @@ func (o *simulateOptions) run(cmd *cobra.Command) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
+	if o.matrix {
+		return o.runMatrix(cmd, ctx, sc, names)
+	}
 	if o.sweep {
 		if !cmd.Flags().Changed("repeat") {
 			o.repeat = 5
@@ -199,6 +216,9 @@ func (o *simulateOptions) validate(cmd *cobra.Command) error {
 	}
 	if !o.sweep && (len(o.grids) > 0 || cmd.Flags().Changed("attainment")) {
 		return errors.New("--grid and --attainment need --sweep")
+	}
+	if o.matrix && (o.sweep || o.writeTraces != "") {
+		return errors.New("--matrix runs the scenario's matrix: it does not go with --sweep or --write-traces")
 	}
 	for _, a := range o.attainment {
 		if !(a > 0 && a <= 100) {

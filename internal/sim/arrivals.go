@@ -52,7 +52,7 @@ func (s *Sim) fill(q *request) {
 		q.input, q.output = w.Input.draw(rng), w.Output.draw(rng)
 		q.class = drawClass(w.Classes, s.classRNG[m])
 		if w.PrefixGroups > 0 {
-			q.prefix = s.classRNG[m].IntN(w.PrefixGroups)
+			q.prefix = drawPrefix(w, s.classRNG[m], s.now)
 		}
 	}
 	if len(w.Classes) > 0 {
@@ -61,6 +61,25 @@ func (s *Sim) fill(q *request) {
 	if q.prefix >= 0 {
 		q.prefixTokens = min(w.PrefixTokens, q.input-1)
 	}
+}
+
+// drawPrefix picks a request's prefix group: one of the new groups that
+// have started, by its share, else one of the groups there from the start.
+// Without new groups it draws as it always did (one draw).
+func drawPrefix(w *Workload, rng *rand.Rand, now float64) int {
+	if len(w.NewPrefixGroups) > 0 {
+		u := rng.Float64()
+		for k, g := range w.NewPrefixGroups {
+			if now < g.AtSeconds {
+				continue
+			}
+			if u < g.Share {
+				return w.PrefixGroups + k
+			}
+			u -= g.Share
+		}
+	}
+	return rng.IntN(w.PrefixGroups)
 }
 
 // drawClass picks a class by share.

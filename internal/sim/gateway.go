@@ -12,12 +12,22 @@ const (
 	causeShed       = "shed"       // sheddable, its pod's queue at gateway.queueThreshold
 	causeTerminated = "terminated" // in flight on a pod that was killed
 	causeUnservable = "unservable" // needs more KV cache than its pod has
+	causeAdmission  = "admission"  // rejected by gateway.admission's policy (HTTP 429)
 )
 
 // route sends a request to a ready replica of its model, or holds it at
-// the gateway.
+// the gateway. With gateway.admission, the policy decides on the request
+// the first time it is routed, on the same candidates the router scores.
 func (s *Sim) route(q *request) {
 	m := q.model
+	s.candidates(q)
+	if s.gate != nil {
+		s.gate.snapshot(s.cands, q)
+		if !q.decided && !s.decide(q) {
+			s.fail(q, causeAdmission)
+			return
+		}
+	}
 	if anyReady, anyRoom := s.admitting(m); anyReady && !anyRoom {
 		if q.priority < 0 {
 			s.fail(q, causeRejected)
@@ -26,16 +36,20 @@ func (s *Sim) route(q *request) {
 		s.hold(q)
 		return
 	}
-	r := s.pick(q)
-	if r == nil {
+	k := s.pick(q)
+	if k < 0 {
 		s.hold(q)
 		return
 	}
+	r := s.cands[k].r
 	if th := s.sc.Gateway.QueueThreshold; th > 0 && r.queueLen() >= th && s.sheddable(q) {
 		s.fail(q, causeShed)
 		return
 	}
 	q.routed = true
+	if s.gate != nil {
+		s.dispatched(q, k)
+	}
 	r.dispatch(s, q)
 }
 
@@ -91,48 +105,33 @@ func (s *Sim) gatewayReleased(r *replica) {
 	}
 }
 
-// pick chooses a ready replica: the lowest load score (ties to the
-// oldest), or round-robin. The score weighs the scorers of llm-d's
-// endpoint picker: KV-cache utilisation, queue depth (relative to 5
-// waiting), batch occupancy, and prefix affinity (the share of the
-// request's shared prefix resident in the replica's cache).
-func (s *Sim) pick(q *request) *replica {
-	m := q.model
+// pick chooses a candidate (its index in s.cands, -1 when there is none):
+// the lowest load score (ties to the oldest), or round-robin. The score
+// weighs the scorers of llm-d's endpoint picker: KV-cache utilisation,
+// queue depth (relative to 5 waiting), batch occupancy, and prefix
+// affinity (the share of the request's shared prefix resident in the
+// replica's cache).
+func (s *Sim) pick(q *request) int {
 	w := s.sc.Gateway.Weights
-	var best *replica
+	best := -1
 	bestScore := 0.0
-	n := 0
-	for _, v := range s.byModel[m] {
-		for _, r := range v.replicas {
-			if r.state != ready {
-				continue
-			}
-			n++
-			sc := w.KV*r.kvUsage() + w.Queue*float64(r.queueLen())/5 + w.Batch*float64(len(r.running))/float64(r.v.cfg.MaxBatchSize)
-			if w.Prefix != 0 && q.prefix >= 0 {
-				sc -= w.Prefix * r.kv.prefixShare(q)
-			}
-			if best == nil || sc < bestScore {
-				best, bestScore = r, sc
-			}
+	for i, c := range s.cands {
+		r := c.r
+		sc := w.KV*r.kvUsage() + w.Queue*float64(r.queueLen())/5 + w.Batch*float64(len(r.running))/float64(r.v.cfg.MaxBatchSize)
+		if w.Prefix != 0 && q.prefix >= 0 {
+			sc -= w.Prefix * c.share
+		}
+		if best < 0 || sc < bestScore {
+			best, bestScore = i, sc
 		}
 	}
+	n := len(s.cands)
 	if n == 0 || s.sc.Gateway.Router != "round-robin" {
 		return best
 	}
-	k := s.rr[m] % n
-	s.rr[m]++
-	for _, v := range s.byModel[m] {
-		for _, r := range v.replicas {
-			if r.state == ready {
-				if k == 0 {
-					return r
-				}
-				k--
-			}
-		}
-	}
-	return best
+	k := s.rr[q.model] % n
+	s.rr[q.model]++
+	return k
 }
 
 // sheddable: without classes every request may be shed; with classes only

@@ -219,13 +219,17 @@ func (c *kvCache) release(q *request) {
 	}
 }
 
-// prefixShare is the share of q's shared-prefix blocks resident here, for
-// the router's prefix scorer. A cached chain is evicted from its end, so
-// the resident blocks are a leading run: found by binary search.
-func (c *kvCache) prefixShare(q *request) float64 {
+// prefixMatch is the leading run of q's shared-prefix blocks resident
+// here, and its share of the prefix's blocks (the router's prefix scorer).
+// A cached chain is evicted from its end, so the resident blocks are a
+// leading run: found by binary search. The run is what the server's
+// cachedPrefix finds for a request that was never preempted (a shared
+// prefix is at most input − 1 tokens), so blocks × blockSize are the
+// request's exactly cached tokens.
+func (c *kvCache) prefixMatch(q *request) (blocks int, share float64) {
 	n := q.prefixTokens / c.bs
 	if n == 0 {
-		return 0
+		return 0, 0
 	}
 	resident := func(j int) bool {
 		k := keyOf(q, j, c.bs)
@@ -241,5 +245,5 @@ func (c *kvCache) prefixShare(q *request) float64 {
 			hi = mid
 		}
 	}
-	return float64(lo) / float64(n)
+	return lo, float64(lo) / float64(n)
 }

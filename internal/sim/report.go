@@ -29,7 +29,10 @@ func WriteTable(w io.Writer, rs []*Result) error {
 	if err := writeServerTable(w, rs); err != nil {
 		return err
 	}
-	return writeClassTable(w, rs)
+	if err := writeClassTable(w, rs); err != nil {
+		return err
+	}
+	return writeAdmissionTable(w, rs)
 }
 
 // writeServerTable prints the servers' side: throughput, preemptions,
@@ -143,6 +146,11 @@ func WriteFiles(dir string, rs []*Result) ([]string, error) {
 	}
 	if len(classNames(rs)) > 0 {
 		if err := write("classes.csv", func(w io.Writer) error { return writeClassCSV(w, rs) }); err != nil {
+			return nil, err
+		}
+	}
+	if hasAdmission(rs) {
+		if err := write("admission.csv", func(w io.Writer) error { return writeAdmissionCSV(w, rs) }); err != nil {
 			return nil, err
 		}
 	}

@@ -62,6 +62,9 @@ type Result struct {
 	Classes map[string]*ClassStats `json:"classes,omitempty"`
 	// PrefixHits counts admissions that found cached blocks.
 	PrefixHits int64 `json:"prefixHits,omitempty"`
+	// Admission is the gateway's admission control, when the scenario has
+	// one (admission_result.go).
+	Admission *AdmissionStats `json:"admission,omitempty"`
 
 	ttfts, itls, e2es []float64
 	itlTokens         histogram
@@ -69,6 +72,8 @@ type Result struct {
 	prefixHitTokens   float64
 	prefixQueries     float64
 	classKeys         []*ClassStats // all models' classes in order
+	classNames        []string      // their names, "model/class"
+	classTTFTs        [][]float64   // each class's TTFTs in seconds (as classKeys), for the admission figures and the matrix
 	classBase         []int         // per model: its first class in classKeys, -1 for none
 	noClass           ClassStats
 }
@@ -80,6 +85,9 @@ type ClassStats struct {
 	Failed        int64   `json:"failed"`
 	WithinSLO     int64   `json:"withinSlo"`
 	SLOAttainment float64 `json:"sloAttainment"`
+	// Admission: the class at the gateway's admission control, when the
+	// scenario has one.
+	Admission *ClassAdmission `json:"admission,omitempty"`
 }
 
 // class returns the stats of class i of model m (a throwaway entry when
@@ -103,11 +111,12 @@ type Percentiles struct {
 
 // Failures counts failed requests by cause.
 type Failures struct {
-	Timeout    int64 `json:"timeout"`    // waited at the gateway past gateway.timeoutSeconds
-	Rejected   int64 `json:"rejected"`   // sheddable, rejected by saturation-based admission
-	Shed       int64 `json:"shed"`       // sheddable, shed at gateway.queueThreshold
-	Terminated int64 `json:"terminated"` // in flight on a pod that was killed
-	Unservable int64 `json:"unservable"` // needs more KV cache than the pod has
+	Timeout    int64 `json:"timeout"`             // waited at the gateway past gateway.timeoutSeconds
+	Rejected   int64 `json:"rejected"`            // sheddable, rejected by saturation-based admission
+	Shed       int64 `json:"shed"`                // sheddable, shed at gateway.queueThreshold
+	Terminated int64 `json:"terminated"`          // in flight on a pod that was killed
+	Unservable int64 `json:"unservable"`          // needs more KV cache than the pod has
+	Admission  int64 `json:"admission,omitempty"` // rejected by gateway.admission's policy
 }
 
 func (f *Failures) add(cause string) {
@@ -122,6 +131,8 @@ func (f *Failures) add(cause string) {
 		f.Terminated++
 	case causeUnservable:
 		f.Unservable++
+	case causeAdmission:
+		f.Admission++
 	}
 }
 
@@ -159,6 +170,7 @@ func newResult(name string, sc *Scenario) *Result {
 			cs := &ClassStats{}
 			r.Classes[m.Name+"/"+c.Name] = cs
 			r.classKeys = append(r.classKeys, cs)
+			r.classNames = append(r.classNames, m.Name+"/"+c.Name)
 		}
 	}
 	for _, m := range sc.Models {
@@ -166,6 +178,7 @@ func newResult(name string, sc *Scenario) *Result {
 			r.Variants = append(r.Variants, m.Name+"/"+v.Name)
 		}
 	}
+	r.classTTFTs = make([][]float64, len(r.classKeys))
 	return r
 }
 
@@ -191,6 +204,9 @@ func (r *Result) record(q *request, now, a2 float64, slo *SLO) {
 	}
 	cs := r.class(q.model, q.class)
 	cs.Completed++
+	if b := r.classBase[q.model]; b >= 0 {
+		r.classTTFTs[b+q.class] = append(r.classTTFTs[b+q.class], ttft)
+	}
 	if okT && okI {
 		r.WithinSLO++
 		cs.WithinSLO++
@@ -267,6 +283,9 @@ func (s *Sim) finish() {
 	r.ITLPerRequestMs = percentiles(r.itls)
 	r.E2Ems = percentiles(r.e2es)
 	r.ITLms = r.itlTokens.percentiles()
+	if s.gate != nil {
+		s.gate.stats.finish(s)
+	}
 	r.ttfts, r.itls, r.e2es = nil, nil, nil
 	r.itlTokens = histogram{}
 	r.warn()

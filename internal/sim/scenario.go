@@ -18,6 +18,9 @@ type Scenario struct {
 	// mode, and a hard cap on every autoscaler's replicas).
 	Inventory   map[string]int `json:"inventory,omitempty"`
 	Autoscalers Autoscalers    `json:"autoscalers,omitempty"`
+	// Matrix, when set, is the experiment `wva simulate --matrix` runs over
+	// this scenario (matrix.go); a plain run ignores it.
+	Matrix *Matrix `json:"matrix,omitempty"`
 	// RecordSeconds is the time-series resolution (default 15).
 	RecordSeconds float64 `json:"recordSeconds,omitempty"`
 	// DrainSeconds > 0 keeps the run going after the arrivals end
@@ -78,6 +81,11 @@ type Variant struct {
 	// Profiled hands Params to WVA as the variant's profile; otherwise
 	// WVA learns the parameters online.
 	Profiled bool `json:"profiled,omitempty"`
+	// SchedulingPolicy is the server's order of its waiting requests
+	// (vLLM's --scheduling-policy): "fcfs" (the default) or
+	// "priority-fcfs" (vLLM's "priority": the highest request priority
+	// first, then the earliest arrival; sched.go).
+	SchedulingPolicy string `json:"schedulingPolicy,omitempty"`
 }
 
 // LinearStep is the BLIS step-time model, in ms (BLIS's own coefficients
@@ -117,8 +125,20 @@ type Workload struct {
 	PrefixTokens int `json:"prefixTokens,omitempty"`
 	// NumRequests > 0 stops the arrivals after that many requests.
 	NumRequests int `json:"numRequests,omitempty"`
+	// NewPrefixGroups are prefix groups that appear during the run (a new
+	// tenant, a new system prompt): from AtSeconds on, a Share of the
+	// requests belong to the new group, numbered after the PrefixGroups
+	// ones. They need prefixGroups > 0.
+	NewPrefixGroups []NewPrefixGroup `json:"newPrefixGroups,omitempty"`
 
 	rows []traceRow // the loaded trace
+}
+
+// NewPrefixGroup is a prefix group that appears at AtSeconds and takes a
+// Share, in (0, 1), of the arrivals from then on.
+type NewPrefixGroup struct {
+	AtSeconds float64 `json:"atSeconds"`
+	Share     float64 `json:"share"`
 }
 
 // Class is an SLO class within a model's traffic.
@@ -134,6 +154,10 @@ type Class struct {
 	// InferenceObjective's): below 0 is sheddable. Default 0, or −1 for a
 	// sheddable class.
 	Priority int `json:"priority,omitempty"`
+	// Criticality is the class as gateway.admission sees it: critical
+	// (never rejected), standard or sheddable (shed first). Default:
+	// sheddable for a sheddable class, else standard.
+	Criticality string `json:"criticality,omitempty"`
 }
 
 // requestPriority is the gateway priority of the class's requests.
@@ -209,12 +233,17 @@ type Gateway struct {
 	// Weights of the least-loaded router's scorers (default 1, 1, 1, 1):
 	// KV utilisation, queue depth (waiting/5), batch occupancy, and prefix
 	// affinity (minus the share of the request's prefix the replica has
-	// cached).
+	// cached); an object, or a string such as
+	// "prefix-affinity:4,queue-depth:3".
 	Weights *ScorerWeights `json:"weights,omitempty"`
 	// Saturation, when set, turns on the endpoint picker's saturation-based
 	// admission: when every ready pod of a model is saturated, requests of
 	// priority < 0 are rejected and the others wait at the gateway.
 	Saturation *Saturation `json:"saturation,omitempty"`
+	// Admission, when set, decides on every arriving request with one of
+	// internal/admission's policies (admission.go); a rejected request
+	// fails with cause "admission" (HTTP 429).
+	Admission *Admission `json:"admission,omitempty"`
 }
 
 // Saturation is the llm-d endpoint picker's saturation detector: a pod is
@@ -228,12 +257,15 @@ type Saturation struct {
 	KVThreshold float64 `json:"kvThreshold,omitempty"`
 }
 
-// ScorerWeights weigh the router's scorers.
+// ScorerWeights weigh the router's scorers. A scenario writes them as an
+// object or as a string, "prefix-affinity:4,queue-depth:3" (weights.go).
 type ScorerWeights struct {
 	KV     float64 `json:"kv"`
 	Queue  float64 `json:"queue"`
 	Batch  float64 `json:"batch"`
 	Prefix float64 `json:"prefix"`
+
+	parseErr error // the string form did not parse (Validate reports it)
 }
 
 // Scrape is the Prometheus-like metrics pipeline.

@@ -25,6 +25,11 @@ type request struct {
 	blocks     []int32 // KV blocks held, in token order
 	keyed      int     // leading blocks that carry their content key
 	prevBlocks []int32 // blocks released by the last preemption (cache hits on re-admission)
+
+	// gateway.admission: decided on the first routing; obs is the routed
+	// replica as the gateway saw it at dispatch (gate.go).
+	decided, admitted bool
+	obs               observation
 }
 
 type replicaState int
@@ -81,10 +86,17 @@ type replica struct {
 	c counters
 	// samples are the scrapes of this pod (oldest first).
 	samples []sample
+	// priority: the server schedules priority-fcfs (sched.go); waits
+	// counts its waiting requests by priority; stepTime is its step time
+	// as the gateway observes it (seconds, 0 before its first iteration).
+	priority bool
+	waits    waitCounts
+	stepTime float64
 }
 
 func newReplica(id int, v *variantRT, now float64, uid uint64) *replica {
-	return &replica{id: id, uid: uid, v: v, state: starting, created: now, kv: newKVCache(v.cfg.KVBlocks, v.cfg.BlockSize)}
+	return &replica{id: id, uid: uid, v: v, state: starting, created: now, kv: newKVCache(v.cfg.KVBlocks, v.cfg.BlockSize),
+		priority: v.cfg.SchedulingPolicy == schedPriority}
 }
 
 // queueLen counts the requests waiting at the server, including those
@@ -106,6 +118,7 @@ func (r *replica) saturated(g *Saturation) bool {
 func (r *replica) dispatch(s *Sim, q *request) {
 	q.atServer = s.now
 	r.c.arrived++
+	r.waits.add(q.priority, 1)
 	if d := r.v.overheadSeconds(q.input); d > 0 {
 		r.pending++
 		s.schedule(&event{t: s.now + d, kind: evQueued, replica: r, req: q})
@@ -119,10 +132,15 @@ func (r *replica) enqueue(s *Sim, q *request) {
 	if r.v.cfg.KVBlocks < r.kv.blocksFor(q.input+q.output-1) {
 		// It could never hold its own tokens: vLLM rejects it (longer
 		// than the model length the cache allows).
+		r.waits.add(q.priority, -1)
 		s.fail(q, causeUnservable)
 		return
 	}
-	r.waiting = append(r.waiting, q)
+	if r.priority {
+		r.insertWaiting(q)
+	} else {
+		r.waiting = append(r.waiting, q)
+	}
 	if !r.busy && !r.stepDue {
 		// As in BLIS, the iteration starts after every request arriving
 		// at this instant is in the queue.
@@ -137,6 +155,11 @@ func (r *replica) startIteration(s *Sim) {
 	var w work
 	r.nSched = 0
 	budget, preempted := r.continueRunning(&w, r.v.cfg.MaxBatchedTokens)
+	for r.priority && preempted && r.nSched == 0 {
+		// A step that scheduled nothing takes no time (sched.go): schedule
+		// again, with the victims waiting.
+		budget, preempted = r.continueRunning(&w, r.v.cfg.MaxBatchedTokens)
+	}
 	if !preempted {
 		// Admissions only when this iteration preempted none (BLIS, vLLM).
 		r.admitWaiting(&w, budget)
@@ -169,7 +192,13 @@ func (r *replica) continueRunning(w *work, budget int) (int, bool) {
 		}
 		self := false
 		for !self && !r.kv.grow(q, n) {
-			self = r.preemptTail() == q
+			var victim *request
+			if r.priority {
+				victim, budget = r.preemptLowest(w, budget)
+			} else {
+				victim = r.preemptTail()
+			}
+			self = victim == q
 			preempted = true
 		}
 		if self {
@@ -196,6 +225,7 @@ func (r *replica) admitWaiting(w *work, budget int) {
 		}
 		r.waiting[r.head] = nil
 		r.head++
+		r.waits.add(q.priority, -1)
 		r.c.prefixQueries += float64(q.input)
 		r.c.prefixHitTokens += float64(start)
 		if start > 0 {
@@ -234,6 +264,7 @@ func (r *replica) endIteration(s *Sim) {
 	now := s.now
 	dur := now - r.iterStart
 	a2 := r.v.tokenOverheadSeconds()
+	r.observeStep(dur + a2)
 	contiguous := 0
 	keep := r.running[:0]
 	for i, q := range r.running {
@@ -255,6 +286,9 @@ func (r *replica) endIteration(s *Sim) {
 				r.c.ttftSum += now - q.atServer + a2
 				r.c.ttftCount++
 				r.c.promptTokens += float64(q.input)
+				if s.gate != nil {
+					s.gate.firstToken(q, now-q.arrive+a2)
+				}
 			} else if q.lastEmit == r.iterStart {
 				contiguous++
 			} else {
@@ -312,6 +346,7 @@ func (r *replica) preemptTail() *request {
 	q.prevBlocks, q.blocks = q.blocks, nil
 	q.computed, q.generated, q.sched, q.keyed = 0, 0, 0, 0
 	r.c.preempted++
+	r.waits.add(q.priority, 1)
 	if r.head > 0 {
 		r.head--
 		r.waiting[r.head] = q
@@ -330,6 +365,7 @@ func (r *replica) abortAll(s *Sim) {
 		s.fail(q, causeTerminated)
 	}
 	r.running, r.waiting, r.head, r.nSched = nil, nil, 0, 0
+	r.waits = nil
 }
 
 // iterationSeconds is the duration of one iteration: the linear (BLIS)

@@ -45,6 +45,12 @@ type Sim struct {
 	arrivalsEnd  float64
 	// Record-interval accumulators.
 	bucket bucket
+	// gate is gateway.admission's state (nil without); cands the current
+	// request's routing candidates; prefixLookups counts the prefix
+	// matches computed for them (gate.go).
+	gate          *gate
+	cands         []candidate
+	prefixLookups int64
 	// check, when set (by tests), runs after every event; done after every
 	// completed request.
 	check func(*Sim, *event)
@@ -56,6 +62,7 @@ func New(sc Scenario, a Autoscaler) *Sim {
 	sc = sc.withDefaults()
 	s := &Sim{sc: sc, scaler: a, startRNG: rand.New(rand.NewPCG(sc.Seed, 0x57a27)), uidRNG: rand.New(rand.NewPCG(sc.Seed, 0x0d1d))}
 	s.res = newResult(a.Name(), &sc)
+	s.gate = newGate(&sc, s.res)
 	for m, mod := range sc.Models {
 		var vs []*variantRT
 		for _, v := range mod.Variants {

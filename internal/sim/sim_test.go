@@ -84,12 +84,21 @@ func firstDifference(a, b []byte) int {
 // checks after each event: the clock never goes back; requests are
 // conserved (arrived = completed + failed + in flight); each replica's KV
 // blocks are held by exactly the running requests that reference them
-// (checkKV); causality of every request.
+// (checkKV); causality of every request. Each runs for 1200 s, or less
+// when its own duration is shorter or its peak rate would bring more than
+// invariantRequests requests (the admission scenarios' hundreds of
+// requests per second).
 func TestInvariants(t *testing.T) {
+	const invariantRequests = 30_000
 	for _, name := range BuiltinNames(scenarios.FS) {
 		for _, as := range []string{"wva", "hpa", "keda", "oracle"} {
 			t.Run(name+"/"+as, func(t *testing.T) {
-				sc := builtin(t, name, 1200)
+				sc := builtin(t, name, 0)
+				peak := 0.0
+				for _, m := range sc.Models {
+					peak += m.Workload.Rate.maxRate(sc.DurationSeconds)
+				}
+				sc.DurationSeconds = min(sc.DurationSeconds, 1200, invariantRequests/peak)
 				a, err := NewAutoscaler(as, &sc)
 				if err != nil {
 					t.Fatal(err)

@@ -51,6 +51,9 @@ func (s *Scenario) checkFields(add func(path, format string, args ...any)) {
 		validateModel(p, m, add)
 	}
 	validateGateway(s.Gateway, add)
+	if s.Matrix != nil {
+		validateMatrix(s, add)
+	}
 	validateWVA("autoscalers.wva", s.Autoscalers.WVA, add)
 	validateBaselines(s.Autoscalers, add)
 	if m := s.Autoscalers.ClairvoyantMargin; !(m >= 0 && m <= MaxClairvoyantMargin) {
@@ -111,14 +114,7 @@ func validateGateway(g Gateway, add func(string, string, ...any)) {
 		add("gateway.timeoutSeconds", "must be ≥ 0 seconds and at most %g (0: the default 120), got %v", float64(MaxDurationSeconds), t)
 	}
 	if w := g.Weights; w != nil {
-		for _, f := range []struct {
-			name string
-			v    float64
-		}{{"kv", w.KV}, {"queue", w.Queue}, {"batch", w.Batch}, {"prefix", w.Prefix}} {
-			if !(f.v >= 0) || math.IsInf(f.v, 0) {
-				add("gateway.weights."+f.name, "must be a finite number ≥ 0, got %v", f.v)
-			}
-		}
+		validateWeights(w, add)
 	}
 	if s := g.Saturation; s != nil {
 		if s.QueueThreshold < 0 {
@@ -126,6 +122,26 @@ func validateGateway(g Gateway, add func(string, string, ...any)) {
 		}
 		if !(s.KVThreshold >= 0 && s.KVThreshold <= 1) {
 			add("gateway.saturation.kvThreshold", "must be a KV-cache utilisation in (0, 1] (0: the default 0.8), got %v", s.KVThreshold)
+		}
+	}
+	if g.Admission != nil {
+		validateAdmission("gateway.admission", g.Admission, add)
+	}
+}
+
+// validateWeights checks the router's scorer weights: the string form
+// parsed, every weight finite and ≥ 0.
+func validateWeights(w *ScorerWeights, add func(string, string, ...any)) {
+	if w.parseErr != nil {
+		add("gateway.weights", "%v", w.parseErr)
+		return
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"kv", w.KV}, {"queue", w.Queue}, {"batch", w.Batch}, {"prefix", w.Prefix}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			add("gateway.weights."+f.name, "must be a finite number ≥ 0, got %v", f.v)
 		}
 	}
 }

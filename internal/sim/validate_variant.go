@@ -13,6 +13,7 @@ func validateVariant(p string, v Variant, add func(string, string, ...any)) {
 	if v.Accelerator == "" {
 		add(p+".accelerator", "must not be empty")
 	}
+	validateScheduling(p, v, add)
 	switch v.LatencyModel {
 	case "", "iteration":
 		if err := v.Params.Validate(tuner.ModelIteration); err != nil {

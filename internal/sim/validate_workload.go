@@ -21,6 +21,8 @@ func validateWorkload(p string, w Workload, add func(string, string, ...any)) {
 		validateRate(p+".rate", w.Rate, add)
 	}
 	validateClasses(p, w.Classes, add)
+	validateClassesAdmission(p, w.Classes, add)
+	validateNewPrefixGroups(p, w, add)
 	if w.NumRequests < 0 {
 		add(p+".numRequests", "must be ≥ 0 (0: no limit), got %d", w.NumRequests)
 	}

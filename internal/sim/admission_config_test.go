@@ -1,0 +1,234 @@
+package sim
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestScorerWeightsString: the string form sets the scorers it names (the
+// others weigh 0), in long or short names; the object form keeps working
+// and stays strict; a bad string is an error of gateway.weights.
+func TestScorerWeightsString(t *testing.T) {
+	for in, want := range map[string]ScorerWeights{
+		"prefix-affinity:4,queue-depth:3":         {Prefix: 4, Queue: 3},
+		"pa:3, qd:2, kv:2":                        {Prefix: 3, Queue: 2, KV: 2},
+		"kv-utilisation:1,batch:0.5":              {KV: 1, Batch: 0.5},
+		"kv-utilization:2,prefix-affinity:1.5e-1": {KV: 2, Prefix: 0.15},
+	} {
+		got, err := ParseScorerWeights(in)
+		if err != nil || got != want {
+			t.Errorf("%q: %+v, %v; want %+v", in, got, err, want)
+		}
+		if back, err := ParseScorerWeights(got.String()); err != nil || back != want {
+			t.Errorf("%q written as %q reads back as %+v, %v", in, got.String(), back, err)
+		}
+	}
+}
+
+// TestScorerWeightsErrors: the string form's mistakes, each named.
+func TestScorerWeightsErrors(t *testing.T) {
+	for in, want := range map[string]string{
+		"prefix:4":           `unknown scorer "prefix"`,
+		"pa=4":               "is not scorer:weight",
+		"pa:four":            `weight "four" is not a number`,
+		"pa:1,pa:2":          "name the same scorer",
+		"qd:1,queue-depth:1": "name the same scorer",
+	} {
+		if _, err := ParseScorerWeights(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", in, err, want)
+		}
+	}
+}
+
+// TestScorerWeightsInScenario: a scenario's weights in either form.
+func TestScorerWeightsInScenario(t *testing.T) {
+	parse := func(gateway string) (Scenario, error) {
+		return ParseScenario([]byte(validScenario + "gateway: " + gateway + "\n"))
+	}
+	sc, err := parse(`{weights: "prefix-affinity:4,queue-depth:3"}`)
+	if err != nil || *sc.Gateway.Weights != (ScorerWeights{Prefix: 4, Queue: 3}) {
+		t.Errorf("string form: %+v, %v", sc.Gateway.Weights, err)
+	}
+	sc, err = parse(`{weights: {kv: 1, prefix: 2}}`)
+	if err != nil || *sc.Gateway.Weights != (ScorerWeights{KV: 1, Prefix: 2}) {
+		t.Errorf("object form: %+v, %v", sc.Gateway.Weights, err)
+	}
+	if _, err := parse(`{weights: {kv: 1, prefx: 2}}`); err == nil || !strings.Contains(err.Error(), `unknown field "prefx"`) {
+		t.Errorf("unknown key: %v", err)
+	}
+	if _, err := parse(`{weights: "pa:4,zz:1"}`); err == nil || !strings.Contains(err.Error(), `gateway.weights: unknown scorer "zz"`) {
+		t.Errorf("bad string: %v", err)
+	}
+	if _, err := parse(`{weights: "pa:-1"}`); err == nil || !strings.Contains(err.Error(), "gateway.weights.prefix: must be a finite number ≥ 0") {
+		t.Errorf("negative weight: %v", err)
+	}
+}
+
+// TestAdmissionValidation: every admission setting, the classes'
+// criticality, the new prefix groups, the scheduling policy and the
+// matrix are checked with their field paths.
+func TestAdmissionValidation(t *testing.T) {
+	adm := func(f func(a *Admission)) func(s *Scenario) {
+		return func(s *Scenario) {
+			a := &Admission{Policy: policyPredictive}
+			f(a)
+			s.Gateway.Admission = a
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(s *Scenario)
+		want string
+	}{
+		{"policy", adm(func(a *Admission) { a.Policy = "lottery" }), `gateway.admission.policy: must be always, token-bucket, slo-gated or predictive, got "lottery"`},
+		{"budget", adm(func(a *Admission) { a.BudgetsMs.Sheddable = -1 }), "gateway.admission.budgetsMs.sheddable: must be a finite number ≥ 0"},
+		{"headroom", adm(func(a *Admission) { a.Headroom = 4 }), "gateway.admission.headroom: must be in [0.5, 3]"},
+		{"kv limit", adm(func(a *Admission) { a.KVLimit = 1.5 }), "gateway.admission.kvLimit: must be a KV-cache utilisation"},
+		{"coefficients", adm(func(a *Admission) { a.Coefficients.Beta1Ms = -0.1 }), "gateway.admission.coefficients.beta1Ms"},
+		{"forgetting", adm(func(a *Admission) { a.Forgetting = 0.5 }), "gateway.admission.forgetting: must be in [0.9, 1]"},
+		{"calibrate", adm(func(a *Admission) { a.Policy, a.Calibrate = policyAlways, true }), "gateway.admission.calibrate: needs policy predictive"},
+		{"bucket missing", adm(func(a *Admission) { a.Policy = policyTokenBucket }), "gateway.admission.tokenBucket: must be set for policy token-bucket"},
+		{"bucket rate", adm(func(a *Admission) { a.Policy, a.TokenBucket = policyTokenBucket, &TokenBucket{Rate: 0} }), "gateway.admission.tokenBucket.rate"},
+		{"bucket elsewhere", adm(func(a *Admission) { a.TokenBucket = &TokenBucket{Rate: 1} }), `gateway.admission.tokenBucket: is set, but the policy is "predictive"`},
+		{"gate fleet", adm(func(a *Admission) { a.Policy, a.SLOGated = policySLOGated, &SLOGated{Fleet: "mean"} }), `gateway.admission.sloGated.fleet: must be min or max, got "mean"`},
+		{"gate threshold", adm(func(a *Admission) { a.Policy, a.SLOGated = policySLOGated, &SLOGated{SheddableThreshold: -2} }), "gateway.admission.sloGated.sheddableThreshold"},
+		{"floor", adm(func(a *Admission) { a.Fairness = &Fairness{Share: 1} }), "gateway.admission.fairness.share: must be in (0, 1)"},
+		{"criticality", func(s *Scenario) {
+			s.Models[0].Workload.Classes = []Class{{Name: "a", Share: 1, SLO: SLO{TTFTMs: 1, ITLMs: 1}, Criticality: "vip"}}
+		}, `models[0].workload.classes[0].criticality: must be critical, standard or sheddable, got "vip"`},
+		{"new group without groups", func(s *Scenario) {
+			s.Models[0].Workload.NewPrefixGroups = []NewPrefixGroup{{AtSeconds: 1, Share: 0.1}}
+		}, "models[0].workload.newPrefixGroups: needs prefixGroups > 0"},
+		{"new group share", func(s *Scenario) {
+			s.Models[0].Workload.PrefixGroups, s.Models[0].Workload.PrefixTokens = 2, 16
+			s.Models[0].Workload.NewPrefixGroups = []NewPrefixGroup{{AtSeconds: 1, Share: 1.5}}
+		}, "models[0].workload.newPrefixGroups[0].share: must be in (0, 1)"},
+		{"scheduling", func(s *Scenario) { s.Models[0].Variants[0].SchedulingPolicy = "lifo" },
+			`models[0].variants[0].schedulingPolicy: must be fcfs or priority-fcfs, got "lifo"`},
+		{"matrix configs", func(s *Scenario) { s.Matrix = &Matrix{} }, "matrix.configs: must list at least one configuration"},
+		{"matrix names", func(s *Scenario) {
+			s.Matrix = &Matrix{Configs: []MatrixConfig{{Name: "a"}, {Name: "a"}}}
+		}, `matrix.configs[1].name: duplicates "a"`},
+		{"matrix gateway", func(s *Scenario) {
+			s.Matrix = &Matrix{Configs: []MatrixConfig{{Name: "a", Gateway: Gateway{Admission: &Admission{Policy: "x"}}}}}
+		}, `matrix.configs[0].gateway.admission.policy: must be always`},
+		{"matrix rate", func(s *Scenario) {
+			s.Matrix = &Matrix{Configs: []MatrixConfig{{Name: "a"}}, Rates: []MatrixRate{{Name: "r", Rate: Rate{Pattern: "constant", RPS: 1e9}}}}
+		}, "matrix.rates[0]: models[0].workload.rate: a peak of 1e+09"},
+		{"matrix autoscalers", func(s *Scenario) {
+			s.Matrix = &Matrix{Configs: []MatrixConfig{{Name: "a"}}, Autoscalers: []string{"magic"}}
+		}, `matrix.autoscalers: unknown autoscaler "magic"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, err := ParseScenario([]byte(validScenario))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(&sc)
+			if err := sc.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+const matrixScenario = `
+name: tiny-matrix
+durationSeconds: 20
+drainSeconds: 60
+models:
+  - name: m
+    slo: {ttftMs: 200, itlMs: 100}
+    workload:
+      rate: {pattern: constant, rps: 40}
+      input: {mean: 300}
+      output: {mean: 20}
+      classes:
+        - {name: critical, share: 0.5, slo: {ttftMs: 200, itlMs: 100}, criticality: critical, priority: 1}
+        - {name: sheddable, share: 0.5, slo: {ttftMs: 300, itlMs: 100}, sheddable: true}
+      prefixGroups: 4
+      prefixTokens: 128
+      newPrefixGroups: [{atSeconds: 10, share: 0.2}]
+    variants:
+      - {name: v, accelerator: H100, cost: 1, latencyModel: linear, linear: {beta0: 10, beta1: 0.01, beta2: 0.5},
+         maxBatchSize: 8, kvBlocks: 400, initialReplicas: 1, minReplicas: 1, maxReplicas: 1}
+matrix:
+  seeds: [1, 2]
+  autoscalers: ["static:1"]
+  rates:
+    - {name: low, rate: {pattern: constant, rps: 20}}
+    - {name: high, rate: {pattern: constant, rps: 120}}
+  configs:
+    - {name: none, gateway: {}}
+    - {name: predictive, gateway: {admission: {policy: predictive, calibrate: true}}, schedulingPolicy: priority-fcfs}
+`
+
+// runMatrix runs matrixScenario's matrix on parallel workers and returns
+// its runs and their summary as JSON.
+func runMatrix(t *testing.T, parallel int) (*Scenario, []MatrixRun, string) {
+	t.Helper()
+	sc, err := ParseScenario([]byte(matrixScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := RunMatrix(context.Background(), sc, parallel, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteMatrixJSON(&b, SummarizeMatrix(runs)); err != nil {
+		t.Fatal(err)
+	}
+	return &sc, runs, b.String()
+}
+
+// TestMatrixDeterministic: the summary does not depend on the parallel
+// workers.
+func TestMatrixDeterministic(t *testing.T) {
+	_, _, one := runMatrix(t, 1)
+	if _, _, two := runMatrix(t, 2); one != two {
+		t.Error("the summary depends on the parallel workers")
+	}
+}
+
+// TestMatrix: a matrix runs every configuration at every rate with every
+// seed, in order; the configuration and the rate reach the runs.
+func TestMatrix(t *testing.T) {
+	_, runs, _ := runMatrix(t, 2)
+	if len(runs) != 8 {
+		t.Fatalf("%d runs, want 2 configurations × 2 rates × 2 seeds", len(runs))
+	}
+	cells := SummarizeMatrix(runs)
+	if len(cells) != 4 || cells[0].Config != "none" || cells[0].Rate != "low" || cells[3].Config != "predictive" || cells[3].Rate != "high" {
+		t.Fatalf("cells %+v", cells)
+	}
+	for _, r := range runs {
+		want := map[string]float64{"low": 20 * 20, "high": 120 * 20}[r.Rate]
+		if float64(r.Result.Arrived) < 0.8*want || float64(r.Result.Arrived) > 1.2*want {
+			t.Errorf("%s at %s: %d arrived, want about %v", r.Config, r.Rate, r.Result.Arrived, want)
+		}
+		if (r.Config == "predictive") != (r.Result.Admission != nil) {
+			t.Errorf("%s: admission %v", r.Config, r.Result.Admission)
+		}
+	}
+}
+
+// TestMatrixReports: the cells' figures, the report and the CSV.
+func TestMatrixReports(t *testing.T) {
+	sc, runs, _ := runMatrix(t, 2)
+	cells := SummarizeMatrix(runs)
+	high := cells[3]
+	if high.AdmittedPct.Mean >= 100 || high.Estimate == nil || high.Estimate.Beta0Ms == nil || high.NewGroupAdmittedPct == nil ||
+		len(high.Classes) != 2 || high.Classes[0].Completed == 0 || high.Classes[0].TTFTp99Ms.Low > high.Classes[0].TTFTp99Ms.High {
+		t.Errorf("predictive at high rate: %+v", high)
+	}
+	var md, csv strings.Builder
+	if err := WriteMatrixMarkdown(&md, sc, cells); err != nil || !strings.Contains(md.String(), "## Rate high") ||
+		!strings.Contains(md.String(), "| predictive | static:1 | m/critical |") {
+		t.Errorf("report: %v\n%s", err, md.String())
+	}
+	if err := WriteMatrixCSV(&csv, cells); err != nil || strings.Count(csv.String(), "\n") != 1+4*2 {
+		t.Errorf("csv: %v\n%s", err, csv.String())
+	}
+}
