@@ -101,6 +101,12 @@ frontiers: ## sweep every autoscaler's settings on every shipped scenario (FRONT
 		cp $(BIN)/frontiers/$$s/sweep.csv $(BIN)/frontiers/$$s/attainment.csv $(BIN)/frontiers/$$s/frontier.png docs/evaluation/$$s/; \
 	done
 
+.PHONY: admission
+admission: ## rerun docs/admission.md's experiments (seed 003's isolation matrix, admission with autoscaling on a load step) into $(BIN)/admission-* (about 1.5 minutes on 2 cores)
+	@mkdir -p $(BIN)
+	$(GO) run ./cmd/wva simulate --scenario admission-matrix --matrix --out $(BIN)/admission-matrix
+	$(GO) run ./cmd/wva simulate --scenario admission-step --matrix --out $(BIN)/admission-step
+
 .PHONY: test
 test: test-deps k8s crds gateway-test ## run every test, with the race detector (builds the control plane for envtest when missing)
 	$(GO) test -race -count=1 ./...
