@@ -81,10 +81,10 @@ type Calibration struct {
 }
 
 // EstimateErrors compare the predictive TTFT estimates with the TTFT each
-// admitted request then saw: on the replica it was sent to, with the
-// coefficients the policy used (calibrated when calibrate is on) and with
-// the configured initial ones, and the decision's best case over the
-// fleet.
+// admitted request then saw from its dispatch: on the replica it was sent
+// to, with the coefficients the policy used (calibrated when calibrate is
+// on) and with the configured initial ones, and the decision's best case
+// over the fleet.
 type EstimateErrors struct {
 	InUse    ErrorStats `json:"inUse"`
 	Initial  ErrorStats `json:"initial"`

@@ -219,3 +219,27 @@ func TestNewPrefixGroups(t *testing.T) {
 		t.Errorf("new groups %+v, established since %+v", n, e)
 	}
 }
+
+// TestCalibrationFromDispatch: requests that wait at the gateway for a
+// replica to start (5 s) teach the calibrator and the estimate errors their
+// TTFT from dispatch, the time the estimate is made for, as the endpoint
+// picker's plugin measures it; not the gateway's hold, which no regressor
+// of the TTFT model carries. Their TTFT as the client sees it keeps the
+// hold.
+func TestCalibrationFromDispatch(t *testing.T) {
+	v := linearVariant()
+	v.InitialReplicas, v.MinReplicas, v.StartupSeconds = 0, 0, 5
+	var rows []traceRow
+	for i := range 20 {
+		rows = append(rows, classRow(float64(i)*0.05, 300, 5, "standard", -1))
+	}
+	res, got := runRows(t, v, rows, &Static{n: 1},
+		withAdmission(&Admission{Policy: policyPredictive, Calibrate: true}))
+	if res.Completed != 20 || got[1].ttft < 5000 {
+		t.Fatalf("completed %d, first TTFT %v ms: the requests did not wait for the replica", res.Completed, got[1].ttft)
+	}
+	e, c := res.Admission.EstimateErrorMs, res.Admission.Calibration
+	if e.Initial.N != 20 || e.Initial.MedianAbs > 100 || c.Beta0Ms > 100 {
+		t.Errorf("estimate error with the initial coefficients %+v, calibrated β0 %v ms: the hold at the gateway was taken for TTFT", e.Initial, c.Beta0Ms)
+	}
+}

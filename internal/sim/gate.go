@@ -172,7 +172,9 @@ func (s *Sim) dispatched(q *request, cand int) {
 }
 
 // firstToken learns from an admitted request's first token, ttft seconds
-// after its arrival at the gateway.
+// after the gateway dispatched it: the time the estimate was made for, as
+// the endpoint picker's plugin measures it (a request held at the gateway
+// waited before it, outside the model).
 func (g *gate) firstToken(q *request, ttft float64) {
 	if !q.admitted {
 		return

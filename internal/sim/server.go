@@ -287,7 +287,7 @@ func (r *replica) endIteration(s *Sim) {
 				r.c.ttftCount++
 				r.c.promptTokens += float64(q.input)
 				if s.gate != nil {
-					s.gate.firstToken(q, now-q.arrive+a2)
+					s.gate.firstToken(q, now-q.atServer+a2)
 				}
 			} else if q.lastEmit == r.iterStart {
 				contiguous++
