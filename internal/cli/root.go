@@ -38,7 +38,7 @@ token counts per request.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newModelCommand(), newTuneCommand(), newPlanCommand(), newSimulateCommand(), newControllerCommand())
+	root.AddCommand(newModelCommand(), newTuneCommand(), newPlanCommand(), newSimulateCommand(), newControllerCommand(), newEmulateCommand())
 	return root
 }
 

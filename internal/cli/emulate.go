@@ -1,0 +1,188 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+
+	"github.com/llm-d-incubation/wva/internal/emulate"
+)
+
+// emulateOptions are wva emulate's flags.
+type emulateOptions struct {
+	spec          string
+	kubeconfig    string
+	namespace     string
+	selector      string
+	timeScale     float64
+	latencyClock  string
+	sdFile        string
+	tick          time.Duration
+	resync        time.Duration
+	progressEvery time.Duration
+	keepPods      bool
+	logFormat     string
+}
+
+func newEmulateCommand() *cobra.Command {
+	o := &emulateOptions{selector: "wva.llmd.ai/emulate=true", timeScale: 1, latencyClock: "model", tick: 100 * time.Millisecond,
+		resync: 30 * time.Second, progressEvery: 10 * time.Second, logFormat: "text"}
+	cmd := &cobra.Command{
+		Use:   "emulate --spec FILE [--sd-file FILE]",
+		Short: "Run an emulated vLLM fleet against a Kubernetes API server, in wall-clock time",
+		Long: `Run an emulated fleet of vLLM servers for the Deployments of a cluster, in
+wall-clock time: a way to try WVA (and its end-to-end tests) on a real API
+server and a real Prometheus without GPUs.
+
+For every Deployment that matches --selector (in --namespace, or in every
+namespace) and is named in the spec, the emulator plays the Deployment
+controller and the kubelet: it keeps spec.replicas emulated servers, creates
+a Pod for each (the template's labels, the Deployment as owner), marks it
+Running and Ready with podIP 127.0.0.1 once the server has loaded its model
+(the spec's startupSeconds plus jitter), deletes pods on scale-down in the
+ReplicaSet controller's order (not ready first, then the lowest
+controller.kubernetes.io/pod-deletion-cost, then the most recently ready),
+and keeps the Deployment's status (replicas, updatedReplicas,
+readyReplicas, availableReplicas, observedGeneration) true. It must be the
+only controller of those Deployments (no kube-controller-manager Deployment
+controller for them).
+
+Each ready server serves vLLM's /metrics (vllm:num_requests_running,
+vllm:num_requests_waiting, vllm:kv_cache_usage_perc, the TTFT, time per
+output token and e2e histograms, token counters, request_success_total,
+cache_config_info; labels engine and model_name) on its own loopback port,
+named in the pod's annotation wva.llmd.ai/emulated-metrics and in the
+Prometheus file-SD file --sd-file (labels namespace, pod, deployment). The
+servers are the simulator's (wva simulate): continuous batching, paged KV
+cache, chunked prefill, preemption; a gateway routes each model's requests
+to its ready servers. The workload (rates over time, token lengths) comes
+from the spec and is seeded: the same spec gives the same requests.
+
+Time: the emulator runs --time-scale seconds of model time per wall second.
+The spec's times (rate steps, startupSeconds) and the exported latencies
+(the histograms' values and sums) are in model seconds (--latency-clock
+model, the default); counters count events, so a rate() over wall time
+reads --time-scale times the model's rate. --latency-clock wall divides
+the latencies by the time scale instead, so that rates and latencies are
+both per wall second (a server --time-scale times faster).
+
+On SIGINT or SIGTERM it stops the servers, deletes its pods, sets the
+Deployments' status to no replicas and empties the SD file (--keep-pods
+leaves pods and status as they are). Pods it left behind with the label
+wva.llmd.ai/emulated=true are deleted when it starts. See docs/emulate.md.`,
+		Example: `  # against the current kubeconfig, 10x faster than real time
+  wva emulate --spec examples/emulate/fleet.yaml --sd-file /tmp/wva-sd.json --time-scale 10`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *emulateOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.spec, "spec", "", "the fleet's spec: models, workloads and the Deployments serving them (YAML or JSON; examples/emulate)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, then ~/.kube/config)")
+	fs.StringVarP(&o.namespace, "namespace", "n", "", "manage Deployments of this namespace only (default: every namespace)")
+	fs.StringVarP(&o.selector, "selector", "l", o.selector, "label selector of the Deployments to manage (\"\" for every Deployment named in the spec)")
+	fs.Float64Var(&o.timeScale, "time-scale", o.timeScale, fmt.Sprintf("model seconds per wall second, in (0, %d]", emulate.MaxTimeScale))
+	fs.StringVar(&o.latencyClock, "latency-clock", o.latencyClock, "unit of the exported latencies: model (model seconds) or wall (model seconds / --time-scale)")
+	fs.StringVar(&o.sdFile, "sd-file", "", "Prometheus file-SD file to keep (JSON, rewritten atomically when the servers change; its folder must exist)")
+	fs.DurationVar(&o.tick, "tick", o.tick, "wall time between two rounds (advance the servers, follow the Deployments)")
+	fs.DurationVar(&o.resync, "resync", o.resync, "resync period of the Deployment and Pod informers")
+	fs.DurationVar(&o.progressEvery, "progress-every", o.progressEvery, "wall time between two progress lines (0: none)")
+	fs.BoolVar(&o.keepPods, "keep-pods", false, "on shutdown, leave the pods and the Deployments' status as they are")
+	fs.StringVar(&o.logFormat, "log-format", o.logFormat, "log format on stderr: text or json")
+}
+
+// validate checks the flags and reads the spec.
+func (o *emulateOptions) validate() (emulate.Spec, labels.Selector, error) {
+	var errs []error
+	if !(o.timeScale > 0 && o.timeScale <= emulate.MaxTimeScale) {
+		errs = append(errs, fmt.Errorf("--time-scale: want a number in (0, %d], got %v", emulate.MaxTimeScale, o.timeScale))
+	}
+	if o.latencyClock != "model" && o.latencyClock != "wall" {
+		errs = append(errs, fmt.Errorf("--latency-clock: want model or wall, got %q", o.latencyClock))
+	}
+	if o.tick <= 0 || o.resync <= 0 || o.progressEvery < 0 {
+		errs = append(errs, fmt.Errorf("--tick and --resync must be > 0, --progress-every ≥ 0"))
+	}
+	if o.logFormat != "text" && o.logFormat != "json" {
+		errs = append(errs, fmt.Errorf("--log-format: want text or json, got %q", o.logFormat))
+	}
+	sel, err := labels.Parse(o.selector)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--selector: %w", err))
+	}
+	var spec emulate.Spec
+	if o.spec == "" {
+		errs = append(errs, errors.New("--spec: required"))
+	} else if data, err := os.ReadFile(o.spec); err != nil {
+		errs = append(errs, fmt.Errorf("--spec: %w", err))
+	} else if spec, err = emulate.ParseSpec(data); err != nil {
+		errs = append(errs, fmt.Errorf("--spec %s: %w", o.spec, err))
+	}
+	return spec, sel, errors.Join(errs...)
+}
+
+func (o *emulateOptions) run(cmd *cobra.Command) error {
+	spec, sel, err := o.validate()
+	if err != nil {
+		return err
+	}
+	cfg, err := o.restConfig()
+	if err != nil {
+		return err
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	fleet, err := emulate.NewFleet(spec, emulate.FleetOptions{TimeScale: o.timeScale, WallSecondLatencies: o.latencyClock == "wall"})
+	if err != nil {
+		return err
+	}
+	h := slog.Handler(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+	if o.logFormat == "json" {
+		h = slog.NewJSONHandler(cmd.ErrOrStderr(), nil)
+	}
+	log := logr.FromSlogHandler(h)
+	progress := o.progressEvery
+	if progress == 0 {
+		progress = -1
+	}
+	em := emulate.New(kc, fleet, emulate.Options{Namespace: o.namespace, Selector: sel, Tick: o.tick, Resync: o.resync,
+		SDFile: o.sdFile, ProgressEvery: progress, KeepPods: o.keepPods, Log: log})
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log.Info("emulator starting", "host", cfg.Host, "namespace", o.namespace, "selector", sel.String(), "timeScale", o.timeScale,
+		"deployments", len(fleet.Targets()), "sdFile", o.sdFile)
+	return em.Run(ctx)
+}
+
+func (o *emulateOptions) restConfig() (*rest.Config, error) {
+	if o.kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := crconfig.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no cluster: no kubeconfig and not in a pod (use --kubeconfig): %w", err)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,358 @@
+package emulate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/llm-d-incubation/wva/internal/sim"
+)
+
+// Options configure an Emulator; the zero value of each field is its
+// documented default.
+type Options struct {
+	// Namespace limits the Deployments managed to one namespace ("" for
+	// all).
+	Namespace string
+	// Selector picks the Deployments managed (default: every one in the
+	// spec).
+	Selector labels.Selector
+	// Tick is the wall time between two rounds (default 100 ms).
+	Tick time.Duration
+	// Resync is the informers' resync period (default 30 s).
+	Resync time.Duration
+	// SDFile, if set, is the Prometheus file-SD file to keep.
+	SDFile string
+	// ProgressEvery is the wall time between two progress lines (default
+	// 10 s; negative for none).
+	ProgressEvery time.Duration
+	// KeepPods leaves the pods and the Deployments' status as they are on
+	// shutdown, instead of deleting the pods and zeroing the status.
+	KeepPods bool
+	// Clock is the wall clock (default: the real one).
+	Clock clock.WithTicker
+	// Log receives the progress lines (default: discarded).
+	Log logr.Logger
+}
+
+func (o *Options) defaults() {
+	if o.Selector == nil {
+		o.Selector = labels.Everything()
+	}
+	if o.Tick == 0 {
+		o.Tick = 100 * time.Millisecond
+	}
+	if o.Resync == 0 {
+		o.Resync = 30 * time.Second
+	}
+	if o.ProgressEvery == 0 {
+		o.ProgressEvery = 10 * time.Second
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+}
+
+// Emulator plays the Deployment controller and the kubelet for the
+// Deployments of a fleet: a Pod per emulated server, Deployment status.
+type Emulator struct {
+	opts      Options
+	log       logr.Logger
+	kc        kubernetes.Interface
+	fleet     *Fleet
+	deploys   appslisters.DeploymentLister
+	podLister corelisters.PodLister
+	factories []informers.SharedInformerFactory
+	pods      map[int]*emuPod
+	sd        sdWriter
+	trigger   chan struct{}
+	warned    map[string]bool
+	lastN     map[int]int
+}
+
+// New prepares an emulator; Start (or Run) starts its informers.
+func New(kc kubernetes.Interface, fleet *Fleet, opts Options) *Emulator {
+	opts.defaults()
+	e := &Emulator{opts: opts, log: opts.Log, kc: kc, fleet: fleet, pods: map[int]*emuPod{}, sd: sdWriter{path: opts.SDFile},
+		trigger: make(chan struct{}, 1), warned: map[string]bool{}, lastN: map[int]int{}}
+	sel := opts.Selector.String()
+	df := informers.NewSharedInformerFactoryWithOptions(kc, opts.Resync, informers.WithNamespace(opts.Namespace),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = sel }))
+	pf := informers.NewSharedInformerFactoryWithOptions(kc, opts.Resync, informers.WithNamespace(opts.Namespace),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = EmulatedLabel + "=true" }))
+	di := df.Apps().V1().Deployments()
+	poke := func(any) {
+		select {
+		case e.trigger <- struct{}{}:
+		default:
+		}
+	}
+	_, _ = di.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, n any) { poke(n) }, DeleteFunc: poke})
+	e.deploys = di.Lister()
+	e.podLister = pf.Core().V1().Pods().Lister()
+	e.factories = []informers.SharedInformerFactory{df, pf}
+	return e
+}
+
+// Start starts the informers, waits for their caches and deletes the pods
+// a previous run left behind (they have no server).
+func (e *Emulator) Start(ctx context.Context) error {
+	for _, f := range e.factories {
+		f.Start(ctx.Done())
+	}
+	for _, f := range e.factories {
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return fmt.Errorf("syncing the %v cache", typ)
+			}
+		}
+	}
+	left, err := e.podLister.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	for _, p := range left {
+		err := e.kc.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the leftover pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		e.log.Info("leftover pod deleted", "namespace", p.Namespace, "pod", p.Name)
+	}
+	return nil
+}
+
+// Run starts the emulator and runs a round every tick, and at once when a
+// Deployment changes, until ctx ends; then it shuts down (Shutdown).
+func (e *Emulator) Run(ctx context.Context) error {
+	if err := e.Start(ctx); err != nil {
+		return err
+	}
+	tick := e.opts.Clock.NewTicker(e.opts.Tick)
+	defer tick.Stop()
+	next := e.opts.Clock.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return e.Shutdown()
+		case <-tick.C():
+		case <-e.trigger:
+		}
+		if err := e.Step(ctx); err != nil && ctx.Err() == nil {
+			e.log.Error(err, "round failed; retrying")
+		}
+		if now := e.opts.Clock.Now(); e.opts.ProgressEvery > 0 && !now.Before(next) {
+			e.progress()
+			next = now.Add(e.opts.ProgressEvery)
+		}
+	}
+}
+
+func (e *Emulator) progress() {
+	s := e.fleet.Summary()
+	ready := 0
+	for _, p := range e.pods {
+		if p.ready {
+			ready++
+		}
+	}
+	e.log.Info("progress", "modelSeconds", fmt.Sprintf("%.1f", s.ModelSeconds), "pods", len(e.pods), "ready", ready,
+		"arrived", s.Arrived, "completed", s.Completed, "failed", s.Failed, "gatewayWaiting", s.GatewayWaiting)
+}
+
+// Step runs one round: the fleet advances to the clock's time; each
+// managed Deployment's servers follow its spec.replicas (after its pods'
+// deletion costs), its pods and status follow its servers; the SD file
+// follows the pods. It goes on past a failing Deployment and returns the
+// errors joined.
+func (e *Emulator) Step(ctx context.Context) error {
+	e.fleet.Advance()
+	bound, err := e.bind()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, t := range e.fleet.Targets() {
+		d := bound[t.Index]
+		n := 0
+		if d != nil {
+			n = int(ptrOr(d.Spec.Replicas, 1))
+		}
+		if last, ok := e.lastN[t.Index]; !ok || last != n {
+			e.log.Info("scaling", "deployment", t.Name, "namespace", nsOf(d), "replicas", n)
+			e.lastN[t.Index] = n
+		}
+		reps := e.fleet.Scale(t.Index, n, e.deletionCosts(t))
+		if err := e.syncPods(ctx, d, t, reps); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if d != nil {
+			errs = append(errs, e.syncStatus(ctx, d, reps))
+		}
+	}
+	err = e.sd.write(renderSD(e.sdTargets()))
+	return errors.Join(append(errs, err)...)
+}
+
+// bind matches the managed Deployments to the spec's targets (target
+// index → Deployment); a Deployment not in the spec, or a second one for
+// the same target, is skipped with a warning (once).
+func (e *Emulator) bind() (map[int]*appsv1.Deployment, error) {
+	ds, err := e.deploys.List(e.opts.Selector)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(ds, func(i, j int) bool {
+		if ds[i].Namespace != ds[j].Namespace {
+			return ds[i].Namespace < ds[j].Namespace
+		}
+		return ds[i].Name < ds[j].Name
+	})
+	bound := map[int]*appsv1.Deployment{}
+	for _, d := range ds {
+		key := d.Namespace + "/" + d.Name
+		t, ok := e.fleet.Lookup(d.Namespace, d.Name)
+		switch {
+		case !ok:
+			e.warnOnce(key, "Deployment not in the spec: not emulated", "deployment", key)
+		case bound[t.Index] != nil:
+			e.warnOnce(key, "Deployment matches a spec entry already bound: not emulated", "deployment", key,
+				"boundTo", bound[t.Index].Namespace+"/"+bound[t.Index].Name)
+		case d.DeletionTimestamp != nil:
+		default:
+			bound[t.Index] = d
+		}
+	}
+	return bound, nil
+}
+
+func (e *Emulator) warnOnce(key, msg string, kv ...any) {
+	if !e.warned[key+msg] {
+		e.warned[key+msg] = true
+		e.log.Info(msg, kv...)
+	}
+}
+
+// syncStatus writes the Deployment's status when it differs: replicas and
+// updatedReplicas count the servers not terminating, readyReplicas and
+// availableReplicas the ready ones.
+func (e *Emulator) syncStatus(ctx context.Context, d *appsv1.Deployment, reps []sim.LiveReplica) error {
+	var n, ready int32
+	for _, r := range reps {
+		if r.Terminating {
+			continue
+		}
+		n++
+		if r.Ready {
+			ready++
+		}
+	}
+	return e.writeStatus(ctx, d, n, ready)
+}
+
+func (e *Emulator) writeStatus(ctx context.Context, d *appsv1.Deployment, n, ready int32) error {
+	st := d.Status
+	if st.Replicas == n && st.UpdatedReplicas == n && st.ReadyReplicas == ready && st.AvailableReplicas == ready &&
+		st.UnavailableReplicas == n-ready && st.ObservedGeneration == d.Generation {
+		return nil
+	}
+	b, err := json.Marshal(map[string]any{"status": map[string]any{"replicas": n, "updatedReplicas": n, "readyReplicas": ready,
+		"availableReplicas": ready, "unavailableReplicas": n - ready, "observedGeneration": d.Generation}})
+	if err != nil {
+		return err
+	}
+	_, err = e.kc.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, b, metav1.PatchOptions{}, "status")
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deployment %s/%s status: %w", d.Namespace, d.Name, err)
+	}
+	return nil
+}
+
+// sdTargets are the pods whose servers serve /metrics.
+func (e *Emulator) sdTargets() []sdTarget {
+	var ts []sdTarget
+	for _, p := range e.pods {
+		if p.ep != nil {
+			ts = append(ts, sdTarget{Addr: p.ep.addr, Namespace: p.namespace, Pod: p.name, Deployment: p.deployment})
+		}
+	}
+	return ts
+}
+
+// Shutdown stops every server; unless KeepPods, it deletes their pods and
+// sets the Deployments' status to no replicas. The SD file is emptied.
+func (e *Emulator) Shutdown() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var errs []error
+	if e.opts.KeepPods {
+		for _, p := range e.pods {
+			if p.ep != nil {
+				p.ep.close()
+				p.ep = nil
+			}
+		}
+	} else {
+		errs = append(errs, e.deleteAll(ctx))
+	}
+	err := e.sd.write(renderSD(nil))
+	e.log.Info("emulator stopped", "keptPods", e.opts.KeepPods)
+	return errors.Join(append(errs, err)...)
+}
+
+func (e *Emulator) deleteAll(ctx context.Context) error {
+	var errs []error
+	for _, p := range e.pods {
+		errs = append(errs, e.deletePod(ctx, p))
+	}
+	bound, err := e.bind()
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, d := range bound {
+		errs = append(errs, e.writeStatus(ctx, d, 0, 0))
+	}
+	return errors.Join(errs...)
+}
+
+// podsOf lists the target's pods.
+func (e *Emulator) podsOf(t Target) []*emuPod {
+	var out []*emuPod
+	for _, p := range e.pods {
+		if p.target.Index == t.Index {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+func ptrOr(p *int32, d int32) int32 {
+	if p == nil {
+		return d
+	}
+	return *p
+}
+
+func nsOf(d *appsv1.Deployment) string {
+	if d == nil {
+		return ""
+	}
+	return d.Namespace
+}

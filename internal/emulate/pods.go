@@ -1,0 +1,215 @@
+package emulate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/llm-d-incubation/wva/internal/sim"
+)
+
+const (
+	// EmulatedLabel marks the pods the emulator creates (value "true").
+	EmulatedLabel = "wva.llmd.ai/emulated"
+	// MetricsAnnotation on an emulated pod gives its /metrics address.
+	MetricsAnnotation = "wva.llmd.ai/emulated-metrics"
+	// DeletionCostAnnotation is the ReplicaSet controller's
+	// pod-deletion-cost (https://kubernetes.io/docs/concepts/workloads/controllers/replicaset/#pod-deletion-cost).
+	DeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
+)
+
+// emuPod is a Pod object the emulator created for one server.
+type emuPod struct {
+	id         int
+	target     Target
+	namespace  string
+	name       string
+	deployment string
+	// ready is the readiness last written to the pod's status.
+	ready bool
+	ep    *endpoint
+}
+
+// podName names a server's pod: its Deployment's name, "emu" and the
+// server's number (unique within the emulator's run).
+func podName(deployment string, id int) string {
+	return deployment + "-emu-" + strconv.Itoa(id)
+}
+
+// newPod builds the Pod of a server from its Deployment's template: the
+// template's labels (so the Deployment's selector matches) plus
+// EmulatedLabel, and the Deployment as its controlling owner.
+func newPod(d *appsv1.Deployment, id int) *corev1.Pod {
+	tpl := d.Spec.Template.DeepCopy()
+	labels := map[string]string{}
+	for k, v := range tpl.Labels {
+		labels[k] = v
+	}
+	labels[EmulatedLabel] = "true"
+	annotations := map[string]string{}
+	for k, v := range tpl.Annotations {
+		annotations[k] = v
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: podName(d.Name, id), Namespace: d.Namespace, Labels: labels, Annotations: annotations,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
+		},
+		Spec: tpl.Spec,
+	}
+}
+
+// podStatus is the status the kubelet would report: Running on loopback,
+// Ready once the server has loaded its model.
+func podStatus(ready bool, start metav1.Time) corev1.PodStatus {
+	cond := func(t corev1.PodConditionType, ok bool, reason string) corev1.PodCondition {
+		s := corev1.ConditionTrue
+		if !ok {
+			s = corev1.ConditionFalse
+		}
+		return corev1.PodCondition{Type: t, Status: s, Reason: reason, LastTransitionTime: start}
+	}
+	reason := ""
+	if !ready {
+		reason = "ModelLoading"
+	}
+	return corev1.PodStatus{
+		Phase: corev1.PodRunning, PodIP: "127.0.0.1", PodIPs: []corev1.PodIP{{IP: "127.0.0.1"}}, HostIP: "127.0.0.1",
+		StartTime: &start,
+		Conditions: []corev1.PodCondition{
+			cond(corev1.PodScheduled, true, ""), cond(corev1.PodInitialized, true, ""),
+			cond(corev1.ContainersReady, ready, reason), cond(corev1.PodReady, ready, reason),
+		},
+	}
+}
+
+// patchStatus writes a pod's status (a merge patch of the status
+// subresource: no resourceVersion needed).
+func (e *Emulator) patchPodStatus(ctx context.Context, p *emuPod, ready bool) error {
+	b, err := json.Marshal(map[string]any{"status": podStatus(ready, metav1.NewTime(e.opts.Clock.Now()))})
+	if err != nil {
+		return err
+	}
+	_, err = e.kc.CoreV1().Pods(p.namespace).Patch(ctx, p.name, types.MergePatchType, b, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return fmt.Errorf("pod %s/%s status: %w", p.namespace, p.name, err)
+	}
+	p.ready = ready
+	return nil
+}
+
+// deletePod deletes a server's pod at once (no kubelet waits for it) and
+// stops its endpoint.
+func (e *Emulator) deletePod(ctx context.Context, p *emuPod) error {
+	if p.ep != nil {
+		p.ep.close()
+		p.ep = nil
+	}
+	err := e.kc.CoreV1().Pods(p.namespace).Delete(ctx, p.name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting pod %s/%s: %w", p.namespace, p.name, err)
+	}
+	delete(e.pods, p.id)
+	e.log.Info("pod deleted", "namespace", p.namespace, "pod", p.name)
+	return nil
+}
+
+// deletionCosts reads the pod-deletion-cost annotations of a target's
+// pods (replica ID → cost) from the pod cache; an unparsable one counts as
+// 0, as the ReplicaSet controller takes it.
+func (e *Emulator) deletionCosts(t Target) map[int]int32 {
+	costs := map[int]int32{}
+	for id, p := range e.pods {
+		if p.target.Index != t.Index {
+			continue
+		}
+		obj, err := e.podLister.Pods(p.namespace).Get(p.name)
+		if err != nil {
+			continue
+		}
+		c, err := strconv.ParseInt(obj.Annotations[DeletionCostAnnotation], 10, 32)
+		if err != nil {
+			c = 0
+		}
+		costs[id] = int32(c)
+	}
+	return costs
+}
+
+// syncPods makes the target's pods match its servers: a pod per server
+// not terminating, Ready when the server is, serving /metrics from then;
+// the others deleted.
+func (e *Emulator) syncPods(ctx context.Context, d *appsv1.Deployment, t Target, reps []sim.LiveReplica) error {
+	want := map[int]sim.LiveReplica{}
+	for _, r := range reps {
+		if !r.Terminating {
+			want[r.ID] = r
+		}
+	}
+	for _, p := range e.podsOf(t) {
+		if _, ok := want[p.id]; !ok {
+			if err := e.deletePod(ctx, p); err != nil {
+				return err
+			}
+		}
+	}
+	if d == nil {
+		return nil
+	}
+	for _, r := range reps {
+		if r.Terminating {
+			continue
+		}
+		if err := e.syncPod(ctx, d, t, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncPod creates a server's pod if missing and brings its status and
+// endpoint up to date.
+func (e *Emulator) syncPod(ctx context.Context, d *appsv1.Deployment, t Target, r sim.LiveReplica) error {
+	p, ok := e.pods[r.ID]
+	if !ok {
+		pod := newPod(d, r.ID)
+		if _, err := e.kc.CoreV1().Pods(d.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating pod %s/%s: %w", d.Namespace, pod.Name, err)
+		}
+		p = &emuPod{id: r.ID, target: t, namespace: d.Namespace, name: pod.Name, deployment: d.Name}
+		e.pods[r.ID] = p
+		e.log.Info("pod created", "namespace", d.Namespace, "pod", pod.Name, "deployment", d.Name)
+		if err := e.patchPodStatus(ctx, p, false); err != nil {
+			return err
+		}
+	}
+	if r.Ready && p.ep == nil {
+		ep, err := serve(e.fleet, t.Model, r.ID)
+		if err != nil {
+			return err
+		}
+		p.ep = ep
+		b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{MetricsAnnotation: ep.addr}}})
+		if _, err := e.kc.CoreV1().Pods(p.namespace).Patch(ctx, p.name, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("annotating pod %s/%s: %w", p.namespace, p.name, err)
+		}
+	}
+	if r.Ready != p.ready {
+		if err := e.patchPodStatus(ctx, p, r.Ready); err != nil {
+			return err
+		}
+		if r.Ready {
+			e.log.Info("pod ready", "namespace", p.namespace, "pod", p.name, "metrics", p.ep.addr)
+		}
+	}
+	return nil
+}
