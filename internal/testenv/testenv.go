@@ -41,6 +41,11 @@ func Root() string {
 // with a clear message when the binaries are missing: `make test` builds
 // them (make k8s); `go test` alone does not.
 func Start(crdDirs ...string) (*Env, error) {
+	return StartWith(Options{CRDDirs: crdDirs})
+}
+
+// StartWith is Start with options.
+func StartWith(o Options) (*Env, error) {
 	root := Root()
 	assets := filepath.Join(root, "bin", "k8s")
 	if dir := os.Getenv("WVA_K8S_ASSETS"); dir != "" {
@@ -56,11 +61,12 @@ func Start(crdDirs ...string) (*Env, error) {
 	}
 	e := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
-		CRDDirectoryPaths:        append([]string{filepath.Join(root, "config", "crd", "bases")}, crdDirs...),
+		CRDDirectoryPaths:        append([]string{filepath.Join(root, "config", "crd", "bases")}, o.CRDDirs...),
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 90 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
+	o.configure(e)
 	cfg, err := e.Start()
 	if err != nil {
 		return nil, fmt.Errorf("testenv: starting the control plane: %w", err)
