@@ -197,7 +197,16 @@ func (e *Emulator) Step(ctx context.Context) error {
 			e.log.Info("scaling", "deployment", t.Name, "namespace", nsOf(d), "replicas", n)
 			e.lastN[t.Index] = n
 		}
-		reps := e.fleet.Scale(t.Index, n, e.deletionCosts(t))
+		var costs map[int]int32
+		if n < len(e.podsOf(t)) {
+			// A scale-down: the victims are ranked by their costs.
+			var err error
+			if costs, err = e.deletionCosts(ctx, t); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		reps := e.fleet.Scale(t.Index, n, costs)
 		if err := e.syncPods(ctx, d, t, reps); err != nil {
 			errs = append(errs, err)
 			continue

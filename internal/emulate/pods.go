@@ -124,25 +124,27 @@ func (e *Emulator) deletePod(ctx context.Context, p *emuPod) error {
 }
 
 // deletionCosts reads the pod-deletion-cost annotations of a target's
-// pods (replica ID → cost) from the pod cache; an unparsable one counts as
-// 0, as the ReplicaSet controller takes it.
-func (e *Emulator) deletionCosts(t Target) map[int]int32 {
+// pods (replica ID → cost) from the API server, fresh: the controller
+// that sets them patches the pods just before it scales down. An
+// unparsable or missing one counts as 0, as the ReplicaSet controller
+// takes it.
+func (e *Emulator) deletionCosts(ctx context.Context, t Target) (map[int]int32, error) {
 	costs := map[int]int32{}
-	for id, p := range e.pods {
-		if p.target.Index != t.Index {
+	for _, p := range e.podsOf(t) {
+		obj, err := e.kc.CoreV1().Pods(p.namespace).Get(ctx, p.name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
 			continue
 		}
-		obj, err := e.podLister.Pods(p.namespace).Get(p.name)
 		if err != nil {
-			continue
+			return nil, fmt.Errorf("reading pod %s/%s: %w", p.namespace, p.name, err)
 		}
 		c, err := strconv.ParseInt(obj.Annotations[DeletionCostAnnotation], 10, 32)
 		if err != nil {
 			c = 0
 		}
-		costs[id] = int32(c)
+		costs[p.id] = int32(c)
 	}
-	return costs
+	return costs, nil
 }
 
 // syncPods makes the target's pods match its servers: a pod per server
