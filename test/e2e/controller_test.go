@@ -84,3 +84,6 @@ func (h *Harness) LeaderHolder(ctx context.Context) (string, error) {
 
 // FreeAddr is a loopback host:port free now.
 func (h *Harness) FreeAddr() string { return fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(h.t)) }
+
+// FreePort is a loopback port free now.
+func (h *Harness) FreePort() int { return testenv.FreePort(h.t) }

@@ -31,7 +31,8 @@ type smokeWorld struct {
 	token      string
 }
 
-func newSmokeWorld(t *testing.T) *smokeWorld {
+// ready is the Deployment's ready replicas by its status.
+func newSmokeWorld(t *testing.T, ready int32) *smokeWorld {
 	h := New(t)
 	start := time.Now()
 	w := &smokeWorld{h: h}
@@ -44,9 +45,7 @@ func newSmokeWorld(t *testing.T) *smokeWorld {
 	h.InstallWVA(map[string]string{"PROMETHEUS_BASE_URL": w.prom.URL, "GLOBAL_OPT_INTERVAL": "5s"})
 	h.Namespace(smokeNS)
 	h.Apply(Deployment(smokeNS, smokeVA, 1, nil))
-	// One replica ready by the Deployment's status, but no pod exports a
-	// vLLM series.
-	h.SetDeploymentReady(smokeNS, smokeVA, 1)
+	h.SetDeploymentReady(smokeNS, smokeVA, ready)
 	h.Apply(VariantAutoscaling(smokeNS, smokeVA, smokeModel, "H100", 1, 8, "30.0"))
 	w.controller = h.StartController(ControllerOptions{PrometheusURL: w.prom.URL, MetricsAddr: metricsAddr})
 	h.Eventually("a controller leads", 60*time.Second, func(ctx context.Context) (bool, string) {
@@ -64,7 +63,9 @@ func newSmokeWorld(t *testing.T) *smokeWorld {
 // token bound to wva-metrics-reader (wva_build_info appears), while
 // anonymous requests are refused.
 func TestSmoke(t *testing.T) {
-	w := newSmokeWorld(t)
+	// One replica ready by the Deployment's status, but no pod exports a
+	// vLLM series.
+	w := newSmokeWorld(t, 1)
 	h := w.h
 	h.Eventually("MetricsAvailable=False with a reason", 60*time.Second, func(ctx context.Context) (bool, string) {
 		va, err := h.GetVA(ctx, smokeNS, smokeVA)
