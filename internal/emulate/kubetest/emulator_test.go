@@ -58,6 +58,13 @@ var nsCount int
 // servers load in 30 model seconds (3 s of the fake clock).
 func newFixture(t *testing.T, replicas int32) *fixture {
 	t.Helper()
+	return newFixtureClock(t, replicas, false)
+}
+
+// newFixtureClock is newFixture on the real clock when real is set (the
+// test then runs the emulator itself).
+func newFixtureClock(t *testing.T, replicas int32, real bool) *fixture {
+	t.Helper()
 	nsCount++
 	f := &fixture{t: t, ctx: context.Background(), kc: kubernetes.NewForConfigOrDie(env.Config), ns: fmt.Sprintf("emulate-%d", nsCount),
 		clk: clocktesting.NewFakeClock(time.Date(2026, 11, 23, 5, 0, 0, 0, time.UTC)), sd: filepath.Join(t.TempDir(), "sd.json"), deply: "llama"}
@@ -84,12 +91,20 @@ models:
 	if err != nil {
 		t.Fatal(err)
 	}
-	fleet, err := emulate.NewFleet(spec, emulate.FleetOptions{Clock: f.clk, TimeScale: 10})
+	fo := emulate.FleetOptions{Clock: f.clk, TimeScale: 10}
+	eo := emulate.Options{Namespace: f.ns, SDFile: f.sd, Clock: f.clk, Log: testr.New(t)}
+	if real {
+		fo.Clock, eo.Clock = nil, nil
+	}
+	fleet, err := emulate.NewFleet(spec, fo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sel, _ := labels.Parse("wva.llmd.ai/emulate=true")
-	f.em = emulate.New(f.kc, fleet, emulate.Options{Namespace: f.ns, Selector: sel, SDFile: f.sd, Clock: f.clk, Log: testr.New(t)})
+	eo.Selector, _ = labels.Parse("wva.llmd.ai/emulate=true")
+	f.em = emulate.New(f.kc, fleet, eo)
+	if real {
+		return f
+	}
 	ctx, cancel := context.WithCancel(f.ctx)
 	t.Cleanup(cancel)
 	if err := f.em.Start(ctx); err != nil {
