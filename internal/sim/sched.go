@@ -80,13 +80,21 @@ func (r *replica) preemptLowest(w *work, budget int) (*request, int) {
 	copy(r.running[v:], r.running[v+1:])
 	r.running[len(r.running)-1] = nil
 	r.running = r.running[:len(r.running)-1]
+	r.recompute(q)
+	r.insertWaiting(q)
+	return q, budget
+}
+
+// recompute frees the blocks of q, preempted under either policy, and
+// sets it to prefill again (its blocks' content stays cached until
+// evicted); it counts as waiting again. The caller takes it out of the
+// batch and queues it.
+func (r *replica) recompute(q *request) {
 	r.kv.release(q)
 	q.prevBlocks, q.blocks = q.blocks, nil
 	q.computed, q.generated, q.sched, q.keyed = 0, 0, 0, 0
 	r.c.preempted++
 	r.waits.add(q.priority, 1)
-	r.insertWaiting(q)
-	return q, budget
 }
 
 // unschedule takes a request scheduled in this iteration back out of its

@@ -342,11 +342,7 @@ func (r *replica) preemptTail() *request {
 	q := r.running[len(r.running)-1]
 	r.running[len(r.running)-1] = nil
 	r.running = r.running[:len(r.running)-1]
-	r.kv.release(q)
-	q.prevBlocks, q.blocks = q.blocks, nil
-	q.computed, q.generated, q.sched, q.keyed = 0, 0, 0, 0
-	r.c.preempted++
-	r.waits.add(q.priority, 1)
+	r.recompute(q)
 	if r.head > 0 {
 		r.head--
 		r.waiting[r.head] = q
