@@ -1,0 +1,50 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
+)
+
+// TestEmulatedFleetScraped is the foundation of the loop's scenarios: `wva
+// emulate` plays examples/emulate's Deployment (10x time), its server
+// becomes Ready, Prometheus discovers it through the file-SD file and
+// scrapes its vLLM series, and the controller reads them
+// (MetricsAvailable=True, MetricsFound).
+func TestEmulatedFleetScraped(t *testing.T) {
+	h := New(t)
+	h.RequireEmulator(t)
+	h.Namespace("monitoring")
+	metricsAddr := h.FreeAddr()
+	_, tokenFile := h.ServiceAccountToken("monitoring", "prometheus", "wva-metrics-reader")
+	prom := h.StartPrometheus(PrometheusConfig{FileSD: h.SDFile(), Controller: metricsAddr, TokenFile: tokenFile})
+	h.InstallWVA(map[string]string{"PROMETHEUS_BASE_URL": prom.URL, "GLOBAL_OPT_INTERVAL": "5s"})
+	h.Namespace(smokeNS)
+	h.Apply(Deployment(smokeNS, smokeVA, 1, map[string]string{"wva.llmd.ai/emulate": "true"}))
+	h.Apply(VariantAutoscaling(smokeNS, smokeVA, smokeModel, "H100", 1, 8, "30.0"))
+	h.StartEmulator(t, EmulatorOptions{Spec: filepath.Join(h.Root, "examples", "emulate", "fleet.yaml"), TimeScale: 10})
+	h.StartController(ControllerOptions{PrometheusURL: prom.URL, MetricsAddr: metricsAddr})
+	h.Eventually("vllm:num_requests_running scraped from the emulated server", 60*time.Second, func(ctx context.Context) (bool, string) {
+		s, err := prom.Query(ctx, fmt.Sprintf(`vllm:num_requests_running{model_name=%q}`, smokeModel))
+		return err == nil && len(s) > 0, fmt.Sprintf("%v %v", s, err)
+	})
+	h.Eventually("MetricsAvailable=True", 60*time.Second, func(ctx context.Context) (bool, string) {
+		va, err := h.GetVA(ctx, smokeNS, smokeVA)
+		if err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(va.Status.Conditions, wvav1.ConditionMetricsAvailable)
+		if c == nil {
+			return false, "no MetricsAvailable condition"
+		}
+		return c.Status == "True" && c.Reason == wvav1.ReasonMetricsFound, fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+	})
+}
