@@ -83,6 +83,7 @@ type Emulator struct {
 	sd        sdWriter
 	trigger   chan struct{}
 	warned    map[string]bool
+	accounts  map[string]bool // namespace/name of the service accounts known to exist
 	lastN     map[int]int
 }
 
@@ -90,7 +91,7 @@ type Emulator struct {
 func New(kc kubernetes.Interface, fleet *Fleet, opts Options) *Emulator {
 	opts.defaults()
 	e := &Emulator{opts: opts, log: opts.Log, kc: kc, fleet: fleet, pods: map[int]*emuPod{}, sd: sdWriter{path: opts.SDFile},
-		trigger: make(chan struct{}, 1), warned: map[string]bool{}, lastN: map[int]int{}}
+		trigger: make(chan struct{}, 1), warned: map[string]bool{}, accounts: map[string]bool{}, lastN: map[int]int{}}
 	sel := opts.Selector.String()
 	df := informers.NewSharedInformerFactoryWithOptions(kc, opts.Resync, informers.WithNamespace(opts.Namespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = sel }))

@@ -34,8 +34,10 @@ type emuPod struct {
 	name       string
 	deployment string
 	// ready is the readiness last written to the pod's status.
-	ready bool
-	ep    *endpoint
+	ready      bool
+	started    metav1.Time
+	containers []corev1.Container
+	ep         *endpoint
 }
 
 // podName names a server's pod: its Deployment's name, "emu" and the
@@ -69,8 +71,8 @@ func newPod(d *appsv1.Deployment, id int) *corev1.Pod {
 }
 
 // podStatus is the status the kubelet would report: Running on loopback,
-// Ready once the server has loaded its model.
-func podStatus(ready bool, start metav1.Time) corev1.PodStatus {
+// its containers running, Ready once the server has loaded its model.
+func podStatus(ready bool, start metav1.Time, containers []corev1.Container) corev1.PodStatus {
 	cond := func(t corev1.PodConditionType, ok bool, reason string) corev1.PodCondition {
 		s := corev1.ConditionTrue
 		if !ok {
@@ -82,8 +84,14 @@ func podStatus(ready bool, start metav1.Time) corev1.PodStatus {
 	if !ready {
 		reason = "ModelLoading"
 	}
+	cs := make([]corev1.ContainerStatus, 0, len(containers))
+	for _, c := range containers {
+		cs = append(cs, corev1.ContainerStatus{Name: c.Name, Image: c.Image, Ready: ready, Started: ptr.To(true),
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: start}}})
+	}
 	return corev1.PodStatus{
-		Phase: corev1.PodRunning, PodIP: "127.0.0.1", PodIPs: []corev1.PodIP{{IP: "127.0.0.1"}}, HostIP: "127.0.0.1",
+		ContainerStatuses: cs,
+		Phase:             corev1.PodRunning, PodIP: "127.0.0.1", PodIPs: []corev1.PodIP{{IP: "127.0.0.1"}}, HostIP: "127.0.0.1",
 		StartTime: &start,
 		Conditions: []corev1.PodCondition{
 			cond(corev1.PodScheduled, true, ""), cond(corev1.PodInitialized, true, ""),
@@ -95,7 +103,7 @@ func podStatus(ready bool, start metav1.Time) corev1.PodStatus {
 // patchStatus writes a pod's status (a merge patch of the status
 // subresource: no resourceVersion needed).
 func (e *Emulator) patchPodStatus(ctx context.Context, p *emuPod, ready bool) error {
-	b, err := json.Marshal(map[string]any{"status": podStatus(ready, metav1.NewTime(e.opts.Clock.Now()))})
+	b, err := json.Marshal(map[string]any{"status": podStatus(ready, p.started, p.containers)})
 	if err != nil {
 		return err
 	}
@@ -184,10 +192,14 @@ func (e *Emulator) syncPod(ctx context.Context, d *appsv1.Deployment, t Target, 
 	p, ok := e.pods[r.ID]
 	if !ok {
 		pod := newPod(d, r.ID)
+		if err := e.ensureServiceAccount(ctx, d.Namespace, pod.Spec.ServiceAccountName); err != nil {
+			return err
+		}
 		if _, err := e.kc.CoreV1().Pods(d.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating pod %s/%s: %w", d.Namespace, pod.Name, err)
 		}
-		p = &emuPod{id: r.ID, target: t, namespace: d.Namespace, name: pod.Name, deployment: d.Name}
+		p = &emuPod{id: r.ID, target: t, namespace: d.Namespace, name: pod.Name, deployment: d.Name,
+			started: metav1.NewTime(e.opts.Clock.Now()), containers: pod.Spec.Containers}
 		e.pods[r.ID] = p
 		e.log.Info("pod created", "namespace", d.Namespace, "pod", pod.Name, "deployment", d.Name)
 		if err := e.patchPodStatus(ctx, p, false); err != nil {
@@ -213,5 +225,36 @@ func (e *Emulator) syncPod(ctx context.Context, d *appsv1.Deployment, t Target, 
 			e.log.Info("pod ready", "namespace", p.namespace, "pod", p.name, "metrics", p.ep.addr)
 		}
 	}
+	return nil
+}
+
+// ensureServiceAccount creates the pods' ServiceAccount when it is
+// missing, as kube-controller-manager's service-account controller does
+// for "default" in every namespace: the API server refuses a pod whose
+// account does not exist, and a bare control plane runs no such
+// controller.
+func (e *Emulator) ensureServiceAccount(ctx context.Context, namespace, name string) error {
+	if name == "" {
+		name = "default"
+	}
+	key := namespace + "/" + name
+	if e.accounts[key] {
+		return nil
+	}
+	_, err := e.kc.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+		_, err = e.kc.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{})
+		if err == nil {
+			e.log.Info("service account created (no service-account controller created it)", "namespace", namespace, "serviceAccount", name)
+		}
+		if apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("service account %s: %w", key, err)
+	}
+	e.accounts[key] = true
 	return nil
 }
