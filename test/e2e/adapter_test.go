@@ -86,6 +86,8 @@ func (h *Harness) StartAdapter(promURL string) *Process {
 		"--lister-kubeconfig", h.Kubeconfig, "--authentication-kubeconfig", h.Kubeconfig, "--authorization-kubeconfig", h.Kubeconfig,
 		"--secure-port", strconv.Itoa(port), "--bind-address", "127.0.0.1", "--cert-dir", filepath.Join(dir, "certs"),
 		"--prometheus-url", promURL+"/", "--metrics-relist-interval", "2s", "--config", filepath.Join(dir, "rules.yaml"), "--v=2")
+	h.Note("prometheus-adapter: log %s; rules %s; kubectl get --raw /apis/external.metrics.k8s.io/v1beta1/namespaces/llm-d/inferno_desired_replicas",
+		p.Log, filepath.Join(dir, "rules.yaml"))
 	h.Namespace(AdapterNamespace)
 	h.Apply(&corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},

@@ -49,6 +49,7 @@ func (h *Harness) StartEmulator(t *testing.T, o EmulatorOptions) *Process {
 	args := append([]string{"emulate", "--kubeconfig", h.Kubeconfig, "--spec", o.Spec, "--sd-file", h.SDFile(),
 		"--time-scale", strconv.FormatFloat(o.TimeScale, 'g', -1, 64), "--progress-every", "5s"}, o.Args...)
 	p := h.StartProcess("emulate", h.Binary(), nil, args...)
+	h.Note("wva emulate: log %s; file-SD %s", p.Log, h.SDFile())
 	h.Eventually("the emulator writes "+h.SDFile(), 30*time.Second, func(context.Context) (bool, string) {
 		if exited, err := p.Exited(); exited {
 			t.Fatalf("wva emulate exited: %v (log: %s)", err, p.Log)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -42,6 +43,12 @@ type Harness struct {
 	prom   *Prometheus
 	dumps  []func(context.Context) string
 	dumped bool
+	held   bool
+	// procs are the processes started, stopEnv stops the control plane
+	// once: both for the deadline watchdog.
+	mu      sync.Mutex
+	procs   []*Process
+	stopEnv func()
 }
 
 var (
@@ -78,20 +85,48 @@ func New(t *testing.T) *Harness {
 		t.Fatal(err)
 	}
 	t.Logf("control plane up in %s at %s", time.Since(start).Round(time.Millisecond), env.Config.Host)
-	t.Cleanup(func() {
+	h.stopEnv = sync.OnceFunc(func() {
 		if err := env.Stop(); err != nil {
 			t.Logf("stopping the control plane: %v", err)
 		}
 	})
+	t.Cleanup(h.stopEnv)
+	h.watchDeadline(t)
 	h.Env, h.Client = env, env.Client
 	if h.Clientset, err = kubernetes.NewForConfig(env.Config); err != nil {
 		t.Fatal(err)
 	}
 	h.Kubeconfig = filepath.Join(h.Artifacts, "kubeconfig")
 	writeKubeconfig(t, env.Config, h.Kubeconfig)
+	h.Note("kubectl --kubeconfig %s get va,deploy,pods,hpa -A", h.Kubeconfig)
 	// Registered after the control plane's cleanup, so it runs first.
-	t.Cleanup(h.dumpOnFailure)
+	t.Cleanup(h.beforeStop)
 	return h
+}
+
+// deadlineMargin is how long before `go test -timeout` panics the
+// watchdog stops every component: a panicking test binary runs no
+// cleanups, and envtest's etcd and kube-apiserver would outlive it.
+const deadlineMargin = 20 * time.Second
+
+// watchDeadline stops every component deadlineMargin before the test
+// binary's deadline; the test then fails on its own.
+func (h *Harness) watchDeadline(t *testing.T) {
+	d, ok := t.Deadline()
+	if !ok {
+		return
+	}
+	timer := time.AfterFunc(time.Until(d)-deadlineMargin, func() {
+		t.Errorf("the test binary's -timeout is %s away: stopping every component", deadlineMargin)
+		h.mu.Lock()
+		procs := slices.Clone(h.procs)
+		h.mu.Unlock()
+		for _, p := range procs {
+			p.Kill()
+		}
+		h.stopEnv()
+	})
+	t.Cleanup(func() { timer.Stop() })
 }
 
 // Binary builds cmd/wva once per test run into <artifacts>/bin/wva and
@@ -153,4 +188,43 @@ func (h *Harness) Eventually(what string, timeout time.Duration, cond func(conte
 		case <-tick.C:
 		}
 	}
+}
+
+// Note appends a line to <artifacts>/world.txt: how to reach what runs
+// (URLs, kubectl and curl commands), for a person watching the loop.
+func (h *Harness) Note(format string, args ...any) {
+	f, err := os.OpenFile(filepath.Join(h.Artifacts, "world.txt"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		h.t.Logf("world.txt: %v", err)
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, format+"\n", args...)
+}
+
+// beforeStop runs once, before the first component stops: the failure
+// dump, then the hold of $E2E_HOLD.
+func (h *Harness) beforeStop() {
+	h.dumpOnFailure()
+	h.hold()
+}
+
+// hold keeps every component running for $E2E_HOLD (a duration, say
+// 10m) after the scenario, so that a person can look at the loop with
+// the commands of world.txt; it ends early at the test binary's deadline
+// (less deadlineMargin).
+func (h *Harness) hold() {
+	d, err := time.ParseDuration(os.Getenv("E2E_HOLD"))
+	if err != nil || d <= 0 || h.held {
+		return
+	}
+	h.held = true
+	if dl, ok := h.t.(*testing.T).Deadline(); ok {
+		d = min(d, time.Until(dl)-2*deadlineMargin)
+	}
+	world, _ := os.ReadFile(filepath.Join(h.Artifacts, "world.txt"))
+	h.t.Logf("E2E_HOLD: everything stays up for %s:\n%s", d.Round(time.Second), world)
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	<-timer.C
 }

@@ -175,6 +175,7 @@ func (h *Harness) ServiceAccountToken(ns, name, role string) (token, file string
 	}
 	file = filepath.Join(h.Artifacts, name+".token")
 	writeFile(h.t, file, tr.Status.Token)
+	h.Note("token of ServiceAccount %s/%s (ClusterRole %q): %s", ns, name, role, file)
 	return tr.Status.Token, file
 }
 

@@ -56,6 +56,7 @@ func (h *Harness) StartKCM(o KCMOptions) *Process {
 		"--secure-port=0",
 		"--horizontal-pod-autoscaler-sync-period", o.SyncPeriod.String(),
 		"--v=2")
+	h.Note("kube-controller-manager (HPA controller only): log %s", p.Log)
 	// No HTTP server to probe: the process staying up for a moment is the
 	// readiness signal; the HPA's conditions say the rest.
 	h.Eventually("kube-controller-manager running", 10*time.Second, func(context.Context) (bool, string) {

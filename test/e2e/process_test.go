@@ -54,8 +54,11 @@ func (h *Harness) StartProcess(name, bin string, env []string, args ...string) *
 		f.Close()
 		close(p.done)
 	}()
+	h.mu.Lock()
+	h.procs = append(h.procs, p)
+	h.mu.Unlock()
 	h.t.Cleanup(func() {
-		h.dumpOnFailure() // while the components still answer
+		h.beforeStop() // while the components still answer
 		p.Stop(h.t)
 	})
 	return p
@@ -85,6 +88,7 @@ func (p *Process) Stop(t testing.TB) {
 }
 
 // Kill ends the process group at once (a crash, not a shutdown).
+// Killing a stopped process does nothing.
 func (p *Process) Kill() {
 	p.signal(syscall.SIGKILL)
 	<-p.done

@@ -61,6 +61,7 @@ func (h *Harness) StartPrometheus(cfg PrometheusConfig) *Prometheus {
 	writeFile(h.t, filepath.Join(p.dir, "prometheus.yml"), prometheusYAML(cfg))
 	h.prom = p
 	h.OnFailure(p.dump)
+	h.Note("prometheus: %s (UI: %s/graph, targets: %s/targets); config %s", p.URL, p.URL, p.URL, filepath.Join(p.dir, "prometheus.yml"))
 	p.Start()
 	return p
 }
