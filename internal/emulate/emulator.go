@@ -84,6 +84,7 @@ type Emulator struct {
 	trigger   chan struct{}
 	warned    map[string]bool
 	accounts  map[string]bool // namespace/name of the service accounts known to exist
+	gateway   *endpoint
 	lastN     map[int]int
 }
 
@@ -123,6 +124,14 @@ func (e *Emulator) Start(ctx context.Context) error {
 				return fmt.Errorf("syncing the %v cache", typ)
 			}
 		}
+	}
+	if e.gateway == nil {
+		gw, err := serve("the gateway", gatewayHandler(e.fleet))
+		if err != nil {
+			return err
+		}
+		e.gateway = gw
+		e.log.Info("gateway metrics", "address", gw.addr)
 	}
 	left, err := e.podLister.List(labels.Everything())
 	if err != nil {
@@ -193,6 +202,7 @@ func (e *Emulator) Step(ctx context.Context) error {
 		n := 0
 		if d != nil {
 			n = int(ptrOr(d.Spec.Replicas, 1))
+			e.fleet.SetModelNamespace(t.ModelIndex, d.Namespace)
 		}
 		if last, ok := e.lastN[t.Index]; !ok || last != n {
 			e.log.Info("scaling", "deployment", t.Name, "namespace", nsOf(d), "replicas", n)
@@ -294,9 +304,20 @@ func (e *Emulator) writeStatus(ctx context.Context, d *appsv1.Deployment, n, rea
 	return nil
 }
 
-// sdTargets are the pods whose servers serve /metrics.
+// GatewayAddr is the address of the gateway's /metrics ("" before Start).
+func (e *Emulator) GatewayAddr() string {
+	if e.gateway == nil {
+		return ""
+	}
+	return e.gateway.addr
+}
+
+// sdTargets are the gateway and the pods whose servers serve /metrics.
 func (e *Emulator) sdTargets() []sdTarget {
 	var ts []sdTarget
+	if e.gateway != nil {
+		ts = append(ts, sdTarget{Addr: e.gateway.addr})
+	}
 	for _, p := range e.pods {
 		if p.ep != nil {
 			ts = append(ts, sdTarget{Addr: p.ep.addr, Namespace: p.namespace, Pod: p.name, Deployment: p.deployment})
@@ -320,6 +341,10 @@ func (e *Emulator) Shutdown() error {
 		}
 	} else {
 		errs = append(errs, e.deleteAll(ctx))
+	}
+	if e.gateway != nil {
+		e.gateway.close()
+		e.gateway = nil
 	}
 	err := e.sd.write(renderSD(nil))
 	e.log.Info("emulator stopped", "keptPods", e.opts.KeepPods)

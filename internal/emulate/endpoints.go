@@ -23,14 +23,14 @@ type endpoint struct {
 	srv  *http.Server
 }
 
-// serve starts a server's /metrics on 127.0.0.1 (a free port).
-func serve(f *Fleet, model string, id int) (*endpoint, error) {
+// serve starts a /metrics endpoint on 127.0.0.1 (a free port).
+func serve(what string, h http.Handler) (*endpoint, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("listening for server %d: %w", id, err)
+		return nil, fmt.Errorf("listening for %s: %w", what, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", metricsHandler(f, model, id))
+	mux.Handle("/metrics", h)
 	e := &endpoint{addr: l.Addr().String(), srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
 	go func() { _ = e.srv.Serve(l) }()
 	return e, nil
@@ -72,8 +72,10 @@ type sdTarget struct {
 }
 
 // renderSD is the file's content: one group per server, sorted by
-// namespace and pod, with the labels namespace, pod and deployment. The
-// model is not a target label: vLLM's series carry model_name themselves.
+// namespace and pod, with the labels namespace, pod and deployment; a
+// target without a pod is the gateway, labelled component=emulated-gateway
+// (its series carry their namespace). The model is not a target label:
+// the series carry model_name themselves.
 func renderSD(ts []sdTarget) []byte {
 	sort.Slice(ts, func(i, j int) bool {
 		if ts[i].Namespace != ts[j].Namespace {
@@ -83,8 +85,11 @@ func renderSD(ts []sdTarget) []byte {
 	})
 	groups := make([]sdGroup, 0, len(ts))
 	for _, t := range ts {
-		groups = append(groups, sdGroup{Targets: []string{t.Addr},
-			Labels: map[string]string{"namespace": t.Namespace, "pod": t.Pod, "deployment": t.Deployment}})
+		labels := map[string]string{"namespace": t.Namespace, "pod": t.Pod, "deployment": t.Deployment}
+		if t.Pod == "" {
+			labels = map[string]string{"component": "emulated-gateway"}
+		}
+		groups = append(groups, sdGroup{Targets: []string{t.Addr}, Labels: labels})
 	}
 	b, err := json.MarshalIndent(groups, "", "  ")
 	if err != nil {

@@ -25,16 +25,20 @@ type Fleet struct {
 	div     float64
 	targets []Target
 	models  int
-	hists   map[int]*podHists
+	// modelNames and modelNS: each model's name and the namespace of its
+	// Deployments (the gateway's series carry it).
+	modelNames, modelNS []string
+	hists               map[int]*podHists
 }
 
 // Target is one Deployment the fleet emulates: variant Index of the
 // simulation, serving Model.
 type Target struct {
-	Index     int
-	Model     string
-	Namespace string // "" for any
-	Name      string
+	Index      int
+	Model      string
+	ModelIndex int
+	Namespace  string // "" for any
+	Name       string
 }
 
 // FleetOptions set a fleet's clock and time scale.
@@ -72,9 +76,12 @@ func NewFleet(spec Spec, o FleetOptions) (*Fleet, error) {
 		return nil, err
 	}
 	f.models = len(spec.Models)
-	for _, m := range spec.Models {
+	f.modelNames = make([]string, len(spec.Models))
+	f.modelNS = make([]string, len(spec.Models))
+	for mi, m := range spec.Models {
+		f.modelNames[mi] = m.Name
 		for _, d := range m.Deployments {
-			f.targets = append(f.targets, Target{Index: len(f.targets), Model: m.Name, Namespace: d.Namespace, Name: d.Name})
+			f.targets = append(f.targets, Target{Index: len(f.targets), Model: m.Name, ModelIndex: mi, Namespace: d.Namespace, Name: d.Name})
 		}
 	}
 	return f, nil
@@ -198,4 +205,27 @@ func (h *hist) clone() hist {
 	c := *h
 	c.counts = append([]uint64(nil), h.counts...)
 	return c
+}
+
+// SetModelNamespace sets the namespace of model m's gateway series (that
+// of its Deployments).
+func (f *Fleet) SetModelNamespace(m int, ns string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.modelNS[m] = ns
+}
+
+// gatewayPage is a snapshot of the gateway's series: per model with a
+// namespace, the requests held and the requests arrived.
+func (f *Fleet) gatewayPage() *gatewayMetrics {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g := &gatewayMetrics{}
+	for m, name := range f.modelNames {
+		if f.modelNS[m] == "" {
+			continue
+		}
+		g.rows = append(g.rows, gatewayRow{model: name, namespace: f.modelNS[m], waiting: f.live.GatewayWaiting(m), arrived: f.live.Arrivals(m)})
+	}
+	return g
 }

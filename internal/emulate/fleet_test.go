@@ -261,3 +261,33 @@ func TestSDFile(t *testing.T) {
 		t.Errorf("empty SD file %q", renderSD(nil))
 	}
 }
+
+// TestGatewayPage: the gateway's page has, per model whose namespace is
+// known, the requests held for want of a ready server and those received.
+func TestGatewayPage(t *testing.T) {
+	clk := clocktesting.NewFakeClock(epoch)
+	f, err := NewFleet(testSpec(t, 4), FleetOptions{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := func() map[string]*dto.MetricFamily {
+		rec := httptest.NewRecorder()
+		gatewayHandler(f).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		return parsePage(t, rec.Body.Bytes())
+	}
+	if fams := page(); len(fams) != 0 {
+		t.Fatalf("series before the model's namespace is known: %v", fams)
+	}
+	f.SetModelNamespace(0, "llm-d")
+	clk.Step(10 * time.Second) // no server: every request waits
+	f.Advance()
+	fams := page()
+	q, n := value(t, fams, "llm_d_epp_flow_control_queue_size"), value(t, fams, "inference_objective_request_total")
+	if q != n || n < 20 || n > 60 {
+		t.Errorf("queue %v, requests %v after 10 s at 4/s without servers", q, n)
+	}
+	m := fams["llm_d_epp_flow_control_queue_size"].Metric[0]
+	if label(m, "namespace") != "llm-d" || label(m, "model_name") != testModel {
+		t.Errorf("labels %v", m.Label)
+	}
+}

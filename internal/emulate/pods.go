@@ -207,7 +207,7 @@ func (e *Emulator) syncPod(ctx context.Context, d *appsv1.Deployment, t Target, 
 		}
 	}
 	if r.Ready && p.ep == nil {
-		ep, err := serve(e.fleet, t.Model, r.ID)
+		ep, err := serve("pod "+p.name, metricsHandler(e.fleet, t.Model, r.ID))
 		if err != nil {
 			return err
 		}

@@ -231,3 +231,6 @@ func (l *Live) trim() {
 	}
 	l.s.bucket.ttfts = l.s.bucket.ttfts[:0]
 }
+
+// Arrivals counts model m's requests so far (at its gateway).
+func (l *Live) Arrivals(m int) int64 { return int64(l.s.streams[m].count) }

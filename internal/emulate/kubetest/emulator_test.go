@@ -216,7 +216,7 @@ func TestEmulatorFollowsTheDeployment(t *testing.T) {
 	}
 	f.clk.Step(3100 * time.Millisecond) // 31 model seconds
 	f.until("2 ready pods", func() bool { return readyPods(f.pods()) == 2 && f.statusIs(2, 2) })
-	checkSD(t, f, 2)
+	checkSD(t, f, 2, true)
 
 	f.scaleTo(3)
 	f.until("3 pods", func() bool { return len(f.pods()) == 3 && f.statusIs(3, 2) })
@@ -235,7 +235,7 @@ func TestEmulatorFollowsTheDeployment(t *testing.T) {
 	if got := f.pods()[0].Name; got != keep {
 		t.Errorf("kept %s, want %s (the highest pod-deletion-cost)", got, keep)
 	}
-	checkSD(t, f, 1)
+	checkSD(t, f, 1, true)
 
 	if err := f.em.Shutdown(); err != nil {
 		t.Fatal(err)
@@ -246,7 +246,7 @@ func TestEmulatorFollowsTheDeployment(t *testing.T) {
 	if !f.statusIs(0, 0) {
 		t.Errorf("status after shutdown: %+v", f.deployment().Status)
 	}
-	checkSD(t, f, 0)
+	checkSD(t, f, 0, false)
 }
 
 // scaleDownByCost marks the three pods with costs 5, 100 and -3 (the
@@ -265,9 +265,9 @@ func scaleDownByCost(t *testing.T, f *fixture) string {
 	return ps[1].Name
 }
 
-// checkSD: the SD file lists n targets, each with the namespace and pod
-// labels of a pod that exists.
-func checkSD(t *testing.T, f *fixture, n int) {
+// checkSD: the SD file lists n pods, each with the namespace and pod
+// labels of a pod that exists, and the gateway while the emulator runs.
+func checkSD(t *testing.T, f *fixture, n int, running bool) {
 	t.Helper()
 	b, err := os.ReadFile(f.sd)
 	if err != nil {
@@ -280,18 +280,32 @@ func checkSD(t *testing.T, f *fixture, n int) {
 	if err := json.Unmarshal(b, &groups); err != nil {
 		t.Fatalf("SD file: %v\n%s", err, b)
 	}
-	if len(groups) != n {
-		t.Fatalf("SD file has %d groups, want %d:\n%s", len(groups), n, b)
-	}
 	pods := map[string]string{}
 	for _, p := range f.pods() {
 		pods[p.Name] = p.Annotations[emulate.MetricsAnnotation]
 	}
+	gateways := 0
 	for _, g := range groups {
+		if g.Labels["component"] == "emulated-gateway" {
+			gateways++
+			continue
+		}
+		n--
 		if g.Labels["namespace"] != f.ns || len(g.Targets) != 1 || pods[g.Labels["pod"]] != g.Targets[0] {
 			t.Errorf("SD group %+v does not match the pods %v", g, pods)
 		}
 	}
+	if n != 0 || gateways != want(running) {
+		t.Errorf("SD file: %d pods too many or few, %d gateways:\n%s", -n, gateways, b)
+	}
+}
+
+// want is 1 for true, 0 for false.
+func want(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // checkMetrics scrapes a server: the page parses and has the series the

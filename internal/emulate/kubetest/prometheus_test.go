@@ -13,6 +13,7 @@ import (
 
 	"github.com/llm-d-incubation/wva/internal/collector"
 	"github.com/llm-d-incubation/wva/internal/collector/prometheus"
+	"github.com/llm-d-incubation/wva/internal/config"
 	"github.com/llm-d-incubation/wva/internal/testenv"
 )
 
@@ -58,6 +59,7 @@ func TestPrometheusScrapesTheFleet(t *testing.T) {
 			t.Fatalf("no settled figures for both pods after 60 s: %+v", last)
 		}
 	}
+	checkGatewayRate(t, src, target)
 	for _, p := range rep.Pods {
 		if p.Pod.KVBlocks != 4096 || p.Pod.BlockSize != 16 || math.Abs(p.Pod.AvgInputTokens-512) > 1e-9 || !(p.Pod.AvgTTFTMs > 0) {
 			t.Errorf("pod %s: %+v", p.Pod.Name, p.Pod)
@@ -122,6 +124,31 @@ func fileSDPrometheus(t *testing.T, bin, sdFile string) string {
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(filepath.Join(dir, "log"))
 			t.Fatalf("prometheus did not become ready:\n%s", log)
+		}
+	}
+}
+
+// checkGatewayRate: the controller's default gateway queries read the
+// emulated gateway: its queue (0: servers are ready) and a positive
+// arrival rate (its 1m window is not yet full here, so the rate is below
+// the true 80 per wall second; TestGatewayPage checks the counts).
+func checkGatewayRate(t *testing.T, src *prometheus.Source, target collector.Target) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+		rate, err := src.Demand(context.Background(), time.Now(), config.DefaultGatewayRateQuery)
+		if err != nil {
+			t.Fatal(err)
+		}
+		queue, err := src.Demand(context.Background(), time.Now(), config.DefaultScaleFromZeroQuery)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, ok := queue[target]
+		if rate[target] > 0 && ok && q == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gateway rate %v and queue %v for %v", rate, queue, target)
 		}
 	}
 }
