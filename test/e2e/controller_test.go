@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -61,8 +60,8 @@ func (h *Harness) StartController(o ControllerOptions) *Controller {
 		"--leader-elect=true", "--metrics-bind-address", c.MetricsAddr, "--health-probe-bind-address", c.HealthAddr,
 		"--prometheus-url", o.PrometheusURL, "--interval", o.Interval.String(), "--log-level", "debug"}, o.Args...)
 	c.Process = h.StartProcess(o.Name, h.Binary(), nil, args...)
-	h.Note("%s: log %s; metrics: curl -k -H \"Authorization: Bearer $(cat %s)\" https://%s/metrics",
-		o.Name, c.Log, filepath.Join(h.Artifacts, "<reader>.token"), c.MetricsAddr)
+	h.Note("%s: log %s; metrics (with a wva-metrics-reader token file, above): curl -k -H \"Authorization: Bearer $(cat TOKEN_FILE)\" https://%s/metrics",
+		o.Name, c.Log, c.MetricsAddr)
 	h.Eventually(o.Name+" ready", 60*time.Second, func(ctx context.Context) (bool, string) {
 		if exited, err := c.Exited(); exited {
 			h.t.Fatalf("%s exited: %v (log: %s)", o.Name, err, c.Log)
