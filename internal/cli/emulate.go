@@ -66,6 +66,10 @@ output token and e2e histograms, token counters, request_success_total,
 cache_config_info; labels engine and model_name) on its own loopback port,
 named in the pod's annotation wva.llmd.ai/emulated-metrics and in the
 Prometheus file-SD file --sd-file (labels namespace, pod, deployment). The
+gateway's series (llm_d_epp_flow_control_queue_size and
+inference_objective_request_total, by model_name and namespace: WVA's
+scale-from-zero and gateway-rate signals) have an endpoint of their own,
+also in the SD file (label component=emulated-gateway). The
 servers are the simulator's (wva simulate): continuous batching, paged KV
 cache, chunked prefill, preemption; a gateway routes each model's requests
 to its ready servers. The workload (rates over time, token lengths) comes

@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestEmulateHelp: every flag is explained, and model time is said.
+func TestEmulateHelp(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Run([]string{"emulate", "--help"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, s := range []string{"--spec", "--kubeconfig", "--namespace", "--selector", "--time-scale", "--latency-clock", "--sd-file",
+		"--tick", "--resync", "--progress-every", "--keep-pods", "--log-format", "model seconds", "pod-deletion-cost"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("help lacks %q", s)
+		}
+	}
+}
+
+// TestEmulateBadFlags: bad flags and specs are refused before any
+// connection, each named.
+func TestEmulateBadFlags(t *testing.T) {
+	for name, c := range map[string]struct {
+		args []string
+		want string
+	}{
+		"no spec":       {[]string{"emulate"}, "--spec: required"},
+		"bad scale":     {[]string{"emulate", "--spec", "../../examples/emulate/fleet.yaml", "--time-scale", "-1"}, "--time-scale"},
+		"bad clock":     {[]string{"emulate", "--spec", "../../examples/emulate/fleet.yaml", "--latency-clock", "gpu"}, "--latency-clock"},
+		"bad selector":  {[]string{"emulate", "--spec", "../../examples/emulate/fleet.yaml", "--selector", "a=(b"}, "--selector"},
+		"missing spec":  {[]string{"emulate", "--spec", "nonexistent.yaml"}, "--spec: open nonexistent.yaml"},
+		"bad spec":      {[]string{"emulate", "--spec", "../../examples/scenarios/staircase.yaml"}, "unknown field"},
+		"no kubeconfig": {[]string{"emulate", "--spec", "../../examples/emulate/fleet.yaml", "--kubeconfig", "/nonexistent"}, "--kubeconfig /nonexistent"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := Run(c.args, &out, &errb); code == 0 || !strings.Contains(errb.String(), c.want) {
+				t.Errorf("exit %d, stderr %q, want %q", code, errb.String(), c.want)
+			}
+		})
+	}
+}
