@@ -112,8 +112,9 @@ func New(kc kubernetes.Interface, fleet *Fleet, opts Options) *Emulator {
 	return e
 }
 
-// Start starts the informers, waits for their caches and deletes the pods
-// a previous run left behind (they have no server).
+// Start starts the informers, waits for their caches, starts the
+// gateway's endpoint and deletes the pods a previous run left behind for
+// the Deployments it manages (they have no server).
 func (e *Emulator) Start(ctx context.Context) error {
 	for _, f := range e.factories {
 		f.Start(ctx.Done())
@@ -133,11 +134,28 @@ func (e *Emulator) Start(ctx context.Context) error {
 		e.gateway = gw
 		e.log.Info("gateway metrics", "address", gw.addr)
 	}
+	return e.deleteLeftovers(ctx)
+}
+
+// deleteLeftovers deletes the emulated pods of the Deployments this
+// emulator manages that an earlier run left (they have no server).
+func (e *Emulator) deleteLeftovers(ctx context.Context) error {
+	bound, err := e.bind()
+	if err != nil {
+		return err
+	}
+	mine := map[types.UID]bool{}
+	for _, d := range bound {
+		mine[d.UID] = true
+	}
 	left, err := e.podLister.List(labels.Everything())
 	if err != nil {
 		return err
 	}
 	for _, p := range left {
+		if ref := metav1.GetControllerOf(p); ref == nil || !mine[ref.UID] {
+			continue
+		}
 		err := e.kc.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting the leftover pod %s/%s: %w", p.Namespace, p.Name, err)

@@ -3,6 +3,7 @@ package emulate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -196,6 +197,10 @@ func (e *Emulator) syncPod(ctx context.Context, d *appsv1.Deployment, t Target, 
 			return err
 		}
 		if _, err := e.kc.CoreV1().Pods(d.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				// Not ours (an earlier run's, say): it goes, ours comes next round.
+				err = errors.Join(err, e.kc.CoreV1().Pods(d.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}))
+			}
 			return fmt.Errorf("creating pod %s/%s: %w", d.Namespace, pod.Name, err)
 		}
 		p = &emuPod{id: r.ID, target: t, namespace: d.Namespace, name: pod.Name, deployment: d.Name,

@@ -334,3 +334,42 @@ func checkMetrics(t *testing.T, addr string) {
 		t.Errorf("%s: request_success_total %v after 300 model seconds at 8/s", addr, done)
 	}
 }
+
+// TestLeftoversDeleted: at start, the emulated pods an earlier run left
+// for a managed Deployment are deleted; emulated pods of other owners are
+// not.
+func TestLeftoversDeleted(t *testing.T) {
+	f := newFixtureClock(t, 0, true)
+	d := f.deployment()
+	mk := func(name string, owned bool) {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Labels: map[string]string{emulate.EmulatedLabel: "true"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+		if owned {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID, Controller: ptr.To(true)}}
+		}
+		if _, err := f.kc.CoreV1().Pods(f.ns).Create(f.ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("llama-emu-1", true)
+	mk("someone-elses", false)
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	if err := f.em.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err := f.kc.CoreV1().Pods(f.ns).List(f.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range l.Items {
+		names = append(names, p.Name)
+	}
+	if len(names) != 1 || names[0] != "someone-elses" {
+		t.Errorf("pods after start: %v, want [someone-elses]", names)
+	}
+	if err := f.em.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+}
