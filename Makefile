@@ -198,6 +198,7 @@ bench: ## run the benchmarks (figures in docs/queueing.md)
 .PHONY: lint
 lint: $(LINT_STAMP) ## run golangci-lint (built from hack/tools on first use)
 	$(LINT) run ./...
+	$(LINT) run --build-tags e2e ./test/e2e/...
 
 $(LINT_STAMP): hack/tools/go.mod hack/tools/go.sum
 	@mkdir -p $(BIN)
@@ -245,6 +246,8 @@ verify: generate verify-version ## fail if formatting, go.mod/go.sum or generate
 	cd hack/tools && $(GO) mod tidy -diff
 	cd hack/controller-gen && $(GO) mod tidy -diff
 	cd hack/image && $(GO) mod tidy -diff
+	cd hack/k8s && $(GO) mod tidy -diff
+	cd hack/adapter && $(GO) mod tidy -diff
 
 .PHONY: clean
 clean: ## remove build outputs
