@@ -82,6 +82,8 @@ type Emulator struct {
 	warned    map[string]bool
 	accounts  map[string]bool // namespace/name of the service accounts known to exist
 	gateway   *endpoint
+	lastErr   string
+	lastErrAt time.Time
 	lastN     map[int]int
 }
 
@@ -179,13 +181,23 @@ func (e *Emulator) Run(ctx context.Context) error {
 		case <-e.trigger:
 		}
 		if err := e.Step(ctx); err != nil && ctx.Err() == nil {
-			e.log.Error(err, "round failed; retrying")
+			e.logFailure(err)
 		}
 		if now := e.opts.Clock.Now(); e.opts.ProgressEvery > 0 && !now.Before(next) {
 			e.progress()
 			next = now.Add(e.opts.ProgressEvery)
 		}
 	}
+}
+
+// logFailure logs a failed round, the same error at most every 10 s.
+func (e *Emulator) logFailure(err error) {
+	now := e.opts.Clock.Now()
+	if err.Error() == e.lastErr && now.Sub(e.lastErrAt) < 10*time.Second {
+		return
+	}
+	e.lastErr, e.lastErrAt = err.Error(), now
+	e.log.Error(err, "round failed; retrying every tick (the same error is logged every 10 s)")
 }
 
 func (e *Emulator) progress() {
