@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -82,6 +81,7 @@ type Emulator struct {
 	warned    map[string]bool
 	accounts  map[string]bool // namespace/name of the service accounts known to exist
 	gateway   *endpoint
+	rsets     map[string]*appsv1.ReplicaSet // namespace/name of the ReplicaSets made
 	lastErr   string
 	lastErrAt time.Time
 	lastN     map[int]int
@@ -91,7 +91,7 @@ type Emulator struct {
 func New(kc kubernetes.Interface, fleet *Fleet, opts Options) *Emulator {
 	opts.defaults()
 	e := &Emulator{opts: opts, log: opts.Log, kc: kc, fleet: fleet, pods: map[int]*emuPod{}, sd: sdWriter{path: opts.SDFile},
-		trigger: make(chan struct{}, 1), warned: map[string]bool{}, accounts: map[string]bool{}, lastN: map[int]int{}}
+		trigger: make(chan struct{}, 1), warned: map[string]bool{}, accounts: map[string]bool{}, lastN: map[int]int{}, rsets: map[string]*appsv1.ReplicaSet{}}
 	sel := opts.Selector.String()
 	df := informers.NewSharedInformerFactoryWithOptions(kc, opts.Resync, informers.WithNamespace(opts.Namespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = sel }))
@@ -143,16 +143,16 @@ func (e *Emulator) deleteLeftovers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	mine := map[types.UID]bool{}
+	mine := map[string]bool{}
 	for _, d := range bound {
-		mine[d.UID] = true
+		mine[string(d.UID)] = true
 	}
 	left, err := e.podLister.List(labels.Everything())
 	if err != nil {
 		return err
 	}
 	for _, p := range left {
-		if ref := metav1.GetControllerOf(p); ref == nil || !mine[ref.UID] {
+		if !mine[p.Annotations[DeploymentAnnotation]] {
 			continue
 		}
 		err := e.kc.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
@@ -228,7 +228,7 @@ func (e *Emulator) Step(ctx context.Context) error {
 		d := bound[t.Index]
 		n := 0
 		if d != nil {
-			n = int(ptrOr(d.Spec.Replicas, 1))
+			n = int(replicasOf(d.Spec.Replicas))
 			e.fleet.SetModelNamespace(t.ModelIndex, d.Namespace)
 		}
 		if last, ok := e.lastN[t.Index]; !ok || last != n {
@@ -333,6 +333,7 @@ func (e *Emulator) deleteAll(ctx context.Context) error {
 	for _, d := range bound {
 		errs = append(errs, e.writeStatus(ctx, d, 0, 0))
 	}
+	errs = append(errs, e.deleteReplicaSets(ctx))
 	return errors.Join(errs...)
 }
 
@@ -348,9 +349,10 @@ func (e *Emulator) podsOf(t Target) []*emuPod {
 	return out
 }
 
-func ptrOr(p *int32, d int32) int32 {
+// replicasOf is a replica count, 1 when unset (the API's default).
+func replicasOf(p *int32) int32 {
 	if p == nil {
-		return d
+		return 1
 	}
 	return *p
 }

@@ -22,6 +22,8 @@ const (
 	EmulatedLabel = "wva.llmd.ai/emulated"
 	// MetricsAnnotation on an emulated pod gives its /metrics address.
 	MetricsAnnotation = "wva.llmd.ai/emulated-metrics"
+	// DeploymentAnnotation on an emulated pod is its Deployment's UID.
+	DeploymentAnnotation = "wva.llmd.ai/emulated-deployment"
 	// DeletionCostAnnotation is the ReplicaSet controller's
 	// pod-deletion-cost (https://kubernetes.io/docs/concepts/workloads/controllers/replicaset/#pod-deletion-cost).
 	DeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
@@ -41,17 +43,18 @@ type emuPod struct {
 	ep         *endpoint
 }
 
-// podName names a server's pod: its Deployment's name, "emu" and the
+// podName names a server's pod: its ReplicaSet's name, "emu" and the
 // server's number (unique within the emulator's run).
-func podName(deployment string, id int) string {
-	return deployment + "-emu-" + strconv.Itoa(id)
+func podName(replicaSet string, id int) string {
+	return replicaSet + "-emu-" + strconv.Itoa(id)
 }
 
-// newPod builds the Pod of a server from its Deployment's template: the
-// template's labels (so the Deployment's selector matches) plus
-// EmulatedLabel, and the Deployment as its controlling owner.
-func newPod(d *appsv1.Deployment, id int) *corev1.Pod {
-	tpl := d.Spec.Template.DeepCopy()
+// newPod builds the Pod of a server from its ReplicaSet's template: the
+// template's labels (the Deployment's selector and pod-template-hash match
+// them) plus EmulatedLabel, the Deployment's UID in DeploymentAnnotation,
+// and the ReplicaSet as its controlling owner.
+func newPod(d *appsv1.Deployment, rs *appsv1.ReplicaSet, id int) *corev1.Pod {
+	tpl := rs.Spec.Template.DeepCopy()
 	labels := map[string]string{}
 	for k, v := range tpl.Labels {
 		labels[k] = v
@@ -61,10 +64,11 @@ func newPod(d *appsv1.Deployment, id int) *corev1.Pod {
 	for k, v := range tpl.Annotations {
 		annotations[k] = v
 	}
+	annotations[DeploymentAnnotation] = string(d.UID)
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: podName(d.Name, id), Namespace: d.Namespace, Labels: labels, Annotations: annotations,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID,
+			Name: podName(rs.Name, id), Namespace: d.Namespace, Labels: labels, Annotations: annotations,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID,
 				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
 		},
 		Spec: tpl.Spec,
@@ -176,11 +180,15 @@ func (e *Emulator) syncPods(ctx context.Context, d *appsv1.Deployment, t Target,
 	if d == nil {
 		return nil
 	}
+	rs, err := e.replicaSet(ctx, d)
+	if err != nil {
+		return err
+	}
 	for _, r := range reps {
 		if r.Terminating {
 			continue
 		}
-		if err := e.syncPod(ctx, d, t, r); err != nil {
+		if err := e.syncPod(ctx, d, rs, t, r); err != nil {
 			return err
 		}
 	}
@@ -189,10 +197,10 @@ func (e *Emulator) syncPods(ctx context.Context, d *appsv1.Deployment, t Target,
 
 // syncPod creates a server's pod if missing and brings its status and
 // endpoint up to date.
-func (e *Emulator) syncPod(ctx context.Context, d *appsv1.Deployment, t Target, r sim.LiveReplica) error {
+func (e *Emulator) syncPod(ctx context.Context, d *appsv1.Deployment, rs *appsv1.ReplicaSet, t Target, r sim.LiveReplica) error {
 	p, ok := e.pods[r.ID]
 	if !ok {
-		pod := newPod(d, r.ID)
+		pod := newPod(d, rs, r.ID)
 		if err := e.ensureServiceAccount(ctx, d.Namespace, pod.Spec.ServiceAccountName); err != nil {
 			return err
 		}

@@ -30,6 +30,13 @@ func (e *Emulator) syncStatus(ctx context.Context, d *appsv1.Deployment, reps []
 			ready++
 		}
 	}
+	rs, err := e.replicaSet(ctx, d)
+	if err != nil {
+		return err
+	}
+	if err := e.syncReplicaSet(ctx, rs, replicasOf(d.Spec.Replicas), n, ready); err != nil {
+		return err
+	}
 	return e.writeStatus(ctx, d, n, ready)
 }
 

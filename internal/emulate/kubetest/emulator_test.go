@@ -186,10 +186,22 @@ func (f *fixture) statusIs(n, ready int32) bool {
 	return s.Replicas == n && s.UpdatedReplicas == n && s.ReadyReplicas == ready && s.AvailableReplicas == ready && s.ObservedGeneration == d.Generation
 }
 
-func checkPod(t *testing.T, p *corev1.Pod, d *appsv1.Deployment) {
+// checkPod: owned by the Deployment's ReplicaSet as WVA's controller
+// expects (<deployment>-<pod-template-hash>, itself owned by the
+// Deployment), with the template's labels, Running on loopback.
+func checkPod(t *testing.T, kc kubernetes.Interface, p *corev1.Pod, d *appsv1.Deployment) {
 	t.Helper()
-	if len(p.OwnerReferences) != 1 || p.OwnerReferences[0].UID != d.UID || p.OwnerReferences[0].Kind != "Deployment" || !ptr.Deref(p.OwnerReferences[0].Controller, false) {
-		t.Errorf("pod %s owners %+v", p.Name, p.OwnerReferences)
+	ref := metav1.GetControllerOf(p)
+	hash := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+	if ref == nil || ref.Kind != "ReplicaSet" || hash == "" || ref.Name != d.Name+"-"+hash {
+		t.Fatalf("pod %s owners %+v, labels %v", p.Name, p.OwnerReferences, p.Labels)
+	}
+	rs, err := kc.AppsV1().ReplicaSets(d.Namespace).Get(context.Background(), ref.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := metav1.GetControllerOf(rs); rs.UID != ref.UID || o == nil || o.UID != d.UID || o.Kind != "Deployment" {
+		t.Errorf("replicaset %s owners %+v", rs.Name, rs.OwnerReferences)
 	}
 	if p.Labels["app"] != "llama" || p.Labels["tier"] != "serving" || p.Labels[emulate.EmulatedLabel] != "true" {
 		t.Errorf("pod %s labels %v", p.Name, p.Labels)
@@ -209,7 +221,7 @@ func TestEmulatorFollowsTheDeployment(t *testing.T) {
 	f.until("2 pods, not ready", func() bool { return len(f.pods()) == 2 && f.statusIs(2, 0) })
 	d := f.deployment()
 	for _, p := range f.pods() {
-		checkPod(t, &p, d)
+		checkPod(t, f.kc, &p, d)
 	}
 	if n := readyPods(f.pods()); n != 0 {
 		t.Fatalf("%d pods ready before the start-up time", n)
@@ -230,6 +242,7 @@ func TestEmulatorFollowsTheDeployment(t *testing.T) {
 		checkMetrics(t, p.Annotations[emulate.MetricsAnnotation])
 	}
 
+	checkReplicaSet(t, f, 3, 3)
 	keep := scaleDownByCost(t, f)
 	f.until("1 pod", func() bool { return len(f.pods()) == 1 && f.statusIs(1, 1) })
 	if got := f.pods()[0].Name; got != keep {
@@ -237,6 +250,13 @@ func TestEmulatorFollowsTheDeployment(t *testing.T) {
 	}
 	checkSD(t, f, 1, true)
 
+	checkShutdown(t, f)
+}
+
+// checkShutdown: the emulator stops, its pods and ReplicaSet go, the
+// Deployment's status says nothing runs, the SD file is empty.
+func checkShutdown(t *testing.T, f *fixture) {
+	t.Helper()
 	if err := f.em.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
@@ -245,6 +265,9 @@ func TestEmulatorFollowsTheDeployment(t *testing.T) {
 	}
 	if !f.statusIs(0, 0) {
 		t.Errorf("status after shutdown: %+v", f.deployment().Status)
+	}
+	if rs, err := f.kc.AppsV1().ReplicaSets(f.ns).List(f.ctx, metav1.ListOptions{}); err != nil || len(rs.Items) != 0 {
+		t.Errorf("replicasets after shutdown: %v %v", rs, err)
 	}
 	checkSD(t, f, 0, false)
 }
@@ -345,7 +368,7 @@ func TestLeftoversDeleted(t *testing.T) {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Labels: map[string]string{emulate.EmulatedLabel: "true"}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
 		if owned {
-			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID, Controller: ptr.To(true)}}
+			p.Annotations = map[string]string{emulate.DeploymentAnnotation: string(d.UID)}
 		}
 		if _, err := f.kc.CoreV1().Pods(f.ns).Create(f.ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -371,5 +394,22 @@ func TestLeftoversDeleted(t *testing.T) {
 	}
 	if err := f.em.Shutdown(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkReplicaSet: the Deployment's one ReplicaSet says n replicas, ready
+// of them ready.
+func checkReplicaSet(t *testing.T, f *fixture, n, ready int32) {
+	t.Helper()
+	l, err := f.kc.AppsV1().ReplicaSets(f.ns).List(f.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Items) != 1 {
+		t.Fatalf("%d replicasets", len(l.Items))
+	}
+	rs := l.Items[0]
+	if ptr.Deref(rs.Spec.Replicas, -1) != n || rs.Status.Replicas != n || rs.Status.ReadyReplicas != ready || rs.Status.AvailableReplicas != ready {
+		t.Errorf("replicaset %s: spec %v, status %+v", rs.Name, ptr.Deref(rs.Spec.Replicas, -1), rs.Status)
 	}
 }
