@@ -50,7 +50,8 @@ server and a real Prometheus without GPUs.
 For every Deployment that matches --selector (in --namespace, or in every
 namespace) and is named in the spec, the emulator plays the Deployment
 controller and the kubelet: it keeps spec.replicas emulated servers, creates
-a Pod for each (the template's labels, the Deployment as owner), marks it
+the Deployment's ReplicaSet (<deployment>-<pod-template-hash>) and a Pod for
+each server (the template's labels, the ReplicaSet as owner), marks it
 Running and Ready with podIP 127.0.0.1 once the server has loaded its model
 (the spec's startupSeconds plus jitter), deletes pods on scale-down in the
 ReplicaSet controller's order (not ready first, then the lowest
@@ -83,7 +84,8 @@ reads --time-scale times the model's rate. --latency-clock wall divides
 the latencies by the time scale instead, so that rates and latencies are
 both per wall second (a server --time-scale times faster).
 
-On SIGINT or SIGTERM it stops the servers, deletes its pods, sets the
+On SIGINT or SIGTERM it stops the servers, deletes its pods and
+ReplicaSets, sets the
 Deployments' status to no replicas and empties the SD file (--keep-pods
 leaves pods and status as they are). Pods it left behind with the label
 wva.llmd.ai/emulated=true are deleted when it starts. See docs/emulate.md.`,
