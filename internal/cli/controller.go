@@ -179,7 +179,7 @@ func (o *controllerOptions) run(cmd *cobra.Command) error {
 	}
 	log := logr.FromSlogHandler(h)
 	ctrl.SetLogger(log)
-	cfg, err := o.restConfig()
+	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -213,17 +213,20 @@ func (o *controllerOptions) logHandler(cmd *cobra.Command) (slog.Handler, error)
 	return nil, errors.Join(errs...)
 }
 
-func (o *controllerOptions) restConfig() (*rest.Config, error) {
-	if o.kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+// restConfig is the cluster a subcommand talks to: the kubeconfig file
+// when one is given, else controller-runtime's rules ($KUBECONFIG, in
+// cluster, ~/.kube/config).
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		if err != nil {
-			return nil, fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+			return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
 		}
 		return cfg, nil
 	}
 	cfg, err := crconfig.GetConfig()
 	if err != nil {
-		return nil, fmt.Errorf("no cluster: not in a pod and no kubeconfig (use --kubeconfig): %w", err)
+		return nil, fmt.Errorf("no cluster: no kubeconfig and not in a pod (use --kubeconfig): %w", err)
 	}
 	return cfg, nil
 }

@@ -14,9 +14,6 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	crconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/llm-d-incubation/wva/internal/emulate"
 )
@@ -148,7 +145,7 @@ func (o *emulateOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := o.restConfig()
+	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -176,19 +173,4 @@ func (o *emulateOptions) run(cmd *cobra.Command) error {
 	log.Info("emulator starting", "host", cfg.Host, "namespace", o.namespace, "selector", sel.String(), "timeScale", o.timeScale,
 		"deployments", len(fleet.Targets()), "sdFile", o.sdFile)
 	return em.Run(ctx)
-}
-
-func (o *emulateOptions) restConfig() (*rest.Config, error) {
-	if o.kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
-		}
-		return cfg, nil
-	}
-	cfg, err := crconfig.GetConfig()
-	if err != nil {
-		return nil, fmt.Errorf("no cluster: no kubeconfig and not in a pod (use --kubeconfig): %w", err)
-	}
-	return cfg, nil
 }

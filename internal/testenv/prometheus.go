@@ -42,14 +42,6 @@ func Prometheus(t testing.TB, targets map[string]map[string]string) string {
 // ServiceMonitor of config/prometheus does.
 func PrometheusSecure(t testing.TB, targets map[string]map[string]string, tokens map[string]string) string {
 	t.Helper()
-	bin := os.Getenv("WVA_PROMETHEUS")
-	if bin == "" {
-		var err error
-		if bin, err = exec.LookPath("prometheus"); err != nil {
-			t.Fatal("the prometheus server is not installed: run `make test-deps` (Debian package prometheus), or set WVA_PROMETHEUS")
-		}
-	}
-	dir := t.TempDir()
 	var cfg strings.Builder
 	cfg.WriteString("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n")
 	target := func(addr string) {
@@ -73,7 +65,33 @@ func PrometheusSecure(t testing.TB, targets map[string]map[string]string, tokens
 			target(addr)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg.String()), 0o600); err != nil {
+	return PrometheusWithConfig(t, cfg.String())
+}
+
+// PrometheusBinary is the Prometheus server the tests run: $WVA_PROMETHEUS,
+// else prometheus on the PATH (Debian's package, `make test-deps`).
+func PrometheusBinary() (string, error) {
+	if bin := os.Getenv("WVA_PROMETHEUS"); bin != "" {
+		return bin, nil
+	}
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		return "", fmt.Errorf("the prometheus server is not installed: run `make test-deps` (Debian package prometheus), or set WVA_PROMETHEUS")
+	}
+	return bin, nil
+}
+
+// PrometheusWithConfig runs PrometheusBinary on loopback with the given
+// configuration file's text, waits until it is ready and returns its URL.
+// It stops with the test.
+func PrometheusWithConfig(t testing.TB, cfg string) string {
+	t.Helper()
+	bin, err := PrometheusBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", FreePort(t))

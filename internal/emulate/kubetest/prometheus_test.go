@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -23,12 +19,8 @@ import (
 // with the model's arrival rate split between them (within a minute). Skipped when no
 // prometheus binary is installed.
 func TestPrometheusScrapesTheFleet(t *testing.T) {
-	bin := os.Getenv("WVA_PROMETHEUS")
-	if bin == "" {
-		var err error
-		if bin, err = exec.LookPath("prometheus"); err != nil {
-			t.Skip("no prometheus server installed (make test-deps)")
-		}
+	if _, err := testenv.PrometheusBinary(); err != nil {
+		t.Skip(err)
 	}
 	f := newFixtureClock(t, 2, true)
 	ctx, cancel := context.WithCancel(f.ctx)
@@ -40,7 +32,7 @@ func TestPrometheusScrapesTheFleet(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	url := fileSDPrometheus(t, bin, f.sd)
+	url := fileSDPrometheus(t, f.sd)
 	src, err := prometheus.New(prometheus.Config{URL: url, Window: 6 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -88,44 +80,10 @@ func settled(rep collector.Report) bool {
 // fileSDPrometheus runs Prometheus on loopback with one job discovering
 // its targets from the SD file (re-read every second), scraping every
 // second; it stops with the test.
-func fileSDPrometheus(t *testing.T, bin, sdFile string) string {
+func fileSDPrometheus(t *testing.T, sdFile string) string {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n"+
-		"  - job_name: emulated-vllm\n    file_sd_configs:\n      - files: [%q]\n        refresh_interval: 1s\n", sdFile)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--log.level=warn")
-	logf, err := os.Create(filepath.Join(dir, "log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		logf.Close()
-	})
-	url := "http://" + addr
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		if resp, err := http.Get(url + "/-/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return url
-			}
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "log"))
-			t.Fatalf("prometheus did not become ready:\n%s", log)
-		}
-	}
+	return testenv.PrometheusWithConfig(t, fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n"+
+		"  - job_name: emulated-vllm\n    file_sd_configs:\n      - files: [%q]\n        refresh_interval: 1s\n", sdFile))
 }
 
 // checkGatewayRate: the controller's default gateway queries read the
