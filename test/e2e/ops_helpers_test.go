@@ -68,14 +68,7 @@ func newOpsWorld(t *testing.T, o opsOptions) *opsWorld {
 	var tokenFile string
 	w.token, tokenFile = h.ServiceAccountToken("monitoring", "prometheus", "wva-metrics-reader")
 	w.prom = h.StartPrometheus(PrometheusConfig{FileSD: h.SDFile(), Controller: w.metricsAddr, TokenFile: tokenFile})
-	// WVA_POD_VARIANT_LABEL: the emulated pods' controller is their
-	// Deployment, not a ReplicaSet, and the controller does not count a pod
-	// whose controller is not the Deployment's ReplicaSet (ownedBy in
-	// internal/controller/translate.go): through the Deployment the variant
-	// would hold forever with "no metrics for its 1 ready replica(s)". The
-	// file-SD labels every series with its Deployment, the VA's name.
-	w.config = map[string]string{"PROMETHEUS_BASE_URL": w.prom.URL, "GLOBAL_OPT_INTERVAL": opsInterval.String(),
-		"WVA_POD_VARIANT_LABEL": "deployment"}
+	w.config = map[string]string{"PROMETHEUS_BASE_URL": w.prom.URL, "GLOBAL_OPT_INTERVAL": opsInterval.String()}
 	maps.Copy(w.config, o.config)
 	h.InstallWVA(w.config)
 	h.Namespace(smokeNS)
