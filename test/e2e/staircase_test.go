@@ -1,0 +1,136 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
+)
+
+// staircaseInterval is the scenarios' GLOBAL_OPT_INTERVAL (set through
+// the main ConfigMap).
+const staircaseInterval = 10 * time.Second
+
+// staircaseSteps: model seconds and model requests/s at loadTimeScale
+// (10x): each step lasts 45 s of wall time. `wva model size` sizes them
+// 1, 2, 3, then 1 replica (the last step is the scale-down).
+var staircaseSteps = []loadStep{{0, 8}, {450, 24}, {900, 44}, {1350, 8}}
+
+// staircaseEnd is when the last step has been held long enough to settle.
+const staircaseEnd = 1800
+
+// scaleUpBound is how long after a step the controller must have scaled
+// up: two optimisation intervals, plus the rate window the decision reads
+// (PROMETHEUS_WINDOW 15 s: a step shows in rate() in full only after it)
+// and Prometheus's scrape (1 s).
+func scaleUpBound(interval time.Duration) time.Duration {
+	return 2*interval + 15*time.Second + time.Second
+}
+
+// TestStaircaseDirect: the emulated fleet under a staircase of load, the
+// direct actuator. The controller scales up within scaleUpBound of each
+// step up, never scales down while the load has not gone down, settles
+// within ±1 replica of `wva model size` for the servers' true parameters
+// at the end of each step, and on the scale-down the pods removed are the
+// ones it marked with the lowest pod-deletion-cost.
+func TestStaircaseDirect(t *testing.T) {
+	va := VariantAutoscaling(smokeNS, smokeVA, smokeModel, "H100", 1, 8, "30.0")
+	va.Spec.Actuator = wvav1.ActuatorDirect
+	w := newLoadWorld(t, staircaseInterval, staircaseSteps, nil, &wvaVA{VariantAutoscaling: va, Replicas: 1})
+	deletions := w.h.watchDeletions(t)
+	rec := w.record(smokeVA)
+	checkStaircase(t, w, rec, smokeVA)
+	checkDeletionCost(t, deletions())
+}
+
+// checkStaircase waits for each step's end and checks the scale-ups,
+// the absence of early scale-downs and each step's settled replicas.
+func checkStaircase(t *testing.T, w *loadWorld, rec *replicaRecorder, variant string) {
+	t.Helper()
+	bound := scaleUpBound(w.interval)
+	for i, s := range staircaseSteps {
+		end := loadStep{AtSeconds: staircaseEnd}.wall()
+		if i+1 < len(staircaseSteps) {
+			end = staircaseSteps[i+1].wall()
+		}
+		want := expectedReplicas(t, s.RPS)
+		w.waitUntil(end)
+		if i > 0 && want > expectedReplicas(t, staircaseSteps[i-1].RPS) {
+			checkScaleUp(t, rec, variant, s, bound)
+		}
+		settled := rec.between(end-5*time.Second, end)
+		if len(settled) == 0 {
+			t.Fatalf("step %d: no sample of the Deployment in its last 5 s", i)
+		}
+		got := settled[len(settled)-1].SpecByVariant[variant]
+		t.Logf("TIMING step %d (%g model rps from %s): %d replicas at its end, `wva model size` says %d", i, s.RPS, s.wall(), got, want)
+		for _, x := range settled {
+			if d := int(x.SpecByVariant[variant]) - want; d < -1 || d > 1 {
+				t.Errorf("step %d: %d replicas at %s, want %d ± 1 (`wva model size` for the true parameters at %g rps)",
+					i, x.SpecByVariant[variant], x.At.Round(time.Millisecond), want, s.RPS)
+				break
+			}
+		}
+	}
+	checkNoEarlyScaleDown(t, rec, variant, staircaseSteps[len(staircaseSteps)-1].wall())
+}
+
+// checkScaleUp: the replicas rose above those at the step's start within
+// bound of it.
+func checkScaleUp(t *testing.T, rec *replicaRecorder, variant string, s loadStep, bound time.Duration) {
+	t.Helper()
+	before := rec.between(s.wall()-2*time.Second, s.wall()+time.Second)
+	if len(before) == 0 {
+		t.Fatalf("no sample at the step of %s", s.wall())
+	}
+	base := before[0].SpecByVariant[variant]
+	at, ok := rec.firstAbove(variant, base, s.wall())
+	if !ok {
+		t.Errorf("step at %s (%g model rps): never scaled above %d", s.wall(), s.RPS, base)
+		return
+	}
+	took := at - s.wall()
+	t.Logf("TIMING step at %s (%g model rps): scaled up from %d after %s (bound %s)", s.wall(), s.RPS, base, took.Round(100*time.Millisecond), bound)
+	if took > bound {
+		t.Errorf("step at %s: scaled up after %s, want within %s (2 × GLOBAL_OPT_INTERVAL + rate window + scrape)", s.wall(), took.Round(100*time.Millisecond), bound)
+	}
+}
+
+// checkNoEarlyScaleDown: while the load only rose (before the step down
+// at until), spec.replicas never decreased.
+func checkNoEarlyScaleDown(t *testing.T, rec *replicaRecorder, variant string, until time.Duration) {
+	t.Helper()
+	prev := int32(-1)
+	for _, s := range rec.between(0, until) {
+		n := s.SpecByVariant[variant]
+		if prev >= 0 && n < prev {
+			t.Errorf("scaled down from %d to %d at %s, before the load went down (at %s)", prev, n, s.At.Round(time.Millisecond), until)
+			return
+		}
+		prev = n
+	}
+}
+
+// checkDeletionCost: some pods were removed on the scale-down, and each
+// had a pod-deletion-cost set by the controller no higher than that of
+// every pod left.
+func checkDeletionCost(t *testing.T, deleted []deletedPod) {
+	t.Helper()
+	if len(deleted) == 0 {
+		t.Errorf("no pod removed on the scale-down")
+		return
+	}
+	for _, d := range deleted {
+		t.Logf("pod %s removed with pod-deletion-cost %q; left: %v", d.Name, d.Cost, d.Survivors)
+		if d.Cost == "" {
+			t.Errorf("pod %s removed without a pod-deletion-cost: the controller marks its victims", d.Name)
+		}
+		for n, c := range d.Survivors {
+			if !costBelow(d.Cost, c) {
+				t.Errorf("pod %s (cost %q) removed while %s (cost %q) stays", d.Name, d.Cost, n, c)
+			}
+		}
+	}
+}
