@@ -198,6 +198,17 @@ func (w *opsWorld) publishesDecisions(ctx context.Context, c *Controller) (bool,
 	return ok, v, fmt.Sprintf("inferno_desired_replicas for %s: present %v, %v", smokeVA, ok, v)
 }
 
+// sampleLine is the first sample line of metric whose labels contain
+// labelPart in a Prometheus text exposition ("" when none).
+func sampleLine(body, metric, labelPart string) string {
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, metric+"{") && strings.Contains(line, labelPart) {
+			return line
+		}
+	}
+	return ""
+}
+
 // sampleValue finds the first sample of metric whose labels contain
 // labelPart in a Prometheus text exposition.
 func sampleValue(body, metric, labelPart string) (float64, bool) {
