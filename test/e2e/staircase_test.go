@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
 )
 
@@ -41,23 +44,24 @@ func TestStaircaseDirect(t *testing.T) {
 	w := newLoadWorld(t, staircaseInterval, staircaseSteps, nil, &wvaVA{VariantAutoscaling: va, Replicas: 1})
 	deletions := w.h.watchDeletions(t)
 	rec := w.record(smokeVA)
-	checkStaircase(t, w, rec, smokeVA)
+	checkStaircase(t, w, rec, smokeVA, staircaseSteps, staircaseEnd, scaleUpBound(w.interval))
 	checkDeletionCost(t, deletions())
 }
 
-// checkStaircase waits for each step's end and checks the scale-ups,
-// the absence of early scale-downs and each step's settled replicas.
-func checkStaircase(t *testing.T, w *loadWorld, rec *replicaRecorder, variant string) {
+// checkStaircase waits for each step's end (the last ends at model
+// second last) and checks the scale-ups (within bound of each step up),
+// the absence of scale-downs before the load first goes down and each
+// step's settled replicas.
+func checkStaircase(t *testing.T, w *loadWorld, rec *replicaRecorder, variant string, steps []loadStep, last float64, bound time.Duration) {
 	t.Helper()
-	bound := scaleUpBound(w.interval)
-	for i, s := range staircaseSteps {
-		end := loadStep{AtSeconds: staircaseEnd}.wall()
-		if i+1 < len(staircaseSteps) {
-			end = staircaseSteps[i+1].wall()
+	for i, s := range steps {
+		end := loadStep{AtSeconds: last}.wall()
+		if i+1 < len(steps) {
+			end = steps[i+1].wall()
 		}
 		want := expectedReplicas(t, s.RPS)
 		w.waitUntil(end)
-		if i > 0 && want > expectedReplicas(t, staircaseSteps[i-1].RPS) {
+		if i > 0 && want > expectedReplicas(t, steps[i-1].RPS) {
 			checkScaleUp(t, rec, variant, s, bound)
 		}
 		settled := rec.between(end-5*time.Second, end)
@@ -74,7 +78,14 @@ func checkStaircase(t *testing.T, w *loadWorld, rec *replicaRecorder, variant st
 			}
 		}
 	}
-	checkNoEarlyScaleDown(t, rec, variant, staircaseSteps[len(staircaseSteps)-1].wall())
+	until := loadStep{AtSeconds: last}.wall()
+	for i := 1; i < len(steps); i++ {
+		if steps[i].RPS < steps[i-1].RPS {
+			until = steps[i].wall()
+			break
+		}
+	}
+	checkNoEarlyScaleDown(t, rec, variant, until)
 }
 
 // checkScaleUp: the replicas rose above those at the step's start within
@@ -132,5 +143,42 @@ func checkDeletionCost(t *testing.T, deleted []deletedPod) {
 				t.Errorf("pod %s (cost %q) removed while %s (cost %q) stays", d.Name, d.Cost, n, c)
 			}
 		}
+	}
+}
+
+// hpaSteps: the staircase's steps up, for the HPA mode.
+var hpaSteps = staircaseSteps[:3]
+
+// hpaBound adds the HPA's path to scaleUpBound: Prometheus scraping the
+// controller's decision (1 s), the adapter's relist (2 s) and the HPA's
+// sync period (2 s), with a margin of 5 s.
+func hpaBound(interval time.Duration) time.Duration { return scaleUpBound(interval) + 10*time.Second }
+
+// TestStaircaseHPA: the same staircase's steps up with the metrics-only
+// actuator: WVA publishes inferno_desired_replicas, Prometheus scrapes it,
+// prometheus-adapter serves it as an external metric and the real HPA
+// controller (kube-controller-manager) scales the Deployment with
+// config/samples/hpa.yaml. Each step up is applied by the HPA within
+// hpaBound, and each step settles within ±1 replica of `wva model size`.
+func TestStaircaseHPA(t *testing.T) {
+	va := VariantAutoscaling(smokeNS, smokeVA, smokeModel, "H100", 1, 8, "30.0")
+	va.Spec.Actuator = wvav1.ActuatorMetricsOnly
+	w := newLoadWorld(t, staircaseInterval, hpaSteps, nil, &wvaVA{VariantAutoscaling: va, Replicas: 1})
+	h := w.h
+	if !h.HasKCM() || !h.HasAdapter() {
+		t.Skip("needs kube-controller-manager and prometheus-adapter: `make k8s-kcm adapter` (make e2e does)")
+	}
+	h.StartAdapter(w.prom.URL)
+	h.Apply(h.sample("hpa.yaml"))
+	h.StartKCM(KCMOptions{})
+	rec := w.record(smokeVA)
+	checkStaircase(t, w, rec, smokeVA, hpaSteps, staircaseSteps[3].AtSeconds, hpaBound(w.interval))
+	// The metrics-only actuator never writes the Deployment: the HPA did.
+	a := &autoscalingv2.HorizontalPodAutoscaler{}
+	if err := h.Client.Get(h.Ctx(), client.ObjectKey{Namespace: smokeNS, Name: smokeVA}, a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Status.LastScaleTime == nil || a.Status.DesiredReplicas < 2 {
+		t.Errorf("the HPA did not scale the Deployment: status %+v", a.Status)
 	}
 }
