@@ -18,6 +18,7 @@ import (
 	"github.com/llm-d-incubation/wva/internal/collector/file"
 	"github.com/llm-d-incubation/wva/internal/config"
 	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/metrics"
 	"github.com/llm-d-incubation/wva/internal/testenv"
 )
 
@@ -293,6 +294,30 @@ func TestPrometheusDown(t *testing.T) {
 	if g := f.gauge("inferno_desired_replicas", "llama-h100"); g != 2 {
 		t.Errorf("safety-net desired %v, want the current 2", g)
 	}
+	if cause := f.heldCause("llama-h100"); cause != string(engine.HoldPrometheusError) {
+		t.Errorf("wva_variant_held cause %q, want %q", cause, engine.HoldPrometheusError)
+	}
+}
+
+// heldCause is the cause label of the variant's wva_variant_held series
+// ("" when it is not held).
+func (f *fixture) heldCause(variant string) string {
+	f.t.Helper()
+	mfs, err := f.reg.Gather()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "wva_variant_held" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if label(m, metrics.LabelVariant) == variant && label(m, metrics.LabelNamespace) == f.ns {
+				return label(m, metrics.LabelCause)
+			}
+		}
+	}
+	return ""
 }
 
 // TestHoldReason: the reason comes from the worst of the engine's cause

@@ -280,8 +280,34 @@ func (p *planner) heldAtLast(c *cycleState, v *variant) engine.VariantDecision {
 	} else if !v.va.Status.DesiredOptimizedAlloc.LastRunTime.IsZero() {
 		desired = int(v.va.Status.DesiredOptimizedAlloc.NumReplicas)
 	}
+	dec := c.decisions[v.key]
+	why := dec.MetricsMessage
+	if dec.MetricsReason == wvav1.ReasonMetricsFound {
+		why = dec.OptimizationMessage
+	}
 	return engine.VariantDecision{Model: v.va.Spec.ModelID, Namespace: v.va.Namespace, Variant: v.va.Name,
-		Accelerator: acceleratorOf(v.va, v.target), Current: cur, Desired: desired, Reason: engine.ReasonHoldMetrics}
+		Accelerator: acceleratorOf(v.va, v.target), Current: cur, Desired: desired, Reason: engine.ReasonHoldMetrics,
+		Hold: holdCauseOf(dec.MetricsReason), Explanation: why}
+}
+
+// holdCauseOf is the hold cause of a variant the cycle could not plan, from
+// its MetricsAvailable reason: the source failed (prometheus-error), or its
+// metrics were stale, invalid, implausible or missing; metrics that were
+// read but not planned (an invalid snapshot, an engine error) are invalid
+// input.
+func holdCauseOf(metricsReason string) engine.HoldCause {
+	switch metricsReason {
+	case wvav1.ReasonPrometheusError:
+		return engine.HoldPrometheusError
+	case wvav1.ReasonMetricsStale:
+		return engine.HoldStale
+	case wvav1.ReasonMetricsImplausible:
+		return engine.HoldImplausible
+	case wvav1.ReasonMetricsMissing:
+		return engine.HoldMissing
+	default:
+		return engine.HoldInvalid
+	}
 }
 
 // notifyAll tells the reconciler of every variant given a decision this

@@ -54,12 +54,17 @@ const (
 	// pod completing far more requests per second than its batch and
 	// speed allow.
 	HoldImplausible HoldCause = "implausible"
+	// HoldPrometheusError: the metrics source could not be read at all
+	// (the controller sets it; the engine never sees such a model).
+	HoldPrometheusError HoldCause = "prometheus-error"
 )
 
 // severity orders the causes when a variant's pods have several: invalid
 // values, then stale samples, then missing ones.
 func (h HoldCause) severity() int {
 	switch h {
+	case HoldPrometheusError:
+		return 5
 	case HoldImplausible:
 		return 4
 	case HoldInvalid:
