@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,15 +40,12 @@ func TestMetricsOutage(t *testing.T) {
 	detect := w.condition(wvav1.ConditionMetricsAvailable, metav1.ConditionFalse,
 		func(r string) bool { return r == wvav1.ReasonPrometheusError }, 4*opsInterval+10*time.Second)
 	t.Logf("TIMING outage detected (MetricsAvailable=False PrometheusError) %s after Prometheus stopped", detect.Round(time.Millisecond))
-	// The held gauge (docs/metrics.md). Its cause should read
-	// prometheus-error; the controller leaves the decision's hold cause
-	// empty when metrics could not be read, so it reads "unknown": logged,
-	// not asserted, until that is fixed.
+	// The held gauge (docs/metrics.md) with its cause.
 	var held string
-	h.Eventually("wva_variant_held published for the variant", 2*opsInterval+5*time.Second, func(ctx context.Context) (bool, string) {
+	h.Eventually("wva_variant_held{cause=\"prometheus-error\"} published for the variant", 2*opsInterval+5*time.Second, func(ctx context.Context) (bool, string) {
 		code, body := w.scrape(ctx, c, "/metrics", w.token)
 		held = sampleLine(body, "wva_variant_held", `variant_name="`+smokeVA+`"`)
-		return code == http.StatusOK && held != "", fmt.Sprintf("/metrics: %d; wva_variant_held: %q", code, held)
+		return code == http.StatusOK && strings.Contains(held, `cause="prometheus-error"`), fmt.Sprintf("/metrics: %d; wva_variant_held: %q", code, held)
 	})
 	t.Logf("during the outage: %s", held)
 	w.holdFor("during the outage", 3*opsInterval, desired, replicas)
