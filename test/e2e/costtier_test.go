@@ -1,0 +1,92 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
+)
+
+// costSteps: light load for 60 s of wall time (the tuner learns the
+// parameters: 5 accepted updates), then 44 model rps (3 replicas by `wva
+// model size`) for 40 s.
+var costSteps = []loadStep{{0, 8}, {600, 44}}
+
+const (
+	costEnd   = 1000
+	cheapVA   = "llama-8b-l40s"
+	costlyVA  = "llama-8b-h100"
+	cheapAcc  = "L40S"
+	costlyAcc = "H100"
+)
+
+// acceleratorCosts is the accelerators ConfigMap: L40S at 1.5, H100 at 3.
+func acceleratorCosts() *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ControllerNamespace, Name: "accelerator-unit-costs"},
+		Data: map[string]string{
+			cheapAcc:  `{"name": "L40S", "count": 1, "cost": 1.5}`,
+			costlyAcc: `{"name": "H100", "count": 1, "cost": 3.0}`,
+		},
+	}
+}
+
+// saturationOff raises the saturation analyzer's thresholds out of reach:
+// it scales up every saturated variant alike, whatever its cost, while the
+// scenario checks the queueing model's cost-aware allocation.
+func saturationOff() *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ControllerNamespace, Name: "wva-saturation-scaling-config"},
+		Data:       map[string]string{"default": "kvCacheThreshold: 0.99\nqueueLengthThreshold: 1000\n"},
+	}
+}
+
+// TestCostTiering: two variants of one model on servers of the same speed,
+// one on a cheap accelerator and one on an expensive one (their costs from
+// the accelerators ConfigMap, no variantCost); under a step of load the
+// cheap one grows first, and ends with more replicas than the expensive one.
+func TestCostTiering(t *testing.T) {
+	var vas []*wvaVA
+	for _, v := range []struct{ name, acc string }{{cheapVA, cheapAcc}, {costlyVA, costlyAcc}} {
+		va := VariantAutoscaling(smokeNS, v.name, smokeModel, v.acc, 1, 8, "")
+		va.Spec.Actuator = wvav1.ActuatorDirect
+		vas = append(vas, &wvaVA{VariantAutoscaling: va, Replicas: 1})
+	}
+	w := newLoadWorld(t, staircaseInterval, costSteps, nil, vas...)
+	w.h.Apply(acceleratorCosts())
+	w.h.Apply(saturationOff())
+	rec := w.record(cheapVA, costlyVA)
+	step := costSteps[1].wall()
+	w.waitUntil(loadStep{AtSeconds: costEnd}.wall())
+	cheapAt, cheapUp := rec.firstAbove(cheapVA, 1, 0)
+	costlyAt, costlyUp := rec.firstAbove(costlyVA, 1, 0)
+	if !cheapUp {
+		t.Fatalf("the cheap variant %s never grew above 1 replica", cheapVA)
+	}
+	costly := "never"
+	if costlyUp {
+		costly = (costlyAt - step).Round(100*time.Millisecond).String() + " after the step"
+	}
+	t.Logf("TIMING cost tiering: the cheap variant grew %s after the step; the expensive one: %s",
+		(cheapAt - step).Round(100*time.Millisecond), costly)
+	if costlyUp && costlyAt <= cheapAt {
+		t.Errorf("the expensive variant %s grew (at %s) before the cheap one (at %s)", costlyVA, costlyAt, cheapAt)
+	}
+	last := rec.between(loadStep{AtSeconds: costEnd}.wall()-5*time.Second, loadStep{AtSeconds: costEnd}.wall())
+	if len(last) == 0 {
+		t.Fatal("no sample at the end")
+	}
+	end := last[len(last)-1].SpecByVariant
+	t.Logf("TIMING cost tiering: at the end %s has %d replicas, %s %d (`wva model size`: %d in all)",
+		cheapVA, end[cheapVA], costlyVA, end[costlyVA], expectedReplicas(t, costSteps[1].RPS))
+	if end[cheapVA] <= end[costlyVA] {
+		t.Errorf("at the end the cheap variant has %d replicas, the expensive one %d: want more on the cheap one", end[cheapVA], end[costlyVA])
+	}
+}
