@@ -324,13 +324,12 @@ func TestFileSizeLimits(t *testing.T) {
 		{"token file", func() string { return scenarioNaming(t, false, "/dev/zero") }, "models[0].workload.input.file: /dev/zero is larger than 64 MiB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			start := time.Now()
+			// The file never ends: an error naming the limit proves the
+			// read stopped there (a wall-clock bound here failed on a
+			// loaded machine; speed is not what this test is about).
 			_, err := LoadFile(tc.path())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want %q", err, tc.want)
-			}
-			if d := time.Since(start); d > 5*time.Second { // generous for -race on a loaded machine: the file never ends
-				t.Errorf("took %v", d)
 			}
 		})
 	}
