@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	dto "github.com/prometheus/client_model/go"
+
 	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
 	"github.com/llm-d-incubation/wva/internal/collector/file"
 	"github.com/llm-d-incubation/wva/internal/metrics"
@@ -80,21 +82,36 @@ func TestTargetConflict(t *testing.T) {
 // and reason; -1 when the series is absent.
 func (f *fixture) unresolved(reason string) float64 {
 	f.t.Helper()
+	m := f.series("wva_variants_unresolved", map[string]string{metrics.LabelNamespace: f.ns, metrics.LabelReason: reason})
+	if m == nil {
+		return -1
+	}
+	return m.GetGauge().GetValue()
+}
+
+// series is the first series of the named metric whose labels include
+// want; nil when there is none.
+func (f *fixture) series(name string, want map[string]string) *dto.Metric {
+	f.t.Helper()
 	mfs, err := f.reg.Gather()
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "wva_variants_unresolved" {
+		if mf.GetName() != name {
 			continue
 		}
+	next:
 		for _, m := range mf.GetMetric() {
-			if label(m, metrics.LabelNamespace) == f.ns && label(m, metrics.LabelReason) == reason {
-				return m.GetGauge().GetValue()
+			for k, v := range want {
+				if label(m, k) != v {
+					continue next
+				}
 			}
+			return m
 		}
 	}
-	return -1
+	return nil
 }
 
 // TestPodListForbidden: when RBAC denies listing pods, the variant's pods

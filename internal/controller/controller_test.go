@@ -303,21 +303,11 @@ func TestPrometheusDown(t *testing.T) {
 // ("" when it is not held).
 func (f *fixture) heldCause(variant string) string {
 	f.t.Helper()
-	mfs, err := f.reg.Gather()
-	if err != nil {
-		f.t.Fatal(err)
+	m := f.series("wva_variant_held", map[string]string{metrics.LabelVariant: variant, metrics.LabelNamespace: f.ns})
+	if m == nil {
+		return ""
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != "wva_variant_held" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if label(m, metrics.LabelVariant) == variant && label(m, metrics.LabelNamespace) == f.ns {
-				return label(m, metrics.LabelCause)
-			}
-		}
-	}
-	return ""
+	return label(m, metrics.LabelCause)
 }
 
 // TestHoldReason: the reason comes from the worst of the engine's cause
