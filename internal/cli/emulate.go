@@ -35,7 +35,7 @@ type emulateOptions struct {
 }
 
 func newEmulateCommand() *cobra.Command {
-	o := &emulateOptions{selector: "wva.llmd.ai/emulate=true", timeScale: 1, latencyClock: "model", tick: 100 * time.Millisecond,
+	o := &emulateOptions{selector: "wva.llmd.ai/emulate=true", timeScale: 1, latencyClock: "wall", tick: 100 * time.Millisecond,
 		resync: 30 * time.Second, progressEvery: 10 * time.Second, logFormat: "text"}
 	cmd := &cobra.Command{
 		Use:   "emulate --spec FILE [--sd-file FILE]",
@@ -74,12 +74,16 @@ to its ready servers. The workload (rates over time, token lengths) comes
 from the spec and is seeded: the same spec gives the same requests.
 
 Time: the emulator runs --time-scale seconds of model time per wall second.
-The spec's times (rate steps, startupSeconds) and the exported latencies
-(the histograms' values and sums) are in model seconds (--latency-clock
-model, the default); counters count events, so a rate() over wall time
-reads --time-scale times the model's rate. --latency-clock wall divides
-the latencies by the time scale instead, so that rates and latencies are
-both per wall second (a server --time-scale times faster).
+The spec's times (rate steps, startupSeconds) are in model seconds.
+Counters count events, so a rate() over wall time reads --time-scale times
+the model's rate. The exported latencies (the histograms' values and sums)
+are divided by the time scale (--latency-clock wall, the default), so that
+rates and latencies are both per wall second: the servers look like real
+ones --time-scale times faster, and an autoscaler sizes them as it would
+size the model's servers if its SLO targets are divided by the time scale
+too. --latency-clock model exports the model's latencies unscaled: with a
+time scale above 1 the load then looks --time-scale times heavier than
+the latencies imply, and WVA over-provisions.
 
 On SIGINT or SIGTERM it stops the servers, deletes its pods and
 ReplicaSets, sets the
@@ -101,7 +105,7 @@ func (o *emulateOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.namespace, "namespace", "n", "", "manage Deployments of this namespace only (default: every namespace)")
 	fs.StringVarP(&o.selector, "selector", "l", o.selector, "label selector of the Deployments to manage (\"\" for every Deployment named in the spec)")
 	fs.Float64Var(&o.timeScale, "time-scale", o.timeScale, fmt.Sprintf("model seconds per wall second, in (0, %d]", emulate.MaxTimeScale))
-	fs.StringVar(&o.latencyClock, "latency-clock", o.latencyClock, "unit of the exported latencies: model (model seconds) or wall (model seconds / --time-scale)")
+	fs.StringVar(&o.latencyClock, "latency-clock", o.latencyClock, "unit of the exported latencies: wall (model seconds / --time-scale: consistent with the rates) or model (model seconds, unscaled)")
 	fs.StringVar(&o.sdFile, "sd-file", "", "Prometheus file-SD file to keep (JSON, rewritten atomically when the servers change; its folder must exist)")
 	fs.DurationVar(&o.tick, "tick", o.tick, "wall time between two rounds (advance the servers, follow the Deployments)")
 	fs.DurationVar(&o.resync, "resync", o.resync, "resync period of the Deployment and Pod informers")
@@ -171,6 +175,24 @@ func (o *emulateOptions) run(cmd *cobra.Command) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log.Info("emulator starting", "host", cfg.Host, "namespace", o.namespace, "selector", sel.String(), "timeScale", o.timeScale,
-		"deployments", len(fleet.Targets()), "sdFile", o.sdFile)
+		"latencyClock", o.latencyClock, "deployments", len(fleet.Targets()), "sdFile", o.sdFile)
+	if hint := timeScaleHint(o.timeScale, o.latencyClock); hint != "" {
+		log.Info(hint)
+	}
 	return em.Run(ctx)
+}
+
+// timeScaleHint tells what a time scale above 1 asks of the autoscaler
+// watching the fleet, or "" at real time.
+func timeScaleHint(scale float64, clock string) string {
+	switch {
+	case scale == 1:
+		return ""
+	case clock == "wall":
+		return fmt.Sprintf("time scale %g: the servers look %g times faster under %g times the load; "+
+			"divide the autoscaler's SLO targets (TTFT, ITL) by %g to size them as the model's servers", scale, scale, scale, scale)
+	default:
+		return fmt.Sprintf("time scale %g with model-second latencies: the load looks %g times heavier than the latencies imply; "+
+			"an SLO-driven autoscaler over-provisions (--latency-clock wall is consistent)", scale, scale)
+	}
 }

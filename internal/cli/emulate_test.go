@@ -43,3 +43,22 @@ func TestEmulateBadFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestEmulateLatencyClockDefault: latencies are per wall second unless
+// asked otherwise (the consistent view at a time scale above 1), and the
+// start-up hint tells what a time scale asks of the SLOs.
+func TestEmulateLatencyClockDefault(t *testing.T) {
+	cmd := newEmulateCommand()
+	if got := cmd.Flags().Lookup("latency-clock").DefValue; got != "wall" {
+		t.Errorf("--latency-clock defaults to %q, want wall", got)
+	}
+	if h := timeScaleHint(1, "wall"); h != "" {
+		t.Errorf("hint at real time: %q", h)
+	}
+	if h := timeScaleHint(10, "wall"); !strings.Contains(h, "divide the autoscaler's SLO targets (TTFT, ITL) by 10") {
+		t.Errorf("wall hint: %q", h)
+	}
+	if h := timeScaleHint(10, "model"); !strings.Contains(h, "over-provisions") {
+		t.Errorf("model hint: %q", h)
+	}
+}
