@@ -126,9 +126,13 @@ type variantState struct {
 	hints        queueing.Hints
 	capSum       float64 // KV capacity of its pods (saturation analysis)
 	capN         int
-	target       int
-	reason       Reason
-	notes        []string
+	// batchSum/batchN: running requests of its pods that have waiting
+	// requests (saturation analysis: what a replica holds at this load).
+	batchSum float64
+	batchN   int
+	target   int
+	reason   Reason
+	notes    []string
 }
 
 func (vs *variantState) note(format string, args ...any) {

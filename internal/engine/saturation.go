@@ -12,6 +12,7 @@ import (
 type satPod struct {
 	vs        *variantState
 	kv, queue float64
+	running   float64 // requests in the batch; 0 when unknown
 	capTokens float64 // KV capacity in tokens; 0 when unknown
 	tokPerReq float64 // average tokens a request holds (input + output)
 }
@@ -28,7 +29,8 @@ type satPod struct {
 //  3. How many: the headroom rule Capacity_target = Load + δ_safety (Eq. 4).
 //     Load is KV demand (tokens in use plus queued requests' tokens) and
 //     queue demand; each ready or pending replica supplies (τ − ε) of its
-//     capacity. The deficit is covered with the replicas of the lowest cost
+//     capacity, and a replica added for the queue also takes a batch of it
+//     (satGroup.batch). The deficit is covered with the replicas of the lowest cost
 //     per unit of capacity (the WVA saturation guide: cheapest variant up).
 //     Pending replicas count as supply, so a scale-up in progress is not
 //     repeated.
@@ -110,6 +112,9 @@ func (g *satGroup) addLoad(pods []satPod, normalized bool) {
 	cfg, d := g.cfg, &g.d
 	var spareKV, spareQ, capKV float64
 	nonSat := 0
+	for _, vs := range g.variants {
+		vs.batchSum, vs.batchN = 0, 0
+	}
 	for _, p := range pods {
 		c := capOf(p, normalized)
 		capKV += c
@@ -119,6 +124,12 @@ func (g *satGroup) addLoad(pods []satPod, normalized bool) {
 			g.queuedKV += p.queue * p.tokPerReq
 		}
 		d.LoadQueue += p.queue
+		if p.queue > 0 && p.running > 0 {
+			p.vs.batchSum += p.running
+			p.vs.batchN++
+			g.batchSum += p.running
+			g.batchN++
+		}
 		if g.saturated(p) {
 			d.Saturated++
 			continue
@@ -145,8 +156,11 @@ type satGroup struct {
 	drainQueue bool
 	// capKV is the KV capacity of the reporting replicas, for the
 	// scale-down simulation.
-	capKV           float64
-	queuedKV        float64 // the part of LoadKV that queued requests will need
+	capKV    float64
+	queuedKV float64 // the part of LoadKV that queued requests will need
+	// batchSum/batchN: running requests of the pods with waiting ones.
+	batchSum        float64
+	batchN          int
 	nonSat, pending int
 	text            string // summary, once formatted
 }
@@ -213,7 +227,7 @@ func saturationPods(group []*variantState) ([]satPod, bool) {
 			continue
 		}
 		for _, p := range vs.pods {
-			sp := satPod{vs: vs, kv: p.KVCacheUsage, queue: p.WaitingRequests,
+			sp := satPod{vs: vs, kv: p.KVCacheUsage, queue: p.WaitingRequests, running: p.RunningRequests,
 				capTokens: float64(p.KVBlocks) * float64(p.BlockSize), tokPerReq: p.AvgInputTokens + p.AvgOutputTokens}
 			if sp.tokPerReq == 0 {
 				sp.tokPerReq = vs.model.tokensPerRequest
@@ -295,7 +309,7 @@ func (g *satGroup) scaleUp() {
 			continue
 		}
 		perKV := g.unit(vs) * (cfg.KVCacheThreshold - cfg.KVSpareTrigger)
-		perQ := cfg.QueueLengthThreshold - cfg.QueueSpareTrigger
+		perQ := cfg.QueueLengthThreshold - cfg.QueueSpareTrigger + g.batch(vs)
 		// Each replica added closes perKV of the KV deficit and perQ of the
 		// queue's: enough replicas for the larger, within the maximum (all
 		// of it when a step is not positive).
@@ -316,6 +330,24 @@ func (g *satGroup) scaleUp() {
 		}
 	}
 	d.Note = "every variant is at its maximum; the headroom cannot be restored"
+}
+
+// batch is how many requests a new replica of vs takes into its batch
+// from the queue's demand: the mean running requests of its pods that
+// have waiting requests (a pod queues once its batch, its KV cache or its
+// step's token budget is full, so that is what a replica holds under this
+// load), else of the group's such pods, else 0 (running counts unknown).
+// Without it a queue was sized as if each new replica held only τ_q − ε_q
+// waiting requests and nothing running: a backlog of a few hundred
+// requests on a replica batching 250 asked for a hundred replicas.
+func (g *satGroup) batch(vs *variantState) float64 {
+	switch {
+	case vs.batchN > 0:
+		return vs.batchSum / float64(vs.batchN)
+	case g.batchN > 0:
+		return g.batchSum / float64(g.batchN)
+	}
+	return 0
 }
 
 // markTransient marks the part of a scale-up target that serves only the

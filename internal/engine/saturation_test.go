@@ -58,6 +58,50 @@ func TestHeadroomCount(t *testing.T) {
 	}
 }
 
+// TestQueueSizedInBatches: a queue asks for the replicas that take its
+// requests into their batches, not for τ_q − ε_q waiting requests per new
+// replica. The end-to-end suite's servers (65 536 blocks of 16, a batch of
+// 256) under a load step before the tuner had parameters: one replica
+// running 245 requests, 138 waiting. Sized at 2 per replica the queue
+// asked for 69 more (8, the maximum, for 2 at the true parameters); at
+// 245 + 2 per replica it asks for one. Without running counts the old
+// rule stands (TestHeadroomCount).
+func TestQueueSizedInBatches(t *testing.T) {
+	v := variant("v", "H100").minMax(1, 8).pods(0.3, 138)
+	v.v.Pods[0].RunningRequests = 245
+	v.v.Pods[0].KVBlocks, v.v.Pods[0].BlockSize = 65536, 16
+	v.v.Pods[0].AvgInputTokens, v.v.Pods[0].AvgOutputTokens = 1024, 256
+	p := plan(t, nil, snapshot(ModeCapacityOnly, v))
+	if d := decision(t, p, "v"); d.Desired != 2 || d.Reason != ReasonSaturationScaleUp {
+		t.Errorf("desired %d (%s), want 2 (one replica's batch covers the queue): %s", d.Desired, d.Reason, d.Explanation)
+	}
+	// A KV-bound replica (the WVA paper's §V.B: 16 384 tokens, 5 120 a
+	// request) runs 3 and queues 10: the queue's tokens size the scale-up
+	// (51 200 + 0.94 × 16 384 over 0.7 × 16 384 per replica → 6), not its
+	// count over 3 + 2 per replica (2).
+	v = variant("v", "H100").minMax(1, 10).pods(0.94, 10)
+	v.v.Pods[0].RunningRequests = 3
+	v.v.Pods[0].KVBlocks, v.v.Pods[0].BlockSize = 1024, 16
+	v.v.Pods[0].AvgInputTokens, v.v.Pods[0].AvgOutputTokens = 4096, 1024
+	if d := decision(t, plan(t, nil, snapshot(ModeCapacityOnly, v)), "v"); d.Desired != 6 {
+		t.Errorf("KV-bound: desired %d, want 6: %s", d.Desired, d.Explanation)
+	}
+	// Two variants: the cheaper one's batch sizes what it takes.
+	cheap := variant("l40s", "L40S").cost(5).minMax(1, 8).pods(0.3, 138)
+	dear := variant("h100", "H100").cost(10).minMax(1, 8).pods(0.3, 138)
+	for _, b := range []*variantB{cheap, dear} {
+		b.v.Pods[0].RunningRequests = 245
+		b.v.Pods[0].KVBlocks, b.v.Pods[0].BlockSize = 65536, 16
+		b.v.Pods[0].AvgInputTokens, b.v.Pods[0].AvgOutputTokens = 1024, 256
+	}
+	p = plan(t, nil, snapshot(ModeCapacityOnly, cheap, dear))
+	// 276 waiting against 2 × 2 queue slots: (276 − 4) / 247 → 2 more, both
+	// of the cheaper variant; the dearer one stays.
+	if c, d := decision(t, p, "l40s"), decision(t, p, "h100"); c.Desired != 3 || d.Desired != 1 {
+		t.Errorf("cheap %d, dear %d; want 3 and 1: %s | %s", c.Desired, d.Desired, c.Explanation, d.Explanation)
+	}
+}
+
 // TestHeadroomInTokens uses KV blocks: demand is tokens in use plus the
 // queued requests' tokens.
 func TestHeadroomInTokens(t *testing.T) {
