@@ -48,33 +48,66 @@ const frontProxyClient = "front-proxy-client"
 
 func newFrontProxy(t testing.TB, dir string) FrontProxy {
 	t.Helper()
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "e2e-front-proxy-ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := newTestCA(t, "e2e-front-proxy-ca")
+	fp := FrontProxy{CAFile: filepath.Join(dir, "front-proxy-ca.crt"), CertFile: filepath.Join(dir, "front-proxy-client.crt"),
+		KeyFile: filepath.Join(dir, "front-proxy-client.key")}
+	ca.writeCA(t, fp.CAFile)
+	ca.issue(t, &x509.Certificate{Subject: pkix.Name{CommonName: frontProxyClient},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, fp.CertFile, fp.KeyFile)
+	return fp
+}
+
+// testCA is a certificate authority of one test (a day's validity).
+type testCA struct {
+	cert   *x509.Certificate
+	key    *ecdsa.PrivateKey
+	serial int64
+}
+
+func newTestCA(t testing.TB, name string) *testCA {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: frontProxyClient},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	now := time.Now()
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testCA{cert: cert, key: key, serial: 1}
+}
+
+// writeCA writes the CA's certificate (PEM) to path, creating its folder.
+func (ca *testCA) writeCA(t testing.TB, path string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	writePEM(t, path, "CERTIFICATE", ca.cert.Raw)
+}
+
+// issue signs tmpl (its subject, names and extended key usages; the
+// serial, validity and key usage are set here) for a new key and writes
+// the certificate and the key (PEM) to certFile and keyFile.
+func (ca *testCA) issue(t testing.TB, tmpl *x509.Certificate, certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca.serial++
+	tmpl.SerialNumber = big.NewInt(ca.serial)
+	tmpl.NotBefore, tmpl.NotAfter = ca.cert.NotBefore, ca.cert.NotAfter
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +115,11 @@ func newFrontProxy(t testing.TB, dir string) FrontProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp := FrontProxy{CAFile: filepath.Join(dir, "front-proxy-ca.crt"), CertFile: filepath.Join(dir, "front-proxy-client.crt"),
-		KeyFile: filepath.Join(dir, "front-proxy-client.key")}
-	writePEM(t, fp.CAFile, "CERTIFICATE", caDER)
-	writePEM(t, fp.CertFile, "CERTIFICATE", der)
-	writePEM(t, fp.KeyFile, "EC PRIVATE KEY", keyDER)
-	return fp
+	if err := os.MkdirAll(filepath.Dir(certFile), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	writePEM(t, certFile, "CERTIFICATE", der)
+	writePEM(t, keyFile, "EC PRIVATE KEY", keyDER)
 }
 
 func writePEM(t testing.TB, path, typ string, der []byte) {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +19,9 @@ import (
 // emulate` plays examples/emulate's Deployment (10x time), its server
 // becomes Ready, Prometheus discovers it through the file-SD file and
 // scrapes its vLLM series, and the controller reads them
-// (MetricsAvailable=True, MetricsFound).
+// (MetricsAvailable=True, MetricsFound) with the server counted as a ready
+// replica. MetricsAvailable=True alone is not enough: before the server is
+// ready the controller reports it with "0 pods report metrics".
 func TestEmulatedFleetScraped(t *testing.T) {
 	h := New(t)
 	h.RequireEmulator(t)
@@ -36,7 +39,7 @@ func TestEmulatedFleetScraped(t *testing.T) {
 		s, err := prom.Query(ctx, fmt.Sprintf(`vllm:num_requests_running{model_name=%q}`, smokeModel))
 		return err == nil && len(s) > 0, fmt.Sprintf("%v %v", s, err)
 	})
-	h.Eventually("MetricsAvailable=True", 60*time.Second, func(ctx context.Context) (bool, string) {
+	h.Eventually("MetricsAvailable=True with a ready replica", 60*time.Second, func(ctx context.Context) (bool, string) {
 		va, err := h.GetVA(ctx, smokeNS, smokeVA)
 		if err != nil {
 			return false, err.Error()
@@ -45,6 +48,8 @@ func TestEmulatedFleetScraped(t *testing.T) {
 		if c == nil {
 			return false, "no MetricsAvailable condition"
 		}
-		return c.Status == "True" && c.Reason == wvav1.ReasonMetricsFound, fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+		ready := va.Status.CurrentAlloc.ReadyReplicas
+		return c.Status == "True" && c.Reason == wvav1.ReasonMetricsFound && ready > 0 && !strings.HasPrefix(c.Message, "0 pods"),
+			fmt.Sprintf("%s %s: %s; %d ready replica(s)", c.Status, c.Reason, c.Message, ready)
 	})
 }
