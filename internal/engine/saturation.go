@@ -295,6 +295,14 @@ func (g *satGroup) scaleUp() {
 	if g.drainQueue {
 		qDef = 0
 	}
+	// A pending replica was added to take a batch of the queue, as the
+	// replicas added below will: it supplies that batch too, or a scale-up
+	// still starting would be asked for again.
+	for _, vs := range g.variants {
+		if !vs.held && qDef > 0 {
+			qDef -= float64(vs.v.pending()) * g.batch(vs)
+		}
+	}
 	if kvDef <= 0 && qDef <= 0 {
 		if g.pending > 0 {
 			d.Note = fmt.Sprintf("%d pending replica(s) already cover the headroom", g.pending)

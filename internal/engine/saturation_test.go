@@ -86,6 +86,15 @@ func TestQueueSizedInBatches(t *testing.T) {
 	if d := decision(t, plan(t, nil, snapshot(ModeCapacityOnly, v)), "v"); d.Desired != 6 {
 		t.Errorf("KV-bound: desired %d, want 6: %s", d.Desired, d.Explanation)
 	}
+	// While that replica starts it takes its batch of the queue: the same
+	// scale-up is not asked for again (139 waiting: still one).
+	v = variant("v", "H100").minMax(1, 8).pods(0.3, 139).replicas(2, 1)
+	v.v.Pods[0].RunningRequests = 245
+	v.v.Pods[0].KVBlocks, v.v.Pods[0].BlockSize = 65536, 16
+	v.v.Pods[0].AvgInputTokens, v.v.Pods[0].AvgOutputTokens = 1024, 256
+	if d := decision(t, plan(t, nil, snapshot(ModeCapacityOnly, v)), "v"); d.Desired != 2 {
+		t.Errorf("one replica pending: desired %d, want 2: %s", d.Desired, d.Explanation)
+	}
 	// Two variants: the cheaper one's batch sizes what it takes.
 	cheap := variant("l40s", "L40S").cost(5).minMax(1, 8).pods(0.3, 138)
 	dear := variant("h100", "H100").cost(10).minMax(1, 8).pods(0.3, 138)
