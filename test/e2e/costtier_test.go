@@ -23,6 +23,8 @@ const (
 	costlyVA  = "llama-8b-h100"
 	cheapAcc  = "L40S"
 	costlyAcc = "H100"
+	// costMax is each variant's maxReplicas.
+	costMax = 8
 )
 
 // acceleratorCosts is the accelerators ConfigMap: L40S at 1.5, H100 at 3.
@@ -37,31 +39,22 @@ func acceleratorCosts() *corev1.ConfigMap {
 	}
 }
 
-// saturationOff raises the saturation analyzer's thresholds out of reach:
-// it scales up every saturated variant alike, whatever its cost, while the
-// scenario checks the queueing model's cost-aware allocation.
-func saturationOff() *corev1.ConfigMap {
-	return &corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: ControllerNamespace, Name: "wva-saturation-scaling-config"},
-		Data:       map[string]string{"default": "kvCacheThreshold: 0.99\nqueueLengthThreshold: 1000\n"},
-	}
-}
-
 // TestCostTiering: two variants of one model on servers of the same speed,
 // one on a cheap accelerator and one on an expensive one (their costs from
-// the accelerators ConfigMap, no variantCost); under a step of load the
-// cheap one grows first, and ends with more replicas than the expensive one.
+// the accelerators ConfigMap, no variantCost), every analyzer at its
+// defaults. Under a step of load the cheap one grows first: the expensive
+// one grows only after it, or in the same decision once the cheap one is
+// at its maximum (the WVA paper's §V.C: the dear tier takes what the cheap
+// pool cannot); and the cheap one ends with more replicas.
 func TestCostTiering(t *testing.T) {
 	var vas []*wvaVA
 	for _, v := range []struct{ name, acc string }{{cheapVA, cheapAcc}, {costlyVA, costlyAcc}} {
-		va := VariantAutoscaling(smokeNS, v.name, smokeModel, v.acc, 1, 8, "")
+		va := VariantAutoscaling(smokeNS, v.name, smokeModel, v.acc, 1, costMax, "")
 		va.Spec.Actuator = wvav1.ActuatorDirect
 		vas = append(vas, &wvaVA{VariantAutoscaling: va, Replicas: 1})
 	}
 	w := newLoadWorld(t, staircaseInterval, costSteps, nil, vas...)
 	w.h.Apply(acceleratorCosts())
-	w.h.Apply(saturationOff())
 	rec := w.record(cheapVA, costlyVA)
 	step := costSteps[1].wall()
 	w.waitUntil(loadStep{AtSeconds: costEnd}.wall())
@@ -76,8 +69,15 @@ func TestCostTiering(t *testing.T) {
 	}
 	t.Logf("TIMING cost tiering: the cheap variant grew %s after the step; the expensive one: %s",
 		(cheapAt - step).Round(100*time.Millisecond), costly)
-	if costlyUp && costlyAt <= cheapAt {
+	switch {
+	case !costlyUp || costlyAt > cheapAt:
+	case costlyAt < cheapAt:
 		t.Errorf("the expensive variant %s grew (at %s) before the cheap one (at %s)", costlyVA, costlyAt, cheapAt)
+	default:
+		// The same sample: only right if the cheap one was at its maximum.
+		if at := rec.between(cheapAt, cheapAt+time.Millisecond); len(at) == 0 || at[0].SpecByVariant[cheapVA] < costMax {
+			t.Errorf("the expensive variant %s grew with the cheap one (at %s) before the cheap one reached its maximum %d: %v", costlyVA, costlyAt, costMax, at)
+		}
 	}
 	last := rec.between(loadStep{AtSeconds: costEnd}.wall()-5*time.Second, loadStep{AtSeconds: costEnd}.wall())
 	if len(last) == 0 {
