@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -62,7 +64,7 @@ func checkStaircase(t *testing.T, w *loadWorld, rec *replicaRecorder, variant st
 		want := expectedReplicas(t, s.RPS)
 		w.waitUntil(end)
 		if i > 0 && want > expectedReplicas(t, steps[i-1].RPS) {
-			checkScaleUp(t, rec, variant, s, bound)
+			checkScaleUp(t, rec, variant, s, want, bound)
 		}
 		settled := rec.between(end-5*time.Second, end)
 		if len(settled) == 0 {
@@ -89,14 +91,19 @@ func checkStaircase(t *testing.T, w *loadWorld, rec *replicaRecorder, variant st
 }
 
 // checkScaleUp: the replicas rose above those at the step's start within
-// bound of it.
-func checkScaleUp(t *testing.T, rec *replicaRecorder, variant string, s loadStep, bound time.Duration) {
+// bound of it, unless they already were at least want (`wva model size`
+// for the step: the previous step settled one above its own).
+func checkScaleUp(t *testing.T, rec *replicaRecorder, variant string, s loadStep, want int, bound time.Duration) {
 	t.Helper()
 	before := rec.between(s.wall()-2*time.Second, s.wall()+time.Second)
 	if len(before) == 0 {
 		t.Fatalf("no sample at the step of %s", s.wall())
 	}
 	base := before[0].SpecByVariant[variant]
+	if int(base) >= want {
+		t.Logf("TIMING step at %s (%g model rps): already at %d replicas, `wva model size` says %d: no scale-up needed", s.wall(), s.RPS, base, want)
+		return
+	}
 	at, ok := rec.firstAbove(variant, base, s.wall())
 	if !ok {
 		t.Errorf("step at %s (%g model rps): never scaled above %d", s.wall(), s.RPS, base)
@@ -180,5 +187,110 @@ func TestStaircaseHPA(t *testing.T) {
 	}
 	if a.Status.LastScaleTime == nil || a.Status.DesiredReplicas < 2 {
 		t.Errorf("the HPA did not scale the Deployment: status %+v", a.Status)
+	}
+}
+
+// kedaSteps: the staircase's steps up, 30 s of wall time each (the suite
+// must fit in 15 minutes): 1, 2, 3 replicas by `wva model size`. The
+// light first step lets the tuner learn before the load saturates the
+// replica: started at 24 requests/s on one replica, the untuned
+// saturation analyzer sized the backlog stuck on that replica and the
+// fleet went to its maximum (docs/e2e.md).
+var kedaSteps = []loadStep{{0, 8}, {300, 24}, {600, 44}}
+
+// kedaEnd is the end of the last step (model seconds).
+const kedaEnd = 900
+
+// kedaBound adds KEDA's path to scaleUpBound: Prometheus scraping the
+// controller's decision (1 s), the HPA's sync period (2 s), KEDA's
+// metrics server asking the operator, which queries Prometheus on each
+// request (no cache in the sample), with a margin of 7 s.
+func kedaBound(interval time.Duration) time.Duration { return scaleUpBound(interval) + 10*time.Second }
+
+// TestStaircaseKEDA: the metrics-only actuator with KEDA as users install
+// it from config/samples/keda-scaledobject.yaml (only its Prometheus
+// address changed): KEDA's real operator turns the ScaledObject into an
+// HPA, its metrics server serves the external metric s0-prometheus, which
+// its operator reads from Prometheus with the sample's query of
+// inferno_desired_replicas, and the real HPA controller scales the
+// Deployment. The step up is applied within kedaBound and settles within
+// ±1 replica of `wva model size`. Then Prometheus stops: KEDA's fallback
+// (currentReplicasIfHigher) holds the replicas where they are instead of
+// scaling to zero or to the fallback's 1.
+func TestStaircaseKEDA(t *testing.T) {
+	va := VariantAutoscaling(smokeNS, smokeVA, smokeModel, "H100", 1, 8, "30.0")
+	va.Spec.Actuator = wvav1.ActuatorMetricsOnly
+	w := newLoadWorld(t, staircaseInterval, kedaSteps, nil, &wvaVA{VariantAutoscaling: va, Replicas: 1})
+	h := w.h
+	if !h.HasKCM() || !h.HasKEDA() {
+		t.Skip("needs kube-controller-manager and KEDA: `make k8s-kcm keda` (make e2e does)")
+	}
+	h.StartKEDA()
+	h.Apply(h.kedaSample(w.prom.URL))
+	h.StartKCM(KCMOptions{})
+	hpaName := "keda-hpa-" + smokeVA
+	took := h.Eventually("KEDA made its HPA and the HPA reads s0-prometheus", 60*time.Second, func(ctx context.Context) (bool, string) {
+		a := &autoscalingv2.HorizontalPodAutoscaler{}
+		if err := h.Client.Get(ctx, client.ObjectKey{Namespace: smokeNS, Name: hpaName}, a); err != nil {
+			return false, err.Error()
+		}
+		for _, c := range a.Status.Conditions {
+			if c.Type == autoscalingv2.ScalingActive {
+				return c.Status == "True", fmt.Sprintf("ScalingActive %s %s: %s", c.Status, c.Reason, c.Message)
+			}
+		}
+		return false, "no ScalingActive condition yet"
+	})
+	t.Logf("TIMING KEDA's HPA active %s after kube-controller-manager started", took.Round(100*time.Millisecond))
+	rec := w.record(smokeVA)
+	checkStaircase(t, w, rec, smokeVA, kedaSteps, kedaEnd, kedaBound(w.interval))
+	a := &autoscalingv2.HorizontalPodAutoscaler{}
+	if err := h.Client.Get(h.Ctx(), client.ObjectKey{Namespace: smokeNS, Name: hpaName}, a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Status.LastScaleTime == nil || a.Status.DesiredReplicas < 2 {
+		t.Errorf("KEDA's HPA did not scale the Deployment: status %+v", a.Status)
+	}
+	so, err := h.scaledObject(h.Ctx(), smokeNS, smokeVA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"Ready", "Active"} {
+		if s, d := conditionOf(so, c); s != "True" {
+			t.Errorf("ScaledObject %s=%s (%s), want True", c, s, d)
+		}
+	}
+	checkKEDAFallback(t, w)
+}
+
+// checkKEDAFallback stops Prometheus: after the sample's failureThreshold
+// (3) failed reads KEDA reports Fallback=True and feeds the HPA
+// max(current replicas, fallback.replicas), so the Deployment keeps its
+// replicas; they must not move for 3 HPA syncs after that.
+func checkKEDAFallback(t *testing.T, w *loadWorld) {
+	t.Helper()
+	h := w.h
+	before, err := h.deploymentReplicas(h.Ctx(), smokeVA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.prom.Stop()
+	took := h.Eventually("ScaledObject Fallback=True", 60*time.Second, func(ctx context.Context) (bool, string) {
+		so, err := h.scaledObject(ctx, smokeNS, smokeVA)
+		if err != nil {
+			return false, err.Error()
+		}
+		s, d := conditionOf(so, "Fallback")
+		return s == "True", fmt.Sprintf("Fallback=%s %s", s, d)
+	})
+	t.Logf("TIMING KEDA fallback %s after Prometheus stopped, at %d replicas", took.Round(100*time.Millisecond), before)
+	for end := time.Now().Add(6 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		n, err := h.deploymentReplicas(h.Ctx(), smokeVA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != before {
+			t.Fatalf("Prometheus down, KEDA in fallback: the Deployment went from %d to %d replicas, want it held", before, n)
+		}
 	}
 }
