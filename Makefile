@@ -34,7 +34,7 @@ DOCKER ?= docker
 
 .PHONY: help
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## build bin/wva
@@ -174,7 +174,7 @@ $(KEDA_OPERATOR): hack/crds/go.mod hack/crds/go.sum
 	$(GO) build -ldflags "-X=github.com/kedacore/keda/v2/version.Version=$$v" -o $(KEDA_OPERATOR) ./cmd/operator
 
 .PHONY: e2e
-e2e: test-deps k8s k8s-kcm adapter keda ## run the end-to-end suite (test/e2e, the e2e tag): real control plane, Prometheus, HPA controller, adapter, KEDA and the controller binary; logs in bin/e2e-artifacts or $$E2E_ARTIFACTS
+e2e: test-deps k8s k8s-kcm adapter keda ## run the end-to-end suite (test/e2e, the e2e tag): real control plane, Prometheus, HPA controller, adapter, KEDA and the controller binary; logs in bin/e2e-artifacts or the E2E_ARTIFACTS folder
 	$(GO) test -tags e2e -count=1 ./test/e2e/ -v -timeout 20m
 
 # Third-party CRDs the samples are validated against (test/manifests),
