@@ -68,9 +68,8 @@ var apiServiceGVK = schema.GroupVersionKind{Group: "apiregistration.k8s.io", Ver
 // StartAdapter runs prometheus-adapter against promURL with the sample's
 // external rules, registers it as the aggregated APIService
 // v1beta1.external.metrics.k8s.io (through a Service of type
-// ExternalName to localhost: kube-apiserver proxies to it without
-// kube-proxy or endpoints), and waits (60 s at most) until the APIService
-// is Available.
+// ExternalName to localhost: registerExternalMetrics), and waits until
+// the APIService is Available.
 func (h *Harness) StartAdapter(promURL string) *Process {
 	h.t.Helper()
 	if !h.HasAdapter() {
@@ -88,10 +87,22 @@ func (h *Harness) StartAdapter(promURL string) *Process {
 		"--prometheus-url", promURL+"/", "--metrics-relist-interval", "2s", "--config", filepath.Join(dir, "rules.yaml"), "--v=2")
 	h.Note("prometheus-adapter: log %s; rules %s; kubectl get --raw /apis/external.metrics.k8s.io/v1beta1/namespaces/llm-d/inferno_desired_replicas",
 		p.Log, filepath.Join(dir, "rules.yaml"))
-	h.Namespace(AdapterNamespace)
+	h.registerExternalMetrics(AdapterNamespace, "prometheus-adapter", port, p)
+	return p
+}
+
+// registerExternalMetrics registers the server of p, listening on
+// loopback port, as the APIService v1beta1.external.metrics.k8s.io through
+// a Service ns/name of type ExternalName to localhost (kube-apiserver
+// proxies to it without kube-proxy or endpoints), and waits (90 s at most)
+// until the APIService is Available. A cluster has one such APIService:
+// prometheus-adapter and KEDA's metrics server never run together.
+func (h *Harness) registerExternalMetrics(ns, name string, port int, p *Process) {
+	h.t.Helper()
+	h.Namespace(ns)
 	h.Apply(&corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: AdapterNamespace, Name: "prometheus-adapter"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost",
 			Ports: []corev1.ServicePort{{Name: "https", Port: int32(port)}}},
 	})
@@ -101,16 +112,15 @@ func (h *Harness) StartAdapter(promURL string) *Process {
 	api.Object["spec"] = map[string]any{
 		"group": "external.metrics.k8s.io", "version": "v1beta1", "insecureSkipTLSVerify": true,
 		"groupPriorityMinimum": int64(100), "versionPriority": int64(100),
-		"service": map[string]any{"namespace": AdapterNamespace, "name": "prometheus-adapter", "port": int64(port)},
+		"service": map[string]any{"namespace": ns, "name": name, "port": int64(port)},
 	}
 	h.Apply(api)
-	h.Eventually("APIService v1beta1.external.metrics.k8s.io Available", 60*time.Second, func(ctx context.Context) (bool, string) {
+	h.Eventually(fmt.Sprintf("APIService v1beta1.external.metrics.k8s.io (%s) Available", p.Name), 90*time.Second, func(ctx context.Context) (bool, string) {
 		if exited, err := p.Exited(); exited {
-			h.t.Fatalf("prometheus-adapter exited: %v (log: %s)", err, p.Log)
+			h.t.Fatalf("%s exited: %v (log: %s)", p.Name, err, p.Log)
 		}
 		return apiServiceAvailable(ctx, h.Client, api.GetName())
 	})
-	return p
 }
 
 // apiServiceAvailable reads the APIService's Available condition.

@@ -15,8 +15,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -104,27 +102,7 @@ func (h *Harness) StartKEDA() *KEDA {
 		"--metrics-service-address", grpcAddr, "--port", strconv.Itoa(h.FreePort()), "--zap-log-level", "info")
 	h.Note("KEDA: operator log %s, metrics server log %s; kubectl get scaledobjects -A; kubectl get --raw /apis/external.metrics.k8s.io/v1beta1",
 		k.Operator.Log, k.Adapter.Log)
-	h.Apply(&corev1.Service{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: KEDANamespace, Name: "keda-metrics-apiserver"},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost",
-			Ports: []corev1.ServicePort{{Name: "https", Port: int32(port)}}},
-	})
-	api := &unstructured.Unstructured{}
-	api.SetGroupVersionKind(apiServiceGVK)
-	api.SetName("v1beta1.external.metrics.k8s.io")
-	api.Object["spec"] = map[string]any{
-		"group": "external.metrics.k8s.io", "version": "v1beta1", "insecureSkipTLSVerify": true,
-		"groupPriorityMinimum": int64(100), "versionPriority": int64(100),
-		"service": map[string]any{"namespace": KEDANamespace, "name": "keda-metrics-apiserver", "port": int64(port)},
-	}
-	h.Apply(api)
-	h.Eventually("APIService v1beta1.external.metrics.k8s.io (KEDA) Available", 90*time.Second, func(ctx context.Context) (bool, string) {
-		if exited, err := k.Adapter.Exited(); exited {
-			h.t.Fatalf("keda-adapter exited: %v (log: %s)", err, k.Adapter.Log)
-		}
-		return apiServiceAvailable(ctx, h.Client, api.GetName())
-	})
+	h.registerExternalMetrics(KEDANamespace, "keda-metrics-apiserver", port, k.Adapter)
 	return k
 }
 

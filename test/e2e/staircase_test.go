@@ -168,9 +168,7 @@ func hpaBound(interval time.Duration) time.Duration { return scaleUpBound(interv
 // config/samples/hpa.yaml. Each step up is applied by the HPA within
 // hpaBound, and each step settles within ±1 replica of `wva model size`.
 func TestStaircaseHPA(t *testing.T) {
-	va := VariantAutoscaling(smokeNS, smokeVA, smokeModel, "H100", 1, 8, "30.0")
-	va.Spec.Actuator = wvav1.ActuatorMetricsOnly
-	w := newLoadWorld(t, staircaseInterval, hpaSteps, nil, &wvaVA{VariantAutoscaling: va, Replicas: 1})
+	w := metricsOnlyWorld(t, hpaSteps)
 	h := w.h
 	if !h.HasKCM() || !h.HasAdapter() {
 		t.Skip("needs kube-controller-manager and prometheus-adapter: `make k8s-kcm adapter` (make e2e does)")
@@ -180,13 +178,27 @@ func TestStaircaseHPA(t *testing.T) {
 	h.StartKCM(KCMOptions{})
 	rec := w.record(smokeVA)
 	checkStaircase(t, w, rec, smokeVA, hpaSteps, staircaseSteps[3].AtSeconds, hpaBound(w.interval))
-	// The metrics-only actuator never writes the Deployment: the HPA did.
+	checkHPAScaled(t, h, smokeVA)
+}
+
+// metricsOnlyWorld starts the load world for the scenario's variant with
+// the metrics-only actuator: an HPA, or KEDA's, applies its decisions.
+func metricsOnlyWorld(t *testing.T, steps []loadStep) *loadWorld {
+	va := VariantAutoscaling(smokeNS, smokeVA, smokeModel, "H100", 1, 8, "30.0")
+	va.Spec.Actuator = wvav1.ActuatorMetricsOnly
+	return newLoadWorld(t, staircaseInterval, steps, nil, &wvaVA{VariantAutoscaling: va, Replicas: 1})
+}
+
+// checkHPAScaled: the HPA name scaled the Deployment (the metrics-only
+// actuator never writes it).
+func checkHPAScaled(t *testing.T, h *Harness, name string) {
+	t.Helper()
 	a := &autoscalingv2.HorizontalPodAutoscaler{}
-	if err := h.Client.Get(h.Ctx(), client.ObjectKey{Namespace: smokeNS, Name: smokeVA}, a); err != nil {
+	if err := h.Client.Get(h.Ctx(), client.ObjectKey{Namespace: smokeNS, Name: name}, a); err != nil {
 		t.Fatal(err)
 	}
 	if a.Status.LastScaleTime == nil || a.Status.DesiredReplicas < 2 {
-		t.Errorf("the HPA did not scale the Deployment: status %+v", a.Status)
+		t.Errorf("the HPA %s did not scale the Deployment: status %+v", name, a.Status)
 	}
 }
 
@@ -201,26 +213,20 @@ var kedaSteps = []loadStep{{0, 8}, {300, 24}, {600, 44}}
 // kedaEnd is the end of the last step (model seconds).
 const kedaEnd = 900
 
-// kedaBound adds KEDA's path to scaleUpBound: Prometheus scraping the
-// controller's decision (1 s), the HPA's sync period (2 s), KEDA's
-// metrics server asking the operator, which queries Prometheus on each
-// request (no cache in the sample), with a margin of 7 s.
-func kedaBound(interval time.Duration) time.Duration { return scaleUpBound(interval) + 10*time.Second }
-
 // TestStaircaseKEDA: the metrics-only actuator with KEDA as users install
 // it from config/samples/keda-scaledobject.yaml (only its Prometheus
 // address changed): KEDA's real operator turns the ScaledObject into an
 // HPA, its metrics server serves the external metric s0-prometheus, which
 // its operator reads from Prometheus with the sample's query of
 // inferno_desired_replicas, and the real HPA controller scales the
-// Deployment. The step up is applied within kedaBound and settles within
+// Deployment. Each step up is applied within hpaBound (KEDA's metrics
+// server asks its operator, which queries Prometheus on each read, in
+// place of the adapter's 2 s relist) and settles within
 // ±1 replica of `wva model size`. Then Prometheus stops: KEDA's fallback
 // (currentReplicasIfHigher) holds the replicas where they are instead of
 // scaling to zero or to the fallback's 1.
 func TestStaircaseKEDA(t *testing.T) {
-	va := VariantAutoscaling(smokeNS, smokeVA, smokeModel, "H100", 1, 8, "30.0")
-	va.Spec.Actuator = wvav1.ActuatorMetricsOnly
-	w := newLoadWorld(t, staircaseInterval, kedaSteps, nil, &wvaVA{VariantAutoscaling: va, Replicas: 1})
+	w := metricsOnlyWorld(t, kedaSteps)
 	h := w.h
 	if !h.HasKCM() || !h.HasKEDA() {
 		t.Skip("needs kube-controller-manager and KEDA: `make k8s-kcm keda` (make e2e does)")
@@ -243,14 +249,8 @@ func TestStaircaseKEDA(t *testing.T) {
 	})
 	t.Logf("TIMING KEDA's HPA active %s after kube-controller-manager started", took.Round(100*time.Millisecond))
 	rec := w.record(smokeVA)
-	checkStaircase(t, w, rec, smokeVA, kedaSteps, kedaEnd, kedaBound(w.interval))
-	a := &autoscalingv2.HorizontalPodAutoscaler{}
-	if err := h.Client.Get(h.Ctx(), client.ObjectKey{Namespace: smokeNS, Name: hpaName}, a); err != nil {
-		t.Fatal(err)
-	}
-	if a.Status.LastScaleTime == nil || a.Status.DesiredReplicas < 2 {
-		t.Errorf("KEDA's HPA did not scale the Deployment: status %+v", a.Status)
-	}
+	checkStaircase(t, w, rec, smokeVA, kedaSteps, kedaEnd, hpaBound(w.interval))
+	checkHPAScaled(t, h, hpaName)
 	so, err := h.scaledObject(h.Ctx(), smokeNS, smokeVA)
 	if err != nil {
 		t.Fatal(err)
