@@ -35,9 +35,9 @@ func templateHash(d *appsv1.Deployment) string {
 	return rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
 }
 
-// newReplicaSet builds the Deployment's current ReplicaSet.
-func newReplicaSet(d *appsv1.Deployment) *appsv1.ReplicaSet {
-	hash := templateHash(d)
+// newReplicaSet builds the Deployment's current ReplicaSet, whose
+// template hashes to hash.
+func newReplicaSet(d *appsv1.Deployment, hash string) *appsv1.ReplicaSet {
 	tpl := d.Spec.Template.DeepCopy()
 	if tpl.Labels == nil {
 		tpl.Labels = map[string]string{}
@@ -60,21 +60,23 @@ func newReplicaSet(d *appsv1.Deployment) *appsv1.ReplicaSet {
 }
 
 // replicaSet returns the Deployment's current ReplicaSet, creating it when
-// missing.
+// missing. It runs every round: the object is built only when the
+// ReplicaSet is not yet known.
 func (e *Emulator) replicaSet(ctx context.Context, d *appsv1.Deployment) (*appsv1.ReplicaSet, error) {
-	want := newReplicaSet(d)
-	if rs, ok := e.rsets[want.Namespace+"/"+want.Name]; ok {
+	hash := templateHash(d)
+	name := d.Name + "-" + hash
+	if rs, ok := e.rsets[d.Namespace+"/"+name]; ok {
 		return rs, nil
 	}
-	rs, err := e.kc.AppsV1().ReplicaSets(d.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
+	rs, err := e.kc.AppsV1().ReplicaSets(d.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		rs, err = e.kc.AppsV1().ReplicaSets(d.Namespace).Create(ctx, want, metav1.CreateOptions{})
+		rs, err = e.kc.AppsV1().ReplicaSets(d.Namespace).Create(ctx, newReplicaSet(d, hash), metav1.CreateOptions{})
 		if err == nil {
 			e.log.Info("replicaset created", "namespace", d.Namespace, "replicaSet", rs.Name, "deployment", d.Name)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("replicaset %s/%s: %w", d.Namespace, want.Name, err)
+		return nil, fmt.Errorf("replicaset %s/%s: %w", d.Namespace, name, err)
 	}
 	e.rsets[rs.Namespace+"/"+rs.Name] = rs
 	return rs, nil
