@@ -130,12 +130,6 @@ func apiServiceAvailable(ctx context.Context, c client.Client, name string) (boo
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
 		return false, err.Error()
 	}
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == "Available" {
-			return m["status"] == "True", fmt.Sprintf("Available=%v %v: %v", m["status"], m["reason"], m["message"])
-		}
-	}
-	return false, "no Available condition yet"
+	s, detail := conditionOf(u, "Available")
+	return s == "True", "Available=" + s + " " + detail
 }

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -122,11 +121,11 @@ func (w *opsWorld) va(ctx context.Context) *wvav1.VariantAutoscaling {
 
 // replicas is the Deployment's spec.replicas.
 func (w *opsWorld) replicas(ctx context.Context) int32 {
-	d := &appsv1.Deployment{}
-	if err := w.h.Client.Get(ctx, client.ObjectKey{Namespace: smokeNS, Name: smokeVA}, d); err != nil {
+	n, err := w.h.deploymentReplicas(ctx, smokeVA)
+	if err != nil {
 		w.t.Fatalf("Deployment %s/%s: %v", smokeNS, smokeVA, err)
 	}
-	return ptr.Deref(d.Spec.Replicas, 1)
+	return n
 }
 
 // condition waits until the VA's condition typ has status and a reason
