@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/servermetrics"
 )
 
 // Defaults of the main ConfigMap.
@@ -160,6 +161,13 @@ var mainKeys = map[string]setter{
 	"PROMETHEUS_POD_LABEL": func(m *Main, v string) (err error) {
 		m.Prometheus.PodLabel, err = parseLabel(v)
 		return err
+	},
+	"PROMETHEUS_METRICS_SCHEMA": func(m *Main, v string) error {
+		if _, err := servermetrics.Lookup(v); err != nil {
+			return err
+		}
+		m.Prometheus.MetricsSchema = v
+		return nil
 	},
 	"GLOBAL_OPT_INTERVAL": func(m *Main, v string) (err error) {
 		m.Interval, err = parseDurationIn(v, MinInterval, MaxInterval, "60s")

@@ -178,11 +178,12 @@ func TestParseMainValues(t *testing.T) {
 			"PROMETHEUS_WINDOW":                 "2m",
 			"PROMETHEUS_NAMESPACE_LABEL":        "exported_namespace",
 			"PROMETHEUS_POD_LABEL":              "pod_name",
+			"PROMETHEUS_METRICS_SCHEMA":         "sglang",
 		}, func(m *Main) {
 			m.Prometheus = Prometheus{
 				URL: "http://prometheus:9090", CAFile: "/etc/ca.pem", CertFile: "/etc/tls.crt", KeyFile: "/etc/tls.key",
 				BearerTokenFile: "/var/run/token", BearerTokenOverHTTP: true, Timeout: 15 * time.Second, Window: 2 * time.Minute,
-				NamespaceLabel: "exported_namespace", PodLabel: "pod_name",
+				NamespaceLabel: "exported_namespace", PodLabel: "pod_name", MetricsSchema: "sglang",
 			}
 		}},
 		{"loops and modes", map[string]string{
@@ -328,6 +329,8 @@ func TestParseMainInvalid(t *testing.T) {
 			p("PROMETHEUS_WINDOW", `want a duration from 15s to 1h, got "24h"`)},
 		{"namespace label", map[string]string{"PROMETHEUS_NAMESPACE_LABEL": "kube-namespace"},
 			p("PROMETHEUS_NAMESPACE_LABEL", "Prometheus label name", `"kube-namespace"`)},
+		{"unknown metrics schema", map[string]string{"PROMETHEUS_METRICS_SCHEMA": "tgi"},
+			p("PROMETHEUS_METRICS_SCHEMA", `unknown metrics schema "tgi" (known: sglang, vllm)`)},
 		{"pod label starting with a digit", map[string]string{"PROMETHEUS_POD_LABEL": "1pod"},
 			p("PROMETHEUS_POD_LABEL", "Prometheus label name")},
 		{"variant label", map[string]string{"WVA_POD_VARIANT_LABEL": "app.kubernetes.io/name"},

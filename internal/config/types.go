@@ -77,6 +77,9 @@ type Prometheus struct {
 	Timeout                  time.Duration // 0: the source's default
 	Window                   time.Duration // 0: the source's default (1m)
 	NamespaceLabel, PodLabel string        // "": the source's defaults
+	// MetricsSchema names the serving engine's metric names
+	// (PROMETHEUS_METRICS_SCHEMA: vllm, the default, or sglang).
+	MetricsSchema string
 }
 
 // Main is the main ConfigMap (MainName).

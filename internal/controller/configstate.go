@@ -169,6 +169,7 @@ func mergeMain(base, m config.Main, data map[string]string) config.Main {
 		"PROMETHEUS_WINDOW":                   func() { p.Window = bp.Window },
 		"PROMETHEUS_NAMESPACE_LABEL":          func() { p.NamespaceLabel = bp.NamespaceLabel },
 		"PROMETHEUS_POD_LABEL":                func() { p.PodLabel = bp.PodLabel },
+		"PROMETHEUS_METRICS_SCHEMA":           func() { p.MetricsSchema = bp.MetricsSchema },
 		"GLOBAL_OPT_INTERVAL":                 func() { out.Interval = m.Interval },
 		"WVA_SCALE_TO_ZERO":                   func() { out.ScaleToZero = m.ScaleToZero },
 		"WVA_MODE":                            func() { out.Mode = m.Mode },

@@ -187,7 +187,7 @@ func (o Options) sources(m config.Main) (collector.Source, error) {
 	}
 	cfg := promsource.Config{URL: p.URL, Window: p.Window, Timeout: p.Timeout, BearerTokenFile: p.BearerTokenFile,
 		BearerTokenOverHTTP: p.BearerTokenOverHTTP, CAFile: p.CAFile, CertFile: p.CertFile, KeyFile: p.KeyFile, InsecureSkipVerify: p.InsecureSkipVerify,
-		NamespaceLabel: p.NamespaceLabel, PodLabel: p.PodLabel}
+		NamespaceLabel: p.NamespaceLabel, PodLabel: p.PodLabel, Schema: p.MetricsSchema}
 	if m.PodVariantLabel != "" {
 		cfg.KeepLabels = []string{m.PodVariantLabel}
 	}

@@ -272,6 +272,11 @@ func TestHoldCause(t *testing.T) {
 		"stale and NaN":    {2, []Pod{{Name: "p0", SampledAt: old}, {Name: "p1", SampledAt: t0, KVCacheUsage: math.NaN()}}, HoldInvalid},
 		"missing and 2":    {2, []Pod{{Name: "p0", SampledAt: t0, Missing: true}, {Name: "p1", SampledAt: t0, KVCacheUsage: 2}}, HoldInvalid},
 		"good is not held": {1, []Pod{{Name: "p0", SampledAt: t0, KVCacheUsage: 0.4}}, ""},
+		// A cache read as −1 × −1 tokens, or a product beyond any GPU's,
+		// must hold, never size a 1-token cache (which scales up).
+		"negative cache":  {1, []Pod{{Name: "p0", SampledAt: t0, KVBlocks: -1, BlockSize: -1}}, HoldInvalid},
+		"oversized cache": {1, []Pod{{Name: "p0", SampledAt: t0, KVBlocks: 1 << 40, BlockSize: 1 << 30}}, HoldInvalid},
+		"a known cache":   {1, []Pod{{Name: "p0", SampledAt: t0, KVBlocks: 27512, BlockSize: 16}}, ""},
 	} {
 		s := &Snapshot{Time: t0, Models: []Model{{ID: "m", Variants: []Variant{{Name: "v", Accelerator: "H100",
 			CurrentReplicas: c.ready, ReadyReplicas: c.ready, Pods: c.pods}}}}}

@@ -114,7 +114,9 @@ func (c *cycle) maxBatch(vs *variantState, fromPods int) int {
 func (c *cycle) effectiveBatch(vs *variantState, n int, in, out float64) int {
 	kv := 0
 	for _, p := range vs.pods {
-		kv = max(kv, p.KVBlocks*p.BlockSize)
+		if invalidCache(p) == nil { // a pod with an invalid cache holds; never multiply its figures
+			kv = max(kv, p.KVBlocks*p.BlockSize)
+		}
 	}
 	if kv == 0 || in+out <= 0 {
 		return n

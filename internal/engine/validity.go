@@ -1,6 +1,9 @@
 package engine
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // MetricIssue is one figure of a pod that no server can report.
 type MetricIssue struct {
@@ -37,6 +40,29 @@ func InvalidMetrics(p *Pod) []MetricIssue {
 	}
 	if p.KVCacheUsage > 1.001 && !math.IsInf(p.KVCacheUsage, 0) {
 		out = append(out, MetricIssue{"kvCacheUsage", p.KVCacheUsage, "above 1"})
+	}
+	return append(out, invalidCache(p)...)
+}
+
+// MaxKVCacheTokens bounds a replica's KV cache (blocks × block size): 2^36
+// tokens, thousands of times the largest GPU's cache, and far from
+// overflowing an int or a float's integers.
+const MaxKVCacheTokens = 1 << 36
+
+// invalidCache checks the KV cache's size: block count and block size ≥ 0
+// (0 is unknown) and their product within MaxKVCacheTokens. A cache read
+// as smaller than it is (a negative pair, or an overflowed product)
+// would make the model see no capacity and scale up.
+func invalidCache(p *Pod) []MetricIssue {
+	var out []MetricIssue
+	if p.KVBlocks < 0 {
+		out = append(out, MetricIssue{"kvBlocks", float64(p.KVBlocks), "negative"})
+	}
+	if p.BlockSize < 0 {
+		out = append(out, MetricIssue{"blockSize", float64(p.BlockSize), "negative"})
+	}
+	if tokens := float64(p.KVBlocks) * float64(p.BlockSize); len(out) == 0 && tokens > MaxKVCacheTokens {
+		out = append(out, MetricIssue{"kvBlocks", float64(p.KVBlocks), fmt.Sprintf("%d blocks of %d tokens exceed %d tokens", p.KVBlocks, p.BlockSize, MaxKVCacheTokens)})
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -129,11 +130,12 @@ func PrometheusWithConfig(t testing.TB, cfg string) string {
 	}
 }
 
-// VLLMPod serves a vLLM-like /metrics page for model: requests complete at
-// rps, each with 1000 prompt and 200 generated tokens, a 50 ms TTFT and
-// 10 ms per output token; 7 running; 1024 KV blocks of 16 tokens. kv and
-// waiting are the gauges; a negative value leaves the series out, NaN is
-// served as NaN. It stops with the test.
+// VLLMPod serves a vLLM-like /metrics page for model, with a current
+// vLLM's names: requests complete at rps, each with 1000 prompt and 200
+// generated tokens, a 50 ms TTFT and 10 ms per output token; 7 running;
+// 1024 KV blocks of 16 tokens. kv and waiting are the gauges; a negative
+// value leaves the series out, NaN is served as NaN. It stops with the
+// test.
 func VLLMPod(t testing.TB, model string, rps, kv, waiting float64) *httptest.Server {
 	var omit []string
 	if kv < 0 {
@@ -149,14 +151,50 @@ func VLLMPod(t testing.TB, model string, rps, kv, waiting float64) *httptest.Ser
 // negative) and without the series named in omit (for example
 // "vllm:request_success_total"): a pod whose exporter lacks a counter.
 func VLLMPodWithout(t testing.TB, model string, rps, kv, waiting float64, omit ...string) *httptest.Server {
+	return ServeVLLMPage(t, VLLMPage{Model: model, RPS: rps, KV: kv, Waiting: waiting, Omit: omit})
+}
+
+// VLLMPage is what ServeVLLMPage serves: VLLMPod's page with its series
+// renamed (Rename, from the current name to the one served: an older
+// vLLM), some left out (Omit, by current name), the cache_config_info
+// labels replaced (CacheInfo, default block_size="16",num_gpu_blocks="1024")
+// and further lines (Extra, with the model's labels, scaled like the
+// counters when their name ends in _total, _sum or _count).
+type VLLMPage struct {
+	Model            string
+	RPS, KV, Waiting float64
+	Omit             []string
+	Rename           map[string]string
+	CacheInfo        string
+	Extra            map[string]float64
+}
+
+// LegacyVLLM renames a current vLLM's series to those vLLM served before
+// 0.9.2 (gpu_cache_usage_perc) and 0.11 (time_per_output_token_seconds).
+var LegacyVLLM = map[string]string{
+	"vllm:kv_cache_usage_perc":               "vllm:gpu_cache_usage_perc",
+	"vllm:inter_token_latency_seconds_sum":   "vllm:time_per_output_token_seconds_sum",
+	"vllm:inter_token_latency_seconds_count": "vllm:time_per_output_token_seconds_count",
+}
+
+// ServeVLLMPage serves pg until the test ends.
+func ServeVLLMPage(t testing.TB, pg VLLMPage) *httptest.Server {
 	start := time.Now()
+	cache := pg.CacheInfo
+	if cache == "" {
+		cache = `block_size="16",num_gpu_blocks="1024"`
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		n := math.Floor(time.Since(start).Seconds() * rps)
-		l := fmt.Sprintf(`{model_name=%q}`, model)
+		n := math.Floor(time.Since(start).Seconds() * pg.RPS)
+		l := fmt.Sprintf(`{model_name=%q}`, pg.Model)
 		put := func(name string, v float64) {
-			if !slices.Contains(omit, name) {
-				fmt.Fprintf(w, "%s%s %g\n", name, l, v)
+			if slices.Contains(pg.Omit, name) {
+				return
 			}
+			if r, ok := pg.Rename[name]; ok {
+				name = r
+			}
+			fmt.Fprintf(w, "%s%s %g\n", name, l, v)
 		}
 		put("vllm:request_success_total", n)
 		put("vllm:request_prompt_tokens_sum", 1000*n)
@@ -165,12 +203,19 @@ func VLLMPodWithout(t testing.TB, model string, rps, kv, waiting float64, omit .
 		put("vllm:request_generation_tokens_count", n)
 		put("vllm:time_to_first_token_seconds_sum", 0.05*n)
 		put("vllm:time_to_first_token_seconds_count", n)
-		put("vllm:time_per_output_token_seconds_sum", 0.01*199*n)
-		put("vllm:time_per_output_token_seconds_count", 199*n)
-		put("vllm:kv_cache_usage_perc", kv)
-		put("vllm:num_requests_waiting", waiting)
+		put("vllm:inter_token_latency_seconds_sum", 0.01*199*n)
+		put("vllm:inter_token_latency_seconds_count", 199*n)
+		put("vllm:kv_cache_usage_perc", pg.KV)
+		put("vllm:num_requests_waiting", pg.Waiting)
 		put("vllm:num_requests_running", 7)
-		fmt.Fprintf(w, "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"1024\"} 1\n")
+		for _, name := range slices.Sorted(maps.Keys(pg.Extra)) {
+			v := pg.Extra[name]
+			if strings.HasSuffix(name, "_total") || strings.HasSuffix(name, "_sum") || strings.HasSuffix(name, "_count") {
+				v *= n
+			}
+			fmt.Fprintf(w, "%s%s %g\n", name, l, v)
+		}
+		fmt.Fprintf(w, "vllm:cache_config_info{%s} 1\n", cache)
 	}))
 	t.Cleanup(srv.Close)
 	return srv

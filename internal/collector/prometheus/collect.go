@@ -17,6 +17,7 @@ import (
 
 	"github.com/llm-d-incubation/wva/internal/collector"
 	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/servermetrics"
 )
 
 // podKey identifies a pod's series.
@@ -38,7 +39,7 @@ func (s *Source) Collect(ctx context.Context, now time.Time, t collector.Target)
 	pods := s.gather(names, res)
 	for _, k := range pods.keys() {
 		pm := pods.pm[k]
-		rep.Problems = append(rep.Problems, fill(&pm.Pod, pods.val[k])...)
+		rep.Problems = append(rep.Problems, fill(s.schema, &pm.Pod, pods.val[k], pods.cache[k])...)
 		rep.Pods = append(rep.Pods, *pm)
 	}
 	if len(rep.Pods) == 0 {
@@ -48,28 +49,39 @@ func (s *Source) Collect(ctx context.Context, now time.Time, t collector.Target)
 }
 
 // queryOrder is the order in which Collect runs and reads the queries:
-// by name, the cache geometry last (it only annotates pods found by the
+// by name, the cache's size last (it only annotates pods found by the
 // others).
 func queryOrder(qs map[string]string) []string {
 	names := make([]string, 0, len(qs))
 	for n := range qs {
-		names = append(names, n)
+		if !annotates(n) {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
-	return append(slices.DeleteFunc(names, func(n string) bool { return n == qCacheBlock }), qCacheBlock)
+	for _, n := range []string{qCacheBlock, qCacheTokens} {
+		if _, ok := qs[n]; ok {
+			names = append(names, n)
+		}
+	}
+	return names
 }
+
+// annotates says whether query n only annotates pods the others found.
+func annotates(n string) bool { return n == qCacheBlock || n == qCacheTokens }
 
 // podValues are the pods the queries found: each pod's record and its
 // value of each query, by query name.
 type podValues struct {
-	pm  map[podKey]*collector.PodMetrics
-	val map[podKey]map[string]float64
+	pm    map[podKey]*collector.PodMetrics
+	val   map[podKey]map[string]float64
+	cache map[podKey]cacheSize
 }
 
 // gather groups the queries' samples by pod, reading the queries in the
 // order of names.
 func (s *Source) gather(names []string, res map[string]model.Vector) podValues {
-	pv := podValues{pm: map[podKey]*collector.PodMetrics{}, val: map[podKey]map[string]float64{}}
+	pv := podValues{pm: map[podKey]*collector.PodMetrics{}, val: map[podKey]map[string]float64{}, cache: map[podKey]cacheSize{}}
 	for _, n := range names {
 		for _, smp := range res[n] {
 			s.add(pv, n, smp)
@@ -87,7 +99,7 @@ func (s *Source) add(pv podValues, n string, smp *model.Sample) {
 		return
 	}
 	pm, ok := pv.pm[k]
-	if !ok && n == qCacheBlock {
+	if !ok && annotates(n) {
 		return // a pod of another model
 	}
 	if !ok {
@@ -102,9 +114,61 @@ func (s *Source) add(pv podValues, n string, smp *model.Sample) {
 	}
 	pv.val[k][n] = float64(smp.Value)
 	if n == qCacheBlock {
-		pm.Pod.KVBlocks, _ = strconv.Atoi(string(smp.Metric["num_gpu_blocks"]))
-		pm.Pod.BlockSize, _ = strconv.Atoi(string(smp.Metric["block_size"]))
+		pv.cache[k] = s.geometry(smp.Metric)
 	}
+}
+
+// geometry reads the KV cache's size from the labels of an info series:
+// blocks × block size, or the tokens label when the server gives one that
+// differs (a hybrid model's cache, whose block size is its smallest
+// group's), as that many blocks of one token. A label that is present must
+// be a positive integer within bounds.
+func (s *Source) geometry(m model.Metric) cacheSize {
+	var c servermetrics.Cache
+	for _, x := range s.schema.Cache {
+		if x.Info != "" {
+			c = x
+			break
+		}
+	}
+	label := func(l string) (int, string, bool) {
+		v, ok := m[model.LabelName(l)]
+		if !ok || l == "" || v == "" || v == "None" {
+			return 0, "", true // not given: unknown
+		}
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil || n <= 0 || n > engine.MaxKVCacheTokens {
+			return 0, fmt.Sprintf("%s label %s=%q is not a whole number in [1, %d]", c.Info, l, string(v), engine.MaxKVCacheTokens), false
+		}
+		return int(n), "", true
+	}
+	tokens, why, ok := label(c.TokensLabel)
+	if !ok {
+		return cacheSize{invalid: why}
+	}
+	blocks, why, ok := label(c.BlocksLabel)
+	if !ok {
+		return cacheSize{invalid: why}
+	}
+	size, why, ok := label(c.BlockSizeLabel)
+	if !ok {
+		return cacheSize{invalid: why}
+	}
+	product := float64(blocks) * float64(size)
+	switch {
+	case tokens > 0 && product != float64(tokens):
+		return cacheSize{blocks: tokens, blockSize: 1}
+	case product > engine.MaxKVCacheTokens:
+		return cacheSize{invalid: fmt.Sprintf("%s: %d blocks of %d tokens is more than %d tokens", c.Info, blocks, size, engine.MaxKVCacheTokens)}
+	}
+	return cacheSize{blocks: blocks, blockSize: size}
+}
+
+// cacheSize is a pod's KV cache as its server reports it: blocks of
+// blockSize tokens (zero: unknown), or why the report is invalid.
+type cacheSize struct {
+	blocks, blockSize int
+	invalid           string
 }
 
 // keys are the pods in the order of the report: by namespace/pod.
@@ -117,24 +181,39 @@ func (pv podValues) keys() []podKey {
 	return keys
 }
 
-// counters are the rates the engine needs, each as sum and count (the
-// arrival rate alone); a pod that lacks one is Missing, not idle.
-var counters = []struct{ name, sum, count string }{
-	{"vllm:request_success_total", qArrivals, qArrivals},
-	{"vllm:request_prompt_tokens", qPromptSum, qPromptCnt},
-	{"vllm:request_generation_tokens", qGenSum, qGenCnt},
-	{"vllm:time_to_first_token_seconds", qTTFTSum, qTTFTCnt},
-	{"vllm:time_per_output_token_seconds", qITLSum, qITLCnt},
+// counter is a rate the engine needs: its family's names for messages and
+// its sum and count queries (the arrival rate is both).
+type counter struct{ name, sum, count string }
+
+// counters are the rates the engine needs, each as sum and count; a pod
+// that lacks one is Missing, not idle.
+func counters(sc servermetrics.Schema) []counter {
+	families := func(rs []servermetrics.Ratio) string {
+		names := make([]string, len(rs))
+		for i, r := range rs {
+			names[i] = r.Family
+		}
+		return servermetrics.Alternatives(names)
+	}
+	return []counter{
+		{servermetrics.Alternatives(sc.Requests), qArrivals, qArrivals},
+		{families(sc.PromptTokens), qPromptSum, qPromptCnt},
+		{families(sc.OutputTokens), qGenSum, qGenCnt},
+		{families(sc.TTFT), qTTFTSum, qTTFTCnt},
+		{families(sc.ITL), qITLSum, qITLCnt},
+	}
 }
 
-// fill sets a pod's record from its query values and returns its problems.
+// fill sets a pod's record from its query values and its cache's size,
+// and returns its problems.
 //
 // A rate needs two samples in the window, so a pod scraped once has none
 // yet: it reads as idle, with a problem saying why. A pod scraped twice or
 // more that still lacks a counter's rate does not export it, and its zero
 // would be a lie (a saturated pod reading 0 rps looks idle): it is
-// Missing, which holds its variant.
-func fill(p *engine.Pod, v map[string]float64) []collector.Problem {
+// Missing, which holds its variant. So is a pod whose KV cache's size is
+// invalid: a cache modelled smaller than it is would scale up.
+func fill(sc servermetrics.Schema, p *engine.Pod, v map[string]float64, cache cacheSize) []collector.Problem {
 	var problems []collector.Problem
 	missing := func(metric, format string, args ...any) {
 		problems = append(problems, collector.Problem{Pod: p.Name, Metric: metric, Kind: engine.HoldMissing, Detail: fmt.Sprintf(format, args...)})
@@ -158,12 +237,13 @@ func fill(p *engine.Pod, v map[string]float64) []collector.Problem {
 	switch {
 	case !okKV || !okW:
 		p.Missing = true
-		missing("vllm:kv_cache_usage_perc", "missing vllm:kv_cache_usage_perc or vllm:num_requests_waiting")
+		missing(sc.KVUsage[0], "missing %s or %s", servermetrics.Alternatives(sc.KVUsage), servermetrics.Alternatives(sc.Waiting))
 	default:
 		p.KVCacheUsage, p.WaitingRequests = kv, wq
 	}
+	cs := counters(sc)
 	var absent []string
-	for _, c := range counters {
+	for _, c := range cs {
 		_, okS := v[c.sum]
 		_, okC := v[c.count]
 		if !okS || !okC {
@@ -175,12 +255,13 @@ func fill(p *engine.Pod, v map[string]float64) []collector.Problem {
 	case v[qSamples] >= 2:
 		p.Missing = true
 		missing(absent[0], "missing %s (scraped %g times in the window, so not too new for a rate)", strings.Join(absent, ", "), v[qSamples])
-	case slices.Contains(absent, counters[0].name):
+	case slices.Contains(absent, cs[0].name):
 		// A new pod: it reads idle, and the problem is only information
 		// (the pod is not Missing, nothing holds).
-		problems = append(problems, collector.Problem{Pod: p.Name, Metric: counters[0].name, Kind: "",
+		problems = append(problems, collector.Problem{Pod: p.Name, Metric: cs[0].name, Kind: "",
 			Detail: "no request rate yet (fewer than two samples in the window)"})
 	}
+	fillCache(p, v, cache, &problems)
 	if ts, ok := v[qSampled]; ok {
 		sec, frac := math.Modf(ts)
 		p.SampledAt = time.Unix(int64(sec), int64(frac*1e9)).UTC()
@@ -188,4 +269,25 @@ func fill(p *engine.Pod, v map[string]float64) []collector.Problem {
 	problems = append(problems, collector.InvalidPod(p)...)
 	collector.SortProblems(problems)
 	return problems
+}
+
+// fillCache sets the pod's KV cache's size: from the info series' labels,
+// else from a gauge of tokens. An invalid size makes the pod Missing, with
+// an invalid-metrics problem.
+func fillCache(p *engine.Pod, v map[string]float64, cache cacheSize, problems *[]collector.Problem) {
+	invalid := cache.invalid
+	if t, ok := v[qCacheTokens]; ok && invalid == "" && cache.blocks == 0 {
+		switch {
+		case !(t >= 1 && t <= engine.MaxKVCacheTokens) || t != math.Trunc(t):
+			invalid = fmt.Sprintf("the KV cache's size is %v tokens, not a whole number in [1, %d]", t, engine.MaxKVCacheTokens)
+		default:
+			cache.blocks, cache.blockSize = int(t), 1
+		}
+	}
+	if invalid != "" {
+		p.Missing = true
+		*problems = append(*problems, collector.Problem{Pod: p.Name, Metric: "kvBlocks", Kind: engine.HoldInvalid, Detail: invalid})
+		return
+	}
+	p.KVBlocks, p.BlockSize = cache.blocks, cache.blockSize
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/llm-d-incubation/wva/internal/collector"
 	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/servermetrics"
 	"github.com/llm-d-incubation/wva/internal/testenv"
 )
 
@@ -61,7 +62,7 @@ func TestMissingCounterIsMissing(t *testing.T) {
 // counter makes it Missing; a pod with every counter is never Missing.
 func TestFillMissingRule(t *testing.T) {
 	all := map[string]float64{qKV: 0.9, qWaiting: 5, qRunning: 8, qSamples: 6}
-	for _, c := range counters {
+	for _, c := range counters(servermetrics.VLLM) {
 		all[c.sum], all[c.count] = 1, 1
 	}
 	without := func(samples float64, drop ...string) map[string]float64 {
@@ -83,13 +84,13 @@ func TestFillMissingRule(t *testing.T) {
 	}{
 		{"complete", without(6), false, ""},
 		{"no arrivals, established", without(6, qArrivals), true, "missing vllm:request_success_total"},
-		{"no ITL count, established", without(2, qITLCnt), true, "missing vllm:time_per_output_token_seconds"},
+		{"no ITL count, established", without(2, qITLCnt), true, "missing vllm:inter_token_latency_seconds (or vllm:time_per_output_token_seconds)"},
 		{"two absent", without(3, qGenSum, qPromptCnt), true, "missing vllm:request_prompt_tokens, vllm:request_generation_tokens"},
 		{"new pod, no rates yet", without(1, qArrivals, qPromptSum, qPromptCnt, qGenSum, qGenCnt, qTTFTSum, qTTFTCnt, qITLSum, qITLCnt), false, "no request rate yet"},
 		{"no sample count", without(0, qArrivals), false, "no request rate yet"},
 	} {
 		p := engine.Pod{Name: "p"}
-		problems := fill(&p, tc.v)
+		problems := fill(servermetrics.VLLM, &p, tc.v, cacheSize{})
 		if p.Missing != tc.missing {
 			t.Errorf("%s: missing %v, want %v (%+v)", tc.name, p.Missing, tc.missing, problems)
 		}

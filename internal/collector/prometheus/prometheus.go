@@ -1,9 +1,10 @@
-// Package prometheus reads vLLM metrics through the Prometheus HTTP API:
-// per pod, 1-minute rates of vLLM's counters (arrivals, tokens, TTFT and
-// ITL sums and counts, divided in Go so that an idle pod reads 0, not
-// NaN), max_over_time of the KV-cache usage and the queue, the running
-// requests, the KV-cache geometry from vllm:cache_config_info, and the time
-// of the newest sample (for staleness).
+// Package prometheus reads model servers' metrics through the Prometheus
+// HTTP API, by the names of a servermetrics.Schema (vLLM's by default):
+// per pod, 1-minute rates of the counters (arrivals, tokens, TTFT and ITL
+// sums and counts, divided in Go so that an idle pod reads 0, not NaN),
+// max_over_time of the KV-cache usage and the queue, the running requests,
+// the KV cache's size (vllm:cache_config_info), and the time of the newest
+// sample (for staleness).
 package prometheus
 
 import (
@@ -22,6 +23,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/llm-d-incubation/wva/internal/collector"
+	"github.com/llm-d-incubation/wva/internal/servermetrics"
 )
 
 // Config of the source. Zero values take the defaults.
@@ -54,6 +56,10 @@ type Config struct {
 	// KeepLabels are further labels to return with each pod, for example
 	// the label that names its variant.
 	KeepLabels []string
+	// Schema names the serving engine's metric names
+	// (servermetrics.Lookup; default vllm, which reads vLLM's current and
+	// older names alike).
+	Schema string
 }
 
 func (c Config) withDefaults() Config {
@@ -85,8 +91,9 @@ var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 // Source reads from one Prometheus server.
 type Source struct {
-	cfg Config
-	api v1.API
+	cfg    Config
+	schema servermetrics.Schema
+	api    v1.API
 }
 
 // New checks the configuration and builds the client; it does not contact
@@ -104,6 +111,10 @@ func New(cfg Config) (*Source, error) {
 		return nil, fmt.Errorf("prometheus: refusing to send the bearer token (%s) in clear text to %s: use an https:// URL, "+
 			"or opt in explicitly (wva controller: --prometheus-token-over-http, PROMETHEUS_BEARER_TOKEN_OVER_HTTP=true)", cfg.BearerTokenFile, cfg.URL)
 	}
+	schema, err := servermetrics.Lookup(cfg.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("prometheus: %w", err)
+	}
 	for _, l := range append([]string{cfg.NamespaceLabel, cfg.PodLabel}, cfg.KeepLabels...) {
 		if !labelName.MatchString(l) {
 			return nil, fmt.Errorf("prometheus: %q is not a valid label name", l)
@@ -117,13 +128,14 @@ func New(cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prometheus: %w", err)
 	}
-	return &Source{cfg: cfg, api: v1.NewAPI(client)}, nil
+	return &Source{cfg: cfg, schema: schema, api: v1.NewAPI(client)}, nil
 }
 
 func init() {
 	collector.Register("prometheus", func(set map[string]string) (collector.Source, error) {
 		cfg := Config{URL: set["url"], BearerTokenFile: set["bearerTokenFile"], CAFile: set["caFile"],
-			CertFile: set["certFile"], KeyFile: set["keyFile"], NamespaceLabel: set["namespaceLabel"], PodLabel: set["podLabel"]}
+			CertFile: set["certFile"], KeyFile: set["keyFile"], NamespaceLabel: set["namespaceLabel"], PodLabel: set["podLabel"],
+			Schema: set["metricsSchema"]}
 		for key, dst := range map[string]*bool{"insecureSkipVerify": &cfg.InsecureSkipVerify, "bearerTokenOverHTTP": &cfg.BearerTokenOverHTTP} {
 			if v := set[key]; v != "" {
 				b, err := strconv.ParseBool(v)

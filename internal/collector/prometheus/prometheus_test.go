@@ -53,7 +53,7 @@ func TestCollectFromPrometheus(t *testing.T) {
 		t.Error("the pod without a queue gauge is not marked missing")
 	}
 	joined := joinProblems(rep.Problems)
-	if !strings.Contains(joined, "llama-a100-1: missing vllm:kv_cache_usage_perc or vllm:num_requests_waiting") ||
+	if !strings.Contains(joined, "llama-a100-1: missing vllm:kv_cache_usage_perc (or vllm:gpu_cache_usage_perc) or vllm:num_requests_waiting") ||
 		!strings.Contains(joined, "llama-a100-2: kvCacheUsage is NaN (NaN)") {
 		t.Errorf("problems: %q", rep.Problems)
 	}
@@ -130,6 +130,7 @@ func TestConfigErrors(t *testing.T) {
 		{Config{URL: "http://p", CAFile: filepath.Join(dir, "none.pem")}, "CA file"},
 		{Config{URL: "https://p", BearerTokenFile: filepath.Join(dir, "none")}, "bearer token file"},
 		{Config{URL: "http://p", KeepLabels: []string{"bad-label"}}, `"bad-label" is not a valid label name`},
+		{Config{URL: "http://p", Schema: "tgi"}, `unknown metrics schema "tgi" (known: sglang, vllm)`},
 	} {
 		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.cfg, err, tc.want)

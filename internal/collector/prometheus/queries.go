@@ -14,54 +14,103 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/llm-d-incubation/wva/internal/collector"
+	"github.com/llm-d-incubation/wva/internal/servermetrics"
 )
 
 // The queries: what each reads and how the by() clause groups it.
 const (
-	qArrivals   = "arrivals"
-	qPromptSum  = "promptSum"
-	qPromptCnt  = "promptCount"
-	qGenSum     = "genSum"
-	qGenCnt     = "genCount"
-	qTTFTSum    = "ttftSum"
-	qTTFTCnt    = "ttftCount"
-	qITLSum     = "itlSum"
-	qITLCnt     = "itlCount"
-	qKV         = "kv"
-	qWaiting    = "waiting"
-	qRunning    = "running"
-	qSampled    = "sampled"
-	qSamples    = "samples"
-	qCacheBlock = "cache"
+	qArrivals    = "arrivals"
+	qPromptSum   = "promptSum"
+	qPromptCnt   = "promptCount"
+	qGenSum      = "genSum"
+	qGenCnt      = "genCount"
+	qTTFTSum     = "ttftSum"
+	qTTFTCnt     = "ttftCount"
+	qITLSum      = "itlSum"
+	qITLCnt      = "itlCount"
+	qKV          = "kv"
+	qWaiting     = "waiting"
+	qRunning     = "running"
+	qSampled     = "sampled"
+	qSamples     = "samples"
+	qCacheBlock  = "cache"
+	qCacheTokens = "cacheTokens"
 )
 
+// queries are the PromQL of each query for a target. A figure with
+// several names in the schema reads the first a pod exports: the
+// alternatives are joined with `or`, which keeps a pod's series from the
+// left-hand side when it has one (so a vLLM that exports a metric under
+// both its new and its deprecated name is read once, by the new name).
 func (s *Source) queries(t collector.Target) map[string]string {
-	sel := fmt.Sprintf(`{%s=%q,model_name=%q}`, s.cfg.NamespaceLabel, t.Namespace, t.Model)
+	sc := s.schema
+	sel := fmt.Sprintf(`{%s=%q,%s=%q}`, s.cfg.NamespaceLabel, t.Namespace, sc.ModelLabel, t.Model)
 	by := s.by("")
 	w := model.Duration(s.cfg.Window).String()
+	each := func(names []string, f func(string) string) string {
+		qs := make([]string, len(names))
+		for i, n := range names {
+			qs[i] = f(n)
+		}
+		return strings.Join(qs, " or ")
+	}
 	rate := func(m string) string { return fmt.Sprintf("sum %s (rate(%s%s[%s]))", by, m, sel, w) }
-	return map[string]string{
-		qArrivals:  rate("vllm:request_success_total"),
-		qPromptSum: rate("vllm:request_prompt_tokens_sum"),
-		qPromptCnt: rate("vllm:request_prompt_tokens_count"),
-		qGenSum:    rate("vllm:request_generation_tokens_sum"),
-		qGenCnt:    rate("vllm:request_generation_tokens_count"),
-		qTTFTSum:   rate("vllm:time_to_first_token_seconds_sum"),
-		qTTFTCnt:   rate("vllm:time_to_first_token_seconds_count"),
-		qITLSum:    rate("vllm:time_per_output_token_seconds_sum"),
-		qITLCnt:    rate("vllm:time_per_output_token_seconds_count"),
-		qKV:        fmt.Sprintf("max %s (max_over_time(vllm:kv_cache_usage_perc%s[%s]))", by, sel, w),
-		qWaiting:   fmt.Sprintf("max %s (max_over_time(vllm:num_requests_waiting%s[%s]))", by, sel, w),
-		qRunning:   fmt.Sprintf("max %s (vllm:num_requests_running%s)", by, sel),
-		qSampled:   fmt.Sprintf("max %s (timestamp(vllm:num_requests_waiting%s))", by, sel),
+	rates := func(names []string) string { return each(names, rate) }
+	sums := func(rs []servermetrics.Ratio) string { return rates(ratioSeries(rs, true)) }
+	counts := func(rs []servermetrics.Ratio) string { return rates(ratioSeries(rs, false)) }
+	gauge := func(names []string, f string) string {
+		return each(names, func(m string) string { return fmt.Sprintf(f, by, m, sel, w) })
+	}
+	qs := map[string]string{
+		qArrivals:  rates(sc.Requests),
+		qPromptSum: sums(sc.PromptTokens), qPromptCnt: counts(sc.PromptTokens),
+		qGenSum: sums(sc.OutputTokens), qGenCnt: counts(sc.OutputTokens),
+		qTTFTSum: sums(sc.TTFT), qTTFTCnt: counts(sc.TTFT),
+		qITLSum: sums(sc.ITL), qITLCnt: counts(sc.ITL),
+		qKV:      gauge(sc.KVUsage, "max %s (max_over_time(%s%s[%s]))"),
+		qWaiting: gauge(sc.Waiting, "max %s (max_over_time(%s%s[%s]))"),
+		qRunning: gauge(sc.Running, "max %s (%s%s)%.0s"),
+		qSampled: gauge(sc.Waiting, "max %s (timestamp(%s%s))%.0s"),
 		// How many scrapes of the pod fall in the window: with two or more,
 		// a rate that is absent means the counter is, not that the pod is
 		// too new to have one.
-		qSamples: fmt.Sprintf("max %s (count_over_time(vllm:num_requests_waiting%s[%s]))", by, sel, w),
-		// vLLM's cache_config_info has no model_name label: read the
-		// namespace's and keep the pods the other queries found.
-		qCacheBlock: fmt.Sprintf("max %s (vllm:cache_config_info{%s=%q})", s.by("num_gpu_blocks,block_size"), s.cfg.NamespaceLabel, t.Namespace),
+		qSamples: gauge(sc.Waiting, "max %s (count_over_time(%s%s[%s]))"),
 	}
+	for _, c := range sc.Cache {
+		switch {
+		case c.Info != "" && qs[qCacheBlock] == "":
+			// vLLM's cache_config_info has no model_name label: read the
+			// namespace's and keep the pods the other queries found.
+			qs[qCacheBlock] = fmt.Sprintf("max %s (%s{%s=%q})", s.by(strings.Join(cacheLabels(c), ",")), c.Info,
+				s.cfg.NamespaceLabel, t.Namespace)
+		case c.TokensGauge != "" && qs[qCacheTokens] == "":
+			qs[qCacheTokens] = fmt.Sprintf("max %s (%s%s)", by, c.TokensGauge, sel)
+		}
+	}
+	return qs
+}
+
+// ratioSeries are the Sum (or Count) series of a figure's alternatives.
+func ratioSeries(rs []servermetrics.Ratio, sum bool) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Count
+		if sum {
+			out[i] = r.Sum
+		}
+	}
+	return out
+}
+
+// cacheLabels are the labels of an info series that carry the geometry.
+func cacheLabels(c servermetrics.Cache) []string {
+	var out []string
+	for _, l := range []string{c.BlocksLabel, c.BlockSizeLabel, c.TokensLabel} {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func (s *Source) by(extra string) string {
