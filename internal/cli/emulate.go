@@ -26,6 +26,7 @@ type emulateOptions struct {
 	selector      string
 	timeScale     float64
 	latencyClock  string
+	vllmMetrics   string
 	sdFile        string
 	tick          time.Duration
 	resync        time.Duration
@@ -35,7 +36,7 @@ type emulateOptions struct {
 }
 
 func newEmulateCommand() *cobra.Command {
-	o := &emulateOptions{selector: "wva.llmd.ai/emulate=true", timeScale: 1, latencyClock: "wall", tick: 100 * time.Millisecond,
+	o := &emulateOptions{selector: "wva.llmd.ai/emulate=true", timeScale: 1, latencyClock: "wall", vllmMetrics: emulate.MetricsCurrent, tick: 100 * time.Millisecond,
 		resync: 30 * time.Second, progressEvery: 10 * time.Second, logFormat: "text"}
 	cmd := &cobra.Command{
 		Use:   "emulate --spec FILE [--sd-file FILE]",
@@ -58,10 +59,11 @@ readyReplicas, availableReplicas, observedGeneration) true. It must be the
 only controller of those Deployments (no kube-controller-manager Deployment
 controller for them).
 
-Each ready server serves vLLM's /metrics (vllm:num_requests_running,
-vllm:num_requests_waiting, vllm:kv_cache_usage_perc, the TTFT, time per
-output token and e2e histograms, token counters, request_success_total,
-cache_config_info; labels engine and model_name) on its own loopback port,
+Each ready server serves vLLM's /metrics on its own loopback port: every
+metric family a vLLM server exports by default, with vLLM's names, types,
+labels and buckets (--vllm-metrics current: vLLM 0.15 and later, with
+vllm:inter_token_latency_seconds; legacy: vLLM 0.9 and 0.10, with
+vllm:time_per_output_token_seconds and vllm:gpu_cache_usage_perc),
 named in the pod's annotation wva.llmd.ai/emulated-metrics and in the
 Prometheus file-SD file --sd-file (labels namespace, pod, deployment). The
 gateway's series (llm_d_epp_flow_control_queue_size and
@@ -105,6 +107,7 @@ func (o *emulateOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.namespace, "namespace", "n", "", "manage Deployments of this namespace only (default: every namespace)")
 	fs.StringVarP(&o.selector, "selector", "l", o.selector, "label selector of the Deployments to manage (\"\" for every Deployment named in the spec)")
 	fs.Float64Var(&o.timeScale, "time-scale", o.timeScale, fmt.Sprintf("model seconds per wall second, in (0, %d]", emulate.MaxTimeScale))
+	fs.StringVar(&o.vllmMetrics, "vllm-metrics", o.vllmMetrics, "the vLLM metric families the servers serve: current (vLLM ≥ 0.15) or legacy (vLLM 0.9 and 0.10); docs/collector.md lists them")
 	fs.StringVar(&o.latencyClock, "latency-clock", o.latencyClock, "unit of the exported latencies: wall (model seconds / --time-scale: consistent with the rates) or model (model seconds, unscaled)")
 	fs.StringVar(&o.sdFile, "sd-file", "", "Prometheus file-SD file to keep (JSON, rewritten atomically when the servers change; its folder must exist)")
 	fs.DurationVar(&o.tick, "tick", o.tick, "wall time between two rounds (advance the servers, follow the Deployments)")
@@ -119,6 +122,9 @@ func (o *emulateOptions) validate() (emulate.Spec, labels.Selector, error) {
 	var errs []error
 	if !(o.timeScale > 0 && o.timeScale <= emulate.MaxTimeScale) {
 		errs = append(errs, fmt.Errorf("--time-scale: want a number in (0, %d], got %v", emulate.MaxTimeScale, o.timeScale))
+	}
+	if _, err := emulate.MetricSet(o.vllmMetrics); err != nil {
+		errs = append(errs, fmt.Errorf("--vllm-metrics: %w", err))
 	}
 	if o.latencyClock != "model" && o.latencyClock != "wall" {
 		errs = append(errs, fmt.Errorf("--latency-clock: want model or wall, got %q", o.latencyClock))
@@ -157,7 +163,8 @@ func (o *emulateOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	fleet, err := emulate.NewFleet(spec, emulate.FleetOptions{TimeScale: o.timeScale, WallSecondLatencies: o.latencyClock == "wall"})
+	fleet, err := emulate.NewFleet(spec, emulate.FleetOptions{TimeScale: o.timeScale, WallSecondLatencies: o.latencyClock == "wall",
+		Metrics: o.vllmMetrics})
 	if err != nil {
 		return err
 	}

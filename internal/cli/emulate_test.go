@@ -12,7 +12,7 @@ func TestEmulateHelp(t *testing.T) {
 	if code := Run([]string{"emulate", "--help"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	for _, s := range []string{"--spec", "--kubeconfig", "--namespace", "--selector", "--time-scale", "--latency-clock", "--sd-file",
+	for _, s := range []string{"--spec", "--kubeconfig", "--namespace", "--selector", "--time-scale", "--latency-clock", "--vllm-metrics", "--sd-file",
 		"--tick", "--resync", "--progress-every", "--keep-pods", "--log-format", "model seconds", "pod-deletion-cost"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("help lacks %q", s)
@@ -27,9 +27,11 @@ func TestEmulateBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		"no spec":       {[]string{"emulate"}, "--spec: required"},
-		"bad scale":     {[]string{"emulate", "--spec", "../../examples/emulate/fleet.yaml", "--time-scale", "-1"}, "--time-scale"},
-		"bad clock":     {[]string{"emulate", "--spec", "../../examples/emulate/fleet.yaml", "--latency-clock", "gpu"}, "--latency-clock"},
+		"no spec":   {[]string{"emulate"}, "--spec: required"},
+		"bad scale": {[]string{"emulate", "--spec", "../../examples/emulate/fleet.yaml", "--time-scale", "-1"}, "--time-scale"},
+		"bad clock": {[]string{"emulate", "--spec", "../../examples/emulate/fleet.yaml", "--latency-clock", "gpu"}, "--latency-clock"},
+		"bad metric set": {[]string{"emulate", "--spec", "../../examples/emulate/fleet.yaml", "--vllm-metrics", "0.4"},
+			`--vllm-metrics: unknown vLLM metric set "0.4": want current or legacy`},
 		"bad selector":  {[]string{"emulate", "--spec", "../../examples/emulate/fleet.yaml", "--selector", "a=(b"}, "--selector"},
 		"missing spec":  {[]string{"emulate", "--spec", "nonexistent.yaml"}, "--spec: open nonexistent.yaml"},
 		"bad spec":      {[]string{"emulate", "--spec", "../../examples/scenarios/staircase.yaml"}, "unknown field"},
@@ -49,6 +51,9 @@ func TestEmulateBadFlags(t *testing.T) {
 // start-up hint tells what a time scale asks of the SLOs.
 func TestEmulateLatencyClockDefault(t *testing.T) {
 	cmd := newEmulateCommand()
+	if got := cmd.Flags().Lookup("vllm-metrics").DefValue; got != "current" {
+		t.Errorf("--vllm-metrics defaults to %q, want current", got)
+	}
 	if got := cmd.Flags().Lookup("latency-clock").DefValue; got != "wall" {
 		t.Errorf("--latency-clock defaults to %q, want wall", got)
 	}

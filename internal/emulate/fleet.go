@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/llm-d-incubation/wva/internal/servermetrics"
 	"github.com/llm-d-incubation/wva/internal/sim"
 )
 
@@ -28,7 +29,11 @@ type Fleet struct {
 	// modelNames and modelNS: each model's name and the namespace of its
 	// Deployments (the gateway's series carry it).
 	modelNames, modelNS []string
-	hists               map[int]*podHists
+	hists               map[int]podHists
+	// families are what each server serves (its vLLM metric set), with
+	// the finish reasons besides length its vLLM counts.
+	families     []servermetrics.Family
+	otherReasons []string
 }
 
 // Target is one Deployment the fleet emulates: variant Index of the
@@ -50,6 +55,9 @@ type FleetOptions struct {
 	// WallSecondLatencies exports latencies in wall seconds (model
 	// seconds / TimeScale) instead of model seconds.
 	WallSecondLatencies bool
+	// Metrics is the vLLM metric set the servers serve: MetricsCurrent
+	// (the default) or MetricsLegacy.
+	Metrics string
 }
 
 // NewFleet starts a fleet for the spec at the clock's current time, every
@@ -68,7 +76,15 @@ func NewFleet(spec Spec, o FleetOptions) (*Fleet, error) {
 	if !(o.TimeScale > 0 && o.TimeScale <= MaxTimeScale) {
 		return nil, fmt.Errorf("time scale must be > 0 and at most %d, got %v", MaxTimeScale, o.TimeScale)
 	}
-	f := &Fleet{clock: o.Clock, start: o.Clock.Now(), scale: o.TimeScale, div: 1, hists: map[int]*podHists{}}
+	families, err := MetricSet(o.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	f := &Fleet{clock: o.Clock, start: o.Clock.Now(), scale: o.TimeScale, div: 1, hists: map[int]podHists{}, families: families,
+		otherReasons: []string{"abort", "error", "repetition", "stop"}}
+	if o.Metrics == MetricsLegacy {
+		f.otherReasons = []string{"abort", "stop"} // vLLM 0.10's FinishReason
+	}
 	if o.WallSecondLatencies {
 		f.div = o.TimeScale
 	}
@@ -172,11 +188,11 @@ func (f *Fleet) page(model string, id int) (*podMetrics, bool) {
 	if !ok {
 		return nil, false
 	}
-	p := &podMetrics{model: model, st: st}
+	p := &podMetrics{model: model, st: st, families: f.families, otherReasons: f.otherReasons}
 	if h, ok := f.hists[id]; ok {
-		p.h = podHists{ttft: h.ttft.clone(), tpot: h.tpot.clone(), e2e: h.e2e.clone(), prompt: h.prompt.clone(), gen: h.gen.clone()}
+		p.h = h.clone()
 	} else {
-		p.h = *newPodHists()
+		p.h = newPodHists()
 	}
 	return p, true
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -14,6 +15,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/llm-d-incubation/wva/internal/servermetrics"
 )
 
 const testModel = "meta-llama/Llama-3.1-8B-Instruct"
@@ -136,14 +139,22 @@ func TestPageUnderLoad(t *testing.T) {
 	}
 }
 
-// collectorSeries are the series internal/collector/prometheus queries.
-var collectorSeries = []string{"vllm:request_success_total", "vllm:request_prompt_tokens", "vllm:request_generation_tokens",
-	"vllm:time_to_first_token_seconds", "vllm:time_per_output_token_seconds", "vllm:kv_cache_usage_perc",
-	"vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:cache_config_info", "vllm:e2e_request_latency_seconds"}
+// collectorSeries are the families of a current vLLM that
+// internal/collector/prometheus reads (its vllm schema's series).
+func collectorSeries() []string {
+	var out []string
+	fx := servermetrics.MustFixture(servermetrics.FixtureVLLMCurrent)
+	for _, s := range servermetrics.VLLM.Series() {
+		if f, ok := fx.Has(s); ok && !slices.Contains(out, f.Name) {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}
 
 func checkPage(t *testing.T, fams map[string]*dto.MetricFamily) {
 	t.Helper()
-	for _, name := range collectorSeries {
+	for _, name := range collectorSeries() {
 		fam, ok := fams[name]
 		if !ok {
 			t.Errorf("no %s", name)
@@ -182,15 +193,18 @@ func value(t *testing.T, fams map[string]*dto.MetricFamily, name string) float64
 	if !ok || len(fam.Metric) == 0 {
 		t.Fatalf("no %s", name)
 	}
-	m := fam.Metric[0]
-	switch {
-	case m.Counter != nil:
-		return m.Counter.GetValue()
-	case m.Gauge != nil:
-		return m.Gauge.GetValue()
+	sum := 0.0 // over the series (request_success_total's reasons)
+	for _, m := range fam.Metric {
+		switch {
+		case m.Counter != nil:
+			sum += m.Counter.GetValue()
+		case m.Gauge != nil:
+			sum += m.Gauge.GetValue()
+		default:
+			t.Fatalf("%s is neither counter nor gauge", name)
+		}
 	}
-	t.Fatalf("%s is neither counter nor gauge", name)
-	return 0
+	return sum
 }
 
 // TestWallSecondLatencies: --latency-clock wall divides the latencies by
@@ -206,7 +220,7 @@ func TestWallSecondLatencies(t *testing.T) {
 		reps := f.Scale(0, 1, nil)
 		clk.Step(60 * time.Second)
 		f.Advance()
-		h := scrape(t, f, reps[0].ID)["vllm:time_per_output_token_seconds"].Metric[0].Histogram
+		h := scrape(t, f, reps[0].ID)["vllm:inter_token_latency_seconds"].Metric[0].Histogram
 		means[wall] = h.GetSampleSum() / float64(h.GetSampleCount())
 	}
 	if r := means[false] / means[true]; math.Abs(r-5) > 1e-9 {

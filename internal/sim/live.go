@@ -18,6 +18,8 @@ const (
 	FirstToken ObservationKind = iota
 	// Finished: a request completed (every latency and token count is set).
 	Finished
+	// Iteration: a replica ended an engine step of Tokens tokens.
+	Iteration
 )
 
 // Observation is one request's latencies as the serving replica reports
@@ -30,7 +32,13 @@ type Observation struct {
 	// per output token after the first (0 for a one-token output);
 	// E2ESeconds the whole request.
 	TTFTSeconds, ITLSeconds, E2ESeconds float64
-	InputTokens, OutputTokens           int
+	// QueueSeconds is the time from reaching the server to joining its
+	// first batch (Finished).
+	QueueSeconds              float64
+	InputTokens, OutputTokens int
+	// CachedTokens are the prompt tokens found in the prefix cache
+	// (Finished); Tokens those an engine step computed (Iteration).
+	CachedTokens, Tokens int
 }
 
 // LiveReplica is one replica (pod) of a variant: starting, ready or, while
@@ -197,6 +205,7 @@ func (l *Live) afterEvent(s *Sim, e *event) {
 	r := e.replica
 	a2 := r.v.tokenOverheadSeconds()
 	if l.observe != nil {
+		l.observe(Observation{Kind: Iteration, Replica: r.id, Tokens: r.endedTokens})
 		for _, q := range r.running {
 			if q.firstToken == s.now && q.emitted == 1 {
 				l.observe(Observation{Kind: FirstToken, Replica: r.id, TTFTSeconds: q.firstToken - q.atServer + a2, InputTokens: q.input})
@@ -207,7 +216,8 @@ func (l *Live) afterEvent(s *Sim, e *event) {
 			if q.firstToken == s.now {
 				l.observe(Observation{Kind: FirstToken, Replica: r.id, TTFTSeconds: ttft, InputTokens: q.input})
 			}
-			o := Observation{Kind: Finished, Replica: r.id, TTFTSeconds: ttft, InputTokens: q.input, OutputTokens: q.output}
+			o := Observation{Kind: Finished, Replica: r.id, TTFTSeconds: ttft, InputTokens: q.input, OutputTokens: q.output,
+				QueueSeconds: q.scheduled - q.atServer, CachedTokens: q.cached}
 			if q.output > 1 {
 				o.ITLSeconds = (s.now-q.firstToken)/float64(q.output-1) + a2
 			}

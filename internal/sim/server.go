@@ -16,7 +16,13 @@ type request struct {
 	emitted    int     // output tokens the client has
 	routed     bool
 	held       bool // has waited at the gateway
-	failed     bool
+	// scheduled is when the request first joined a batch (valid once
+	// admitted is true); cached are the prompt tokens its first admission
+	// found in the prefix cache (vLLM's queue time and computed tokens).
+	scheduled     float64
+	cached        int
+	everScheduled bool
+	failed        bool
 
 	// Server state of the current run (reset by a preemption).
 	computed   int     // token slots whose KV is computed
@@ -81,7 +87,10 @@ type replica struct {
 	busy      bool // an iteration is under way
 	stepDue   bool // an iteration starts at this instant
 	iterStart float64
-	iterEnd   event // the one step or iteration-end event a replica has at a time
+	// iterTokens are the tokens the current iteration computes;
+	// endedTokens those of the last one that ended.
+	iterTokens, endedTokens int
+	iterEnd                 event // the one step or iteration-end event a replica has at a time
 
 	c counters
 	// samples are the scrapes of this pod (oldest first).
@@ -162,7 +171,7 @@ func (r *replica) startIteration(s *Sim) {
 	}
 	if !preempted {
 		// Admissions only when this iteration preempted none (BLIS, vLLM).
-		r.admitWaiting(&w, budget)
+		r.admitWaiting(&w, budget, s.now)
 	}
 	if r.head > 1024 && r.head*2 > len(r.waiting) {
 		r.waiting = append(r.waiting[:0], r.waiting[r.head:]...)
@@ -173,6 +182,7 @@ func (r *replica) startIteration(s *Sim) {
 		return
 	}
 	r.busy = true
+	r.iterTokens = w.prefillTokens + w.decodes
 	r.iterStart = s.now
 	r.iterEnd = event{t: s.now + r.v.iterationSeconds(&w), kind: evIterationEnd, replica: r}
 	s.schedule(&r.iterEnd)
@@ -213,7 +223,7 @@ func (r *replica) continueRunning(w *work, budget int) (int, bool) {
 // admitWaiting admits requests from the head of the queue while the batch
 // and the budget have room, each reusing its cached prefix; the head waits
 // when the KV cache cannot hold it (head-of-line blocking).
-func (r *replica) admitWaiting(w *work, budget int) {
+func (r *replica) admitWaiting(w *work, budget int, now float64) {
 	cfg := &r.v.cfg
 	for r.nSched == len(r.running) && len(r.running) < cfg.MaxBatchSize && budget > 0 && r.head < len(r.waiting) {
 		q := r.waiting[r.head]
@@ -233,6 +243,9 @@ func (r *replica) admitWaiting(w *work, budget int) {
 		}
 		q.prevBlocks = nil
 		q.computed = start
+		if !q.everScheduled {
+			q.everScheduled, q.scheduled, q.cached = true, now, start
+		}
 		r.running = append(r.running, q)
 		r.schedule(q, n, w)
 		budget -= n
@@ -263,6 +276,7 @@ func (r *replica) schedule(q *request, n int, w *work) {
 func (r *replica) endIteration(s *Sim) {
 	now := s.now
 	dur := now - r.iterStart
+	r.endedTokens = r.iterTokens
 	a2 := r.v.tokenOverheadSeconds()
 	r.observeStep(dur + a2)
 	contiguous := 0

@@ -41,18 +41,18 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/llm-d-incubation/wva/internal/metrics"
+	"github.com/llm-d-incubation/wva/internal/servermetrics"
 	"github.com/llm-d-incubation/wva/internal/testenv"
 )
 
 // The files, relative to the repository root.
 const (
-	chartDashboard   = "charts/wva/files/grafana-dashboard.json"
-	chartRules       = "charts/wva/files/prometheus-rules.yaml"
-	monitoringDir    = "config/monitoring"
-	rulesUnitTests   = "test/manifests/testdata/monitoring-rules-test.yaml"
-	collectorQueries = "internal/collector/prometheus/queries.go"
-	operationsDoc    = "docs/operations.md"
-	runbookBase      = "https://github.com/llm-d-incubation/wva/blob/main/docs/operations.md#"
+	chartDashboard = "charts/wva/files/grafana-dashboard.json"
+	chartRules     = "charts/wva/files/prometheus-rules.yaml"
+	monitoringDir  = "config/monitoring"
+	rulesUnitTests = "test/manifests/testdata/monitoring-rules-test.yaml"
+	operationsDoc  = "docs/operations.md"
+	runbookBase    = "https://github.com/llm-d-incubation/wva/blob/main/docs/operations.md#"
 )
 
 // The kustomize copies in monitoringDir, and the dashboard's key in its
@@ -94,12 +94,12 @@ var scrapeLabels = []string{"job", "instance", "namespace", "pod", "service", "e
 
 // vllmInputs are the vLLM series the dashboard reads: series of the
 // families the collector queries (TestMonitoringVLLMInputs checks them
-// against the collector's query source, whose strings an unexported method
-// builds). The collector reads the TTFT and ITL histograms' _sum and
+// against the collector's vllm schema, servermetrics.VLLM). The collector reads the TTFT and ITL histograms' _sum and
 // _count; their _bucket series give the dashboard's quantiles.
 var vllmInputs = map[string]string{
 	"vllm:time_to_first_token_seconds_bucket":   "the TTFT histogram",
-	"vllm:time_per_output_token_seconds_bucket": "the ITL (time per output token) histogram",
+	"vllm:inter_token_latency_seconds_bucket":   "the ITL histogram (vLLM ≥ 0.11)",
+	"vllm:time_per_output_token_seconds_bucket": "the ITL histogram's name before vLLM 0.11",
 	"vllm:request_success_total":                "completed requests, the collector's arrival rate",
 }
 
@@ -224,9 +224,8 @@ func (c seriesCatalogue) checkSelector(vs *parser.VectorSelector) error {
 // TestMonitoringVLLMInputs: the vLLM series the dashboard reads are of the
 // families the collector queries, selected by the same model label.
 func TestMonitoringVLLMInputs(t *testing.T) {
-	src := string(readMonitoringFile(t, collectorQueries))
 	queried := map[string]bool{}
-	for _, n := range regexp.MustCompile(`vllm:[a-z_:]+`).FindAllString(src, -1) {
+	for _, n := range servermetrics.VLLM.Series() {
 		queried[n] = true
 	}
 	for name, what := range vllmInputs {
@@ -234,10 +233,10 @@ func TestMonitoringVLLMInputs(t *testing.T) {
 		if queried[name] || (bucket && queried[base+"_sum"] && queried[base+"_count"]) {
 			continue
 		}
-		t.Errorf("%s (%s) is not among the collector's queries in %s: %v", name, what, collectorQueries, queried)
+		t.Errorf("%s (%s) is not among the series the collector's vllm schema reads: %v", name, what, queried)
 	}
-	if !strings.Contains(src, vllmModelLabel+"=") {
-		t.Errorf("the collector's queries do not select on %s", vllmModelLabel)
+	if servermetrics.VLLM.ModelLabel != vllmModelLabel {
+		t.Errorf("the collector selects vLLM's model by %s", servermetrics.VLLM.ModelLabel)
 	}
 }
 

@@ -347,13 +347,19 @@ func checkMetrics(t *testing.T, addr string) {
 		t.Fatalf("%s: %v", addr, err)
 	}
 	for _, name := range []string{"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
-		"vllm:time_to_first_token_seconds", "vllm:time_per_output_token_seconds", "vllm:request_prompt_tokens",
+		"vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds", "vllm:request_prompt_tokens",
 		"vllm:request_generation_tokens", "vllm:cache_config_info"} {
 		if _, ok := fams[name]; !ok {
 			t.Errorf("%s: no %s", addr, name)
 		}
 	}
-	if done := fams["vllm:request_success_total"]; done == nil || done.Metric[0].Counter.GetValue() < 100 {
+	done := 0.0
+	if f := fams["vllm:request_success_total"]; f != nil {
+		for _, m := range f.Metric { // one series per finish reason
+			done += m.Counter.GetValue()
+		}
+	}
+	if done < 100 {
 		t.Errorf("%s: request_success_total %v after 300 model seconds at 8/s", addr, done)
 	}
 }
