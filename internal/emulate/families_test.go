@@ -28,31 +28,7 @@ func TestServesFixtureFamilies(t *testing.T) {
 		reps := f.Scale(0, 1, nil)
 		clk.Step(120 * time.Second)
 		f.Advance()
-		fams := scrape(t, f, reps[0].ID)
-		want := servermetrics.MustFixture(fixture).Default()
-		var names []string
-		for _, fam := range want {
-			names = append(names, fam.Name)
-			got, ok := fams[fam.Name]
-			if !ok {
-				t.Errorf("%s: %s is not served", set, fam.Name)
-				continue
-			}
-			if typ := strings.ToLower(got.GetType().String()); typ != fam.Type {
-				t.Errorf("%s: %s is a %s, want a %s", set, fam.Name, typ, fam.Type)
-			}
-			if l := labelNames(got); !slices.Equal(l, fam.Labels) {
-				t.Errorf("%s: %s has labels %v, want %v", set, fam.Name, l, fam.Labels)
-			}
-			if fam.Type == "histogram" && got.Metric[0].Histogram.GetSampleCount() == 0 && fam.Name != "vllm:request_prefill_kv_computed_tokens" {
-				t.Errorf("%s: %s observed nothing under load", set, fam.Name)
-			}
-		}
-		for name := range fams {
-			if !slices.Contains(names, name) {
-				t.Errorf("%s: serves %s, which vLLM's fixture %s does not list", set, name, fixture)
-			}
-		}
+		checkFamilies(t, set, fixture, scrape(t, f, reps[0].ID))
 	}
 	legacy, err := MetricSet(MetricsLegacy)
 	if err != nil {
@@ -67,6 +43,36 @@ func TestServesFixtureFamilies(t *testing.T) {
 	}
 	if _, err := NewFleet(testSpec(t, 8), FleetOptions{Metrics: "newest"}); err == nil {
 		t.Error("NewFleet took an unknown metric set")
+	}
+}
+
+// checkFamilies: the page has exactly the fixture's default families, with
+// their types and labels, and every histogram observed something.
+func checkFamilies(t *testing.T, set, fixture string, fams map[string]*dto.MetricFamily) {
+	t.Helper()
+	want := servermetrics.MustFixture(fixture).Default()
+	var names []string
+	for _, fam := range want {
+		names = append(names, fam.Name)
+		got, ok := fams[fam.Name]
+		if !ok {
+			t.Errorf("%s: %s is not served", set, fam.Name)
+			continue
+		}
+		if typ := strings.ToLower(got.GetType().String()); typ != fam.Type {
+			t.Errorf("%s: %s is a %s, want a %s", set, fam.Name, typ, fam.Type)
+		}
+		if l := labelNames(got); !slices.Equal(l, fam.Labels) {
+			t.Errorf("%s: %s has labels %v, want %v", set, fam.Name, l, fam.Labels)
+		}
+		if fam.Type == "histogram" && got.Metric[0].Histogram.GetSampleCount() == 0 {
+			t.Errorf("%s: %s observed nothing under load", set, fam.Name)
+		}
+	}
+	for name := range fams {
+		if !slices.Contains(names, name) {
+			t.Errorf("%s: serves %s, which vLLM's fixture %s does not list", set, name, fixture)
+		}
 	}
 }
 

@@ -234,7 +234,8 @@ var producers = map[string]func(p *podMetrics) []sample{
 	// Every emulated request runs to its output length; vLLM creates every
 	// reason's series at 0.
 	"vllm:request_success_total": func(p *podMetrics) []sample {
-		out := []sample{{labels: map[string]string{"finished_reason": "length"}, value: p.st.Completed}}
+		out := make([]sample, 0, 1+len(p.otherReasons))
+		out = append(out, sample{labels: map[string]string{"finished_reason": "length"}, value: p.st.Completed})
 		for _, r := range p.otherReasons {
 			out = append(out, sample{labels: map[string]string{"finished_reason": r}})
 		}

@@ -86,7 +86,7 @@ var VLLM = Schema{
 	KVUsage: []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"},
 	Waiting: []string{"vllm:num_requests_waiting"},
 	Running: []string{"vllm:num_requests_running"},
-	Cache: []Cache{{Info: "vllm:cache_config_info", BlocksLabel: "num_gpu_blocks", BlockSizeLabel: "block_size",
+	Cache: []Cache{{Info: "vllm:cache_config_info", BlocksLabel: "num_gpu_blocks", BlockSizeLabel: "block_size", //nolint:gosec // G101: metric and label names, not credentials
 		TokensLabel: "kv_cache_size_tokens"}},
 }
 
@@ -106,7 +106,7 @@ var SGLang = Schema{
 	KVUsage: []string{"sglang:token_usage"},
 	Waiting: []string{"sglang:num_queue_reqs"},
 	Running: []string{"sglang:num_running_reqs"},
-	Cache:   []Cache{{TokensGauge: "sglang:max_total_num_tokens"}},
+	Cache:   []Cache{{TokensGauge: "sglang:max_total_num_tokens"}}, //nolint:gosec // G101: a metric name, not a credential
 }
 
 // schemas are the built-in schemas by name.

@@ -114,50 +114,68 @@ func TestSchemasMatchFixtures(t *testing.T) {
 		for i, n := range tc.fixtures {
 			fixtures[i] = MustFixture(n)
 		}
-		for _, series := range tc.s.Series() {
-			found := false
-			for _, f := range fixtures {
-				if _, ok := f.Has(series); ok {
-					found = true
-				}
-			}
-			if !found {
-				t.Errorf("%s: %s is in no fixture of %v", tc.s.Name, series, tc.fixtures)
+		checkSeriesExist(t, tc.s, fixtures, tc.fixtures)
+		for i, f := range fixtures {
+			checkFiguresResolve(t, tc.s, f, tc.fixtures[i], tc.fixtures[i] == tc.current)
+		}
+		checkCacheLabels(t, tc.s, MustFixture(tc.current))
+	}
+}
+
+// checkSeriesExist: every series the schema selects is in some fixture.
+func checkSeriesExist(t *testing.T, s Schema, fixtures []Fixture, names []string) {
+	t.Helper()
+	for _, series := range s.Series() {
+		found := false
+		for _, f := range fixtures {
+			if _, ok := f.Has(series); ok {
+				found = true
 			}
 		}
-		for _, fig := range figuresOf(tc.s) {
-			for i, f := range fixtures {
-				alt := resolves(f, fig.series)
-				if alt < 0 {
-					t.Errorf("%s: %s: fixture %s serves none of %v", tc.s.Name, fig.name, tc.fixtures[i], fig.series)
-					continue
-				}
-				if tc.fixtures[i] == tc.current && alt != 0 {
-					t.Errorf("%s: %s: the current server's name is not the first alternative: %v", tc.s.Name, fig.name, fig.series)
-				}
-				for _, s := range fig.series[alt] {
-					if fam, _ := f.Has(s); fig.typ != "" && fam.Type != fig.typ {
-						t.Errorf("%s: %s: %s is a %s, want a %s", tc.s.Name, fig.name, s, fam.Type, fig.typ)
-					}
-				}
+		if !found {
+			t.Errorf("%s: %s is in no fixture of %v", s.Name, series, names)
+		}
+	}
+}
+
+// checkFiguresResolve: the fixture's default families serve every figure,
+// through a series of the right type; the current fixture through the
+// first alternative.
+func checkFiguresResolve(t *testing.T, s Schema, f Fixture, name string, current bool) {
+	t.Helper()
+	for _, fig := range figuresOf(s) {
+		alt := resolves(f, fig.series)
+		if alt < 0 {
+			t.Errorf("%s: %s: fixture %s serves none of %v", s.Name, fig.name, name, fig.series)
+			continue
+		}
+		if current && alt != 0 {
+			t.Errorf("%s: %s: the current server's name is not the first alternative: %v", s.Name, fig.name, fig.series)
+		}
+		for _, series := range fig.series[alt] {
+			if fam, _ := f.Has(series); fig.typ != "" && fam.Type != fig.typ {
+				t.Errorf("%s: %s: %s is a %s, want a %s", s.Name, fig.name, series, fam.Type, fig.typ)
 			}
 		}
-		for _, c := range tc.s.Cache {
-			if c.Info == "" {
-				continue
+	}
+}
+
+// checkCacheLabels: the info series of the cache's size has the labels
+// the schema reads, and no model label (it is read by namespace).
+func checkCacheLabels(t *testing.T, s Schema, current Fixture) {
+	t.Helper()
+	for _, c := range s.Cache {
+		fam, ok := current.Family(c.Info)
+		if c.Info == "" || !ok {
+			continue
+		}
+		for _, l := range []string{c.BlocksLabel, c.BlockSizeLabel, c.TokensLabel} {
+			if !contains(fam.Labels, l) {
+				t.Errorf("%s: %s has no label %s", s.Name, c.Info, l)
 			}
-			fam, ok := MustFixture(tc.current).Family(c.Info)
-			if !ok {
-				continue
-			}
-			for _, l := range []string{c.BlocksLabel, c.BlockSizeLabel, c.TokensLabel} {
-				if !contains(fam.Labels, l) {
-					t.Errorf("%s: %s has no label %s", tc.s.Name, c.Info, l)
-				}
-			}
-			if contains(fam.Labels, tc.s.ModelLabel) {
-				t.Errorf("%s: %s has the model label: the collector need not read it by namespace", tc.s.Name, c.Info)
-			}
+		}
+		if contains(fam.Labels, s.ModelLabel) {
+			t.Errorf("%s: %s has the model label: the collector need not read it by namespace", s.Name, c.Info)
 		}
 	}
 }

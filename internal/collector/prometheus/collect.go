@@ -124,36 +124,16 @@ func (s *Source) add(pv podValues, n string, smp *model.Sample) {
 // group's), as that many blocks of one token. A label that is present must
 // be a positive integer within bounds.
 func (s *Source) geometry(m model.Metric) cacheSize {
-	var c servermetrics.Cache
-	for _, x := range s.schema.Cache {
-		if x.Info != "" {
-			c = x
-			break
+	c := s.cacheInfo()
+	var v [3]int
+	for i, l := range []string{c.TokensLabel, c.BlocksLabel, c.BlockSizeLabel} {
+		n, why := sizeLabel(m, c.Info, l)
+		if why != "" {
+			return cacheSize{invalid: why}
 		}
+		v[i] = n
 	}
-	label := func(l string) (int, string, bool) {
-		v, ok := m[model.LabelName(l)]
-		if !ok || l == "" || v == "" || v == "None" {
-			return 0, "", true // not given: unknown
-		}
-		n, err := strconv.ParseInt(string(v), 10, 64)
-		if err != nil || n <= 0 || n > engine.MaxKVCacheTokens {
-			return 0, fmt.Sprintf("%s label %s=%q is not a whole number in [1, %d]", c.Info, l, string(v), engine.MaxKVCacheTokens), false
-		}
-		return int(n), "", true
-	}
-	tokens, why, ok := label(c.TokensLabel)
-	if !ok {
-		return cacheSize{invalid: why}
-	}
-	blocks, why, ok := label(c.BlocksLabel)
-	if !ok {
-		return cacheSize{invalid: why}
-	}
-	size, why, ok := label(c.BlockSizeLabel)
-	if !ok {
-		return cacheSize{invalid: why}
-	}
+	tokens, blocks, size := v[0], v[1], v[2]
 	product := float64(blocks) * float64(size)
 	switch {
 	case tokens > 0 && product != float64(tokens):
@@ -162,6 +142,31 @@ func (s *Source) geometry(m model.Metric) cacheSize {
 		return cacheSize{invalid: fmt.Sprintf("%s: %d blocks of %d tokens is more than %d tokens", c.Info, blocks, size, engine.MaxKVCacheTokens)}
 	}
 	return cacheSize{blocks: blocks, blockSize: size}
+}
+
+// cacheInfo is the schema's info series of the KV cache's size.
+func (s *Source) cacheInfo() servermetrics.Cache {
+	for _, c := range s.schema.Cache {
+		if c.Info != "" {
+			return c
+		}
+	}
+	return servermetrics.Cache{}
+}
+
+// sizeLabel reads label l of an info series as a size: 0 when absent or
+// None (unknown), else a whole number in [1, engine.MaxKVCacheTokens], or
+// why not.
+func sizeLabel(m model.Metric, info, l string) (int, string) {
+	v, ok := m[model.LabelName(l)]
+	if !ok || l == "" || v == "" || v == "None" {
+		return 0, ""
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || n <= 0 || n > engine.MaxKVCacheTokens {
+		return 0, fmt.Sprintf("%s label %s=%q is not a whole number in [1, %d]", info, l, string(v), engine.MaxKVCacheTokens)
+	}
+	return int(n), ""
 }
 
 // cacheSize is a pod's KV cache as its server reports it: blocks of

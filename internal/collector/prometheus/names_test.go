@@ -56,17 +56,6 @@ func TestServerVersionsAndEngines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	settled := func(rep collector.Report, n int) bool {
-		if len(rep.Pods) != n {
-			return false
-		}
-		for _, p := range rep.Pods {
-			if p.Pod.AvgITLMs == 0 || p.Pod.ArrivalRateRPS < 3.2 {
-				return false
-			}
-		}
-		return true
-	}
 	var vrep, srep collector.Report
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
 		if vrep, err = vl.Collect(context.Background(), time.Now(), collector.Target{Namespace: "llm", Model: "llama"}); err != nil {
@@ -82,6 +71,28 @@ func TestServerVersionsAndEngines(t *testing.T) {
 			t.Fatalf("not settled after 30 s: %+v\n%+v", vrep, srep)
 		}
 	}
+	checkVLLMVersions(t, vrep)
+	checkSGLang(t, srep)
+}
+
+// settled says whether the report has n pods, each with rates over a full
+// window.
+func settled(rep collector.Report, n int) bool {
+	if len(rep.Pods) != n {
+		return false
+	}
+	for _, p := range rep.Pods {
+		if p.Pod.AvgITLMs == 0 || p.Pod.ArrivalRateRPS < 3.2 {
+			return false
+		}
+	}
+	return true
+}
+
+// checkVLLMVersions: every generation reads the same figures; the cache's
+// size is read or, out of range, holds the pod.
+func checkVLLMVersions(t *testing.T, vrep collector.Report) {
+	t.Helper()
 	byName := map[string]engine.Pod{}
 	for _, p := range vrep.Pods {
 		byName[p.Pod.Name] = p.Pod
@@ -99,7 +110,14 @@ func TestServerVersionsAndEngines(t *testing.T) {
 	if p := byName["hybrid"]; p.KVBlocks*p.BlockSize != 20000 {
 		t.Errorf("hybrid: %d blocks of %d, want the 20000 tokens of kv_cache_size_tokens", p.KVBlocks, p.BlockSize)
 	}
-	joined := joinProblems(vrep.Problems)
+	checkInvalidCaches(t, byName, vrep.Problems)
+}
+
+// checkInvalidCaches: each pod with an out-of-range cache size is held,
+// with an invalid-metrics problem naming the label.
+func checkInvalidCaches(t *testing.T, byName map[string]engine.Pod, problems []collector.Problem) {
+	t.Helper()
+	joined := joinProblems(problems)
 	for _, name := range []string{"negative", "huge", "overflow"} {
 		if p := byName[name]; !p.Missing || p.KVBlocks != 0 {
 			t.Errorf("%s: an invalid cache must hold the pod, not size it: %+v", name, p)
@@ -108,11 +126,16 @@ func TestServerVersionsAndEngines(t *testing.T) {
 			t.Errorf("problems name no invalid cache for %s: %s", name, joined)
 		}
 	}
-	for _, pr := range vrep.Problems {
+	for _, pr := range problems {
 		if strings.HasPrefix(pr.Pod, "negative") && pr.Kind != engine.HoldInvalid {
 			t.Errorf("the invalid cache is a %q problem, want %q", pr.Kind, engine.HoldInvalid)
 		}
 	}
+}
+
+// checkSGLang: the SGLang pod's figures are its page's.
+func checkSGLang(t *testing.T, srep collector.Report) {
+	t.Helper()
 	s := srep.Pods[0].Pod
 	for name, c := range map[string][2]float64{"rate": {s.ArrivalRateRPS, 4}, "input": {s.AvgInputTokens, 1000}, "output": {s.AvgOutputTokens, 200},
 		"TTFT": {s.AvgTTFTMs, 50}, "ITL": {s.AvgITLMs, 10}, "KV": {s.KVCacheUsage, 0.3}, "waiting": {s.WaitingRequests, 2}, "running": {s.RunningRequests, 5},
