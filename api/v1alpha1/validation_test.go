@@ -146,8 +146,9 @@ var aliasCases = []struct {
 	{"count-same", "  modelID: m\n  acceleratorType: H100\n  acceleratorCount: 2\n  modelProfile:\n    accelerators:\n    - {acc: H100, accCount: 2}\n    - {acc: A100, accCount: 1}\n", ""},
 	{"count-differs", "  modelID: m\n  accelerator: H100\n  acceleratorCount: 2\n  modelProfile:\n    accelerators:\n    - {acc: H100, accCount: 1}\n",
 		"acceleratorCount must equal accCount of the variant's accelerator in modelProfile"},
-	{"count-differs-default", "  modelID: m\n  acceleratorCount: 2\n  modelProfile:\n    accelerators:\n    - {acc: H100}\n",
-		"acceleratorCount must equal accCount"},
+	// accCount has no default (an omitted one is read from acceleratorCount,
+	// else the pod template): an entry without it agrees with any count.
+	{"count-entry-without-count", "  modelID: m\n  acceleratorCount: 2\n  modelProfile:\n    accelerators:\n    - {acc: H100}\n", ""},
 	{"profile-alone", "  modelID: m\n  variantProfile: {maxBatchSize: 64, perfParms: {decodeParms: {alpha: \"1\", beta: \"2\"}, prefillParms: {gamma: \"3\", delta: \"4\"}}}\n", ""},
 	{"profile-zero-batch", "  modelID: m\n  variantProfile: {maxBatchSize: 0}\n", "spec.variantProfile.maxBatchSize"},
 	{"profile-bad-alpha", "  modelID: m\n  variantProfile: {perfParms: {decodeParms: {alpha: fast, beta: \"2\"}, prefillParms: {gamma: \"3\", delta: \"4\"}}}\n", "alpha: Invalid value"},

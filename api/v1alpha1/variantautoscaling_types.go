@@ -24,6 +24,11 @@ const (
 	// ConditionConfigValid is False while a configuration ConfigMap this
 	// variant depends on is invalid (the last good configuration is used).
 	ConditionConfigValid = "ConfigValid"
+	// ConditionServerSettings says where the variant's batch size,
+	// token budget and accelerators per replica come from (the
+	// VariantAutoscaling, the workload's pod template, or the defaults);
+	// False when the two disagree (the VariantAutoscaling's value is used).
+	ConditionServerSettings = "ServerSettingsConsistent"
 )
 
 // Condition reasons.
@@ -52,6 +57,10 @@ const (
 	ReasonTuningDisabled        = "TuningDisabled"
 	ReasonConfigValid           = "ConfigurationValid"
 	ReasonConfigInvalid         = "ConfigurationInvalid"
+	ReasonSettingsMatch         = "ServerSettingsMatch"
+	ReasonSettingsFromWorkload  = "ServerSettingsFromWorkload"
+	ReasonSettingsDefault       = "ServerSettingsDefault"
+	ReasonSettingsDisagree      = "ServerSettingsDisagree"
 )
 
 // CrossVersionObjectReference names the workload a variant scales.
@@ -119,16 +128,20 @@ type AcceleratorProfile struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Acc string `json:"acc"`
-	// AccCount is the number of accelerators one replica uses.
+	// AccCount is the number of accelerators one replica uses. When
+	// omitted, the target's pod template's accelerator resources
+	// (nvidia.com/gpu and other device plugins'), else the product of its
+	// server's parallel sizes, else 1.
 	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:default=1
 	// +optional
 	AccCount int32 `json:"accCount,omitempty"`
 	// PerfParms are the profiled parameters; when absent they are learned
 	// online by the tuner.
 	// +optional
 	PerfParms *PerfParms `json:"perfParms,omitempty"`
-	// MaxBatchSize is the server's max-num-seqs.
+	// MaxBatchSize is the server's max-num-seqs. When omitted, the
+	// target's pod template's --max-num-seqs (or SGLang's
+	// --max-running-requests), else 256.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	MaxBatchSize int32 `json:"maxBatchSize,omitempty"`
@@ -319,7 +332,7 @@ type VariantAutoscalingStatus struct {
 	// +optional
 	Actuation ActuationStatus `json:"actuation,omitempty"`
 	// Conditions: TargetResolved, MetricsAvailable, OptimizationReady,
-	// ActuationComplete, TuningActive, ConfigValid.
+	// ActuationComplete, TuningActive, ConfigValid, ServerSettingsConsistent.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -19,6 +19,7 @@ const (
 	eventScaleDown         = "ScaleDown"
 	eventMetricsHeld       = "MetricsUnavailable"
 	eventMetricsRecovered  = "MetricsAvailable"
+	eventActionConfigure   = "Configure"
 	maxEventNoteBytes      = 1024 // events.k8s.io/v1 refuses a longer note
 	eventActionDecide      = "Decide"
 	eventActionHold        = "Hold"
@@ -35,6 +36,9 @@ type announcer struct {
 	Recorder events.EventRecorder // nil: log only
 	Log      logr.Logger
 	last     map[types.NamespacedName]announced
+	// settings is the last server-settings disagreement announced per
+	// variant.
+	settings map[types.NamespacedName]string
 }
 
 // announced is what the last announcement of a variant said.
@@ -75,6 +79,37 @@ func (a *announcer) announce(vaOf func(types.NamespacedName) *wvav1.VariantAutos
 	for k := range a.last {
 		if !seen[k] {
 			delete(a.last, k)
+		}
+	}
+}
+
+// announceSettings records a Warning Event and a log line when a variant's
+// VariantAutoscaling starts to disagree with its workload's server
+// settings, or disagrees differently; once per change, not per cycle.
+func (a *announcer) announceSettings(vs map[types.NamespacedName]*variant) {
+	if a.settings == nil {
+		a.settings = map[types.NamespacedName]string{}
+	}
+	for k, v := range vs {
+		msg := ""
+		if v.settings.reason == wvav1.ReasonSettingsDisagree {
+			msg = v.settings.message
+		}
+		if prev := a.settings[k]; msg == prev {
+			continue
+		}
+		a.settings[k] = msg
+		if msg == "" {
+			continue
+		}
+		a.Log.Info("server settings disagree", "variantAutoscaling", k.String(), "detail", msg)
+		if a.Recorder != nil {
+			a.Recorder.Eventf(v.va, nil, corev1.EventTypeWarning, wvav1.ReasonSettingsDisagree, eventActionConfigure, "%s", truncateNote(msg))
+		}
+	}
+	for k := range a.settings {
+		if vs[k] == nil {
+			delete(a.settings, k)
 		}
 	}
 }

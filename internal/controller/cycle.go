@@ -217,6 +217,7 @@ func (p *planner) finish(ctx context.Context, c *cycleState, plan *engine.Plan) 
 	}
 	if p.Announcer != nil {
 		p.Announcer.announce(c.variantAutoscaling, pub)
+		p.Announcer.announceSettings(c.byKey)
 	}
 	for k, d := range c.decisions {
 		p.Cache.set(k, d)

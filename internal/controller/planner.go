@@ -112,6 +112,8 @@ type variant struct {
 	pods   []string // names of its pods that report metrics (this cycle)
 	// listErr is why its pods could not be listed (this cycle), if so.
 	listErr error
+	// settings are its server settings as this cycle resolved them.
+	settings resolvedSettings
 }
 
 // podOwners maps pod names to the VariantAutoscaling whose Deployment

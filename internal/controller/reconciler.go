@@ -50,6 +50,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if target != nil {
+		rs := variantSettings(&va, target)
+		setCondition(&st.Conditions, now, wvav1.ConditionServerSettings, rs.ok, rs.reason, rs.message)
+	}
 	optimizationStatus(&st, now, dec, ok)
 	if ok && target != nil {
 		signalStatus(&st, now, dec)

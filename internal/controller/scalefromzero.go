@@ -86,7 +86,7 @@ func (s *scaleFromZero) fastModels(ctx context.Context, set settings) (map[colle
 		if specReplicas(&d) > 0 || d.Status.Replicas > 0 {
 			busy[t] = true
 		}
-		groups[t] = append(groups[t], candidate{va: va, d: &d, cost: variantCost(va, acceleratorOf(va, &d), set.Accelerators)})
+		groups[t] = append(groups[t], candidate{va: va, d: &d, cost: variantCost(va, acceleratorOf(va, &d), set.Accelerators, variantSettings(va, &d).accelerators)})
 	}
 	return groups, busy, nil
 }

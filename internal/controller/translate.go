@@ -58,14 +58,15 @@ func engineVariant(v *variant, set settings, owners map[string]podInfo) snapshot
 		}
 	}
 	prof := profileFor(va, acc)
+	rs := variantSettings(va, d)
+	v.settings = rs
+	ev.AcceleratorsPerReplica, ev.MaxBatchSize, ev.MaxBatchTokens = rs.accelerators, rs.batch, rs.tokens
 	if prof != nil {
-		ev.AcceleratorsPerReplica = int(prof.AccCount)
-		ev.MaxBatchSize = int(prof.MaxBatchSize)
 		if pp, ok := profiledParams(prof); ok {
 			ev.ServiceModel, ev.Params = tuner.ModelLinear, &pp
 		}
 	}
-	ev.Cost = variantCost(va, acc, set.Accelerators)
+	ev.Cost = variantCost(va, acc, set.Accelerators, rs.accelerators)
 	out := snapshot.Variant{Variant: ev, LastGood: -1}
 	if a := va.Status.DesiredOptimizedAlloc; !a.LastRunTime.IsZero() {
 		out.LastGood = int(a.NumReplicas)
@@ -158,18 +159,24 @@ func profiledParams(a *wvav1.AcceleratorProfile) (tuner.Params, bool) {
 	return tuner.Params{Alpha: v[0], Beta: v[1], Gamma: v[2], Delta: v[3]}, true
 }
 
+// variantSettings are a variant's server settings: its VariantAutoscaling's,
+// else its target's pod template's (d may be nil).
+func variantSettings(va *wvav1.VariantAutoscaling, d *appsv1.Deployment) resolvedSettings {
+	var tpl *corev1.PodTemplateSpec
+	if d != nil {
+		tpl = &d.Spec.Template
+	}
+	return resolveSettings(profileFor(va, acceleratorOf(va, d)), readServerSettings(tpl))
+}
+
 // variantCost: the spec's variantCost, else the accelerator's unit cost
-// times the accelerators per replica, else the engine's default.
-func variantCost(va *wvav1.VariantAutoscaling, acc string, accs map[string]config.Accelerator) float64 {
+// times the accelerators per replica (0: one), else the engine's default.
+func variantCost(va *wvav1.VariantAutoscaling, acc string, accs map[string]config.Accelerator, perReplica int) float64 {
 	if c, err := strconv.ParseFloat(va.Spec.VariantCost, 64); err == nil && c > 0 {
 		return c
 	}
 	if a, ok := accs[acc]; ok && a.Cost > 0 {
-		perReplica := 1
-		if prof := profileFor(va, acc); prof != nil && prof.AccCount > 0 {
-			perReplica = int(prof.AccCount)
-		}
-		return a.Cost * float64(perReplica)
+		return a.Cost * float64(max(perReplica, 1))
 	}
 	return engine.DefaultVariantCost
 }

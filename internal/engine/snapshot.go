@@ -200,6 +200,10 @@ type Variant struct {
 	ServiceModel string        `json:"serviceModel,omitempty"` // "iteration" (default) or "linear"
 	Params       *tuner.Params `json:"params,omitempty"`
 	MaxBatchSize int           `json:"maxBatchSize,omitempty"` // default: from pods, else 256
+	// MaxBatchTokens is the server's token budget per engine step
+	// (--max-num-batched-tokens), when known. Reported; the queueing
+	// model does not use it yet.
+	MaxBatchTokens int `json:"maxBatchTokens,omitempty"`
 	// ScaleUpLimitFactor and ScaleUpLimitReplicas override the
 	// Config's per-cycle scale-up limit for this variant (0: the Config's).
 	ScaleUpLimitFactor   float64 `json:"scaleUpLimitFactor,omitempty"`
