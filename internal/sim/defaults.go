@@ -68,6 +68,11 @@ func (a Autoscalers) withDefaults() Autoscalers {
 	return a
 }
 
+// DefaultWVAConfig is WVA's configuration in a scenario that sets none:
+// what docs/evaluation.md evaluates, and so what the chart and kustomize
+// install (test/manifests checks them against it).
+func DefaultWVAConfig() WVAConfig { return WVAConfig{}.withDefaults() }
+
 // withDefaults fills WVA's loop periods, mode and optimizer (the engine's
 // own settings keep 0 for the engine's default).
 func (w WVAConfig) withDefaults() WVAConfig {

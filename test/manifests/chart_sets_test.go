@@ -44,9 +44,7 @@ func checkDefaultsSet(t *testing.T, r release, objs []object, notes string) {
 			t.Errorf("%d %s, want %d (kinds %v)", k[kind], kind, n, k)
 		}
 	}
-	if data := configMapData(t, r, objs, "queueingModel"); len(data) != 0 {
-		t.Errorf("the queueing-model ConfigMap has %v: a default key would switch the controller to hybrid mode", data)
-	}
+	checkEvaluatedConfig(t, "the chart's defaults", configMapData(t, r, objs, "main"), configMapData(t, r, objs, "queueingModel"))
 	checkRules(t, one(t, objs, "PrometheusRule", "wva-alerts"))
 	checkNotesAdapterRule(t, notes)
 	sm := one(t, objs, "ServiceMonitor", "wva-controller")
