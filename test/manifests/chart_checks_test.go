@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -141,8 +142,10 @@ func TestChartReleasesDoNotCollide(t *testing.T) {
 	ch := loadChart(t)
 	caps := serverCapabilities(t)
 	const ns = "wva-chart-two"
+	// The CRD is the cluster's, installed by one release (and by the
+	// suite here): the others set crds.install=false (docs/install.md).
 	all := `{grafanaDashboard: {enabled: true}, podDisruptionBudget: {enabled: true}, metrics: {readers: [{kind: ServiceAccount, name: p, namespace: monitoring}]},
-	  rbac: {directActuation: true, nodeInventory: true}}`
+	  rbac: {directActuation: true, nodeInventory: true}, crds: {install: false}}`
 	first, _ := release{name: "wva", namespace: ns, values: values(t, all), caps: caps}.mustRender(t, ch)
 	second, _ := release{name: "wva-canary", namespace: ns, values: values(t, all), caps: caps}.mustRender(t, ch)
 	names := map[string]bool{}
@@ -238,19 +241,54 @@ func checkChartFiles(t *testing.T, ch *chart.Chart) {
 	}
 }
 
-// TestChartInstallsCRD: the chart's crds/ is the generated CRD, which
-// Helm installs before the templates.
+// TestChartInstallsCRD: the chart renders the generated CRD as a template
+// (so helm upgrade upgrades it, as KEDA's chart does), kept on uninstall,
+// with the chart's labels; crds.install=false leaves it out; nothing is in
+// Helm's crds/ (installed once, never upgraded).
 func TestChartInstallsCRD(t *testing.T) {
-	crds := loadChart(t).CRDObjects()
-	if len(crds) != 1 || string(crds[0].File.Data) != string(readRepoFile(t, "config/crd/bases/llmd.ai_variantautoscalings.yaml")) {
-		t.Fatal("charts/wva/crds differs from config/crd/bases: run make generate")
+	ch := loadChart(t)
+	if len(ch.CRDObjects()) != 0 {
+		t.Error("the chart has a crds/ folder: Helm would never upgrade it")
 	}
-	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(crds[0].File.Data, &u.Object); err != nil {
+	var want map[string]any
+	if err := yaml.Unmarshal(readRepoFile(t, "config/crd/bases/llmd.ai_variantautoscalings.yaml"), &want); err != nil {
 		t.Fatal(err)
 	}
+	r := release{name: "wva", namespace: "wva-crd", values: map[string]any{}, caps: serverCapabilities(t)}
+	objs, _ := r.mustRender(t, ch)
+	crd := one(t, objs, "CustomResourceDefinition", "variantautoscalings.llmd.ai")
+	if got, _ := json.Marshal(crd.u.Object["spec"]); !reflect.DeepEqual(jsonValue(t, got), want["spec"]) {
+		t.Fatal("the chart's CRD differs from config/crd/bases: run make generate")
+	}
+	if a := crd.u.GetAnnotations(); a["helm.sh/resource-policy"] != "keep" || a["controller-gen.kubebuilder.io/version"] == "" {
+		t.Errorf("annotations %v: want helm.sh/resource-policy: keep beside controller-gen's", a)
+	}
+	if l := crd.u.GetLabels(); l["app.kubernetes.io/managed-by"] != "Helm" {
+		t.Errorf("labels %v: want the chart's", l)
+	}
 	// Applied over the installed copy (the suite's own) without a change.
+	u := crd.u.DeepCopy()
 	if err := env.Client.Patch(context.Background(), u, client.Apply, client.DryRunAll, client.FieldOwner("helm"), client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured apply
 		t.Error(err)
 	}
+	r.values = map[string]any{"crds": map[string]any{"install": false}}
+	if objs, _ := r.mustRender(t, ch); slices.ContainsFunc(objs, func(o object) bool { return o.u.GetKind() == "CustomResourceDefinition" }) {
+		t.Error("crds.install=false still renders the CRD")
+	}
+	r.values = map[string]any{"crds": map[string]any{"keep": false}}
+	objs, _ = r.mustRender(t, ch)
+	if a := one(t, objs, "CustomResourceDefinition", "").u.GetAnnotations(); a["helm.sh/resource-policy"] != "" {
+		t.Errorf("crds.keep=false still keeps it: %v", a)
+	}
+}
+
+// jsonValue decodes JSON as sigs.k8s.io/yaml decodes YAML (numbers as
+// float64), for comparisons.
+func jsonValue(t *testing.T, b []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -138,6 +138,12 @@ func dryRun(t *testing.T, u *unstructured.Unstructured) (*unstructured.Unstructu
 	ensureNamespace(t, u.GetNamespace())
 	c := u.DeepCopy()
 	err := env.Client.Create(context.Background(), c, client.DryRunAll, client.FieldValidation(metav1.FieldValidationStrict))
+	if apierrors.IsAlreadyExists(err) && u.GetNamespace() == "" {
+		// A cluster-wide object the suite installed (the CRD): an upgrade
+		// applies it over the installed one.
+		c = u.DeepCopy()
+		err = env.Client.Patch(context.Background(), c, client.Apply, client.DryRunAll, client.FieldOwner("helm"), client.ForceOwnership) //nolint:staticcheck // unstructured apply
+	}
 	return c, err
 }
 
