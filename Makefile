@@ -186,14 +186,16 @@ KEDA_CRDS := keda.sh_scaledobjects.yaml keda.sh_triggerauthentications.yaml
 PROMOP_CRDS := monitoring.coreos.com_servicemonitors.yaml monitoring.coreos.com_podmonitors.yaml monitoring.coreos.com_prometheusrules.yaml
 
 .PHONY: crds
-crds: $(CRDS)/.stamp ## download KEDA's and the Prometheus operator's CRDs (pinned by hack/crds) into bin/crds
+crds: $(CRDS)/.stamp ## download KEDA's, the Prometheus operator's and LeaderWorkerSet's CRDs (pinned by hack/crds) into bin/crds
 
 $(CRDS)/.stamp: hack/crds/go.mod hack/crds/go.sum
 	@rm -rf $(CRDS) && mkdir -p $(CRDS)
 	@cd hack/crds && \
 	keda=$$($(GO) mod download -json github.com/kedacore/keda/v2 | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$$/\1/p') && \
 	promop=$$($(GO) mod download -json github.com/prometheus-operator/prometheus-operator | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$$/\1/p') && \
-	test -n "$$keda" && test -n "$$promop" || { echo "go mod download failed in hack/crds"; exit 1; }; \
+	lws=$$($(GO) mod download -json sigs.k8s.io/lws | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$$/\1/p') && \
+	test -n "$$keda" && test -n "$$promop" && test -n "$$lws" || { echo "go mod download failed in hack/crds"; exit 1; }; \
+	install -m 0644 "$$lws/config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml" $(CRDS)/ || exit 1; \
 	for f in $(KEDA_CRDS); do install -m 0644 "$$keda/config/crd/bases/$$f" $(CRDS)/ || exit 1; done; \
 	for f in $(PROMOP_CRDS); do install -m 0644 "$$promop/example/prometheus-operator-crd/$$f" $(CRDS)/ || exit 1; done
 	@touch $@

@@ -63,20 +63,26 @@ const (
 	ReasonSettingsDisagree      = "ServerSettingsDisagree"
 )
 
-// CrossVersionObjectReference names the workload a variant scales.
+// CrossVersionObjectReference names the workload a variant scales: any
+// kind with a scale subresource, as for HPA (Deployment, StatefulSet,
+// leaderworkerset.x-k8s.io LeaderWorkerSet, ...).
 type CrossVersionObjectReference struct {
-	// Kind of the target. Only Deployment is supported.
+	// Kind of the target, e.g. Deployment, StatefulSet or
+	// LeaderWorkerSet. It must have a scale subresource.
 	// +kubebuilder:default=Deployment
-	// +kubebuilder:validation:Enum=Deployment
+	// +kubebuilder:validation:Pattern=`^[A-Z][A-Za-z0-9]*$`
+	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	Kind string `json:"kind,omitempty"`
 	// Name of the target, in the variant's namespace.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
-	// APIVersion of the target.
+	// APIVersion of the target: group/version (apps/v1,
+	// leaderworkerset.x-k8s.io/v1), or a version of the core group.
 	// +kubebuilder:default="apps/v1"
-	// +kubebuilder:validation:Enum="apps/v1"
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?v[0-9]+((alpha|beta)[0-9]+)?$`
+	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	APIVersion string `json:"apiVersion,omitempty"`
 }
@@ -362,7 +368,22 @@ type VariantAutoscaling struct {
 	Status VariantAutoscalingStatus `json:"status,omitempty"`
 }
 
-// TargetName is the Deployment the variant scales.
+// TargetKind and TargetAPIVersion are the kind and API version of the
+// workload the variant scales (Deployment, apps/v1 when not given).
+func (va *VariantAutoscaling) TargetKind() (kind, apiVersion string) {
+	kind, apiVersion = "Deployment", "apps/v1"
+	if r := va.Spec.ScaleTargetRef; r != nil {
+		if r.Kind != "" {
+			kind = r.Kind
+		}
+		if r.APIVersion != "" {
+			apiVersion = r.APIVersion
+		}
+	}
+	return kind, apiVersion
+}
+
+// TargetName is the workload the variant scales.
 func (va *VariantAutoscaling) TargetName() string {
 	if va.Spec.ScaleTargetRef != nil && va.Spec.ScaleTargetRef.Name != "" {
 		return va.Spec.ScaleTargetRef.Name

@@ -3,9 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
@@ -16,7 +15,7 @@ import (
 // called once per cycle for each variant with a decision; it reports
 // whether the target now runs the desired count.
 type Actuator interface {
-	Apply(ctx context.Context, va *wvav1.VariantAutoscaling, target *appsv1.Deployment, s Scaling) (Actuation, error)
+	Apply(ctx context.Context, va *wvav1.VariantAutoscaling, target *workload, s Scaling) (Actuation, error)
 }
 
 // Scaling is the decision an actuator applies.
@@ -69,9 +68,9 @@ func init() {
 // removes them when HPA or KEDA lowers the replica count.
 type metricsOnly struct{ marker *victimMarker }
 
-func (a metricsOnly) Apply(ctx context.Context, va *wvav1.VariantAutoscaling, d *appsv1.Deployment, s Scaling) (Actuation, error) {
+func (a metricsOnly) Apply(ctx context.Context, va *wvav1.VariantAutoscaling, d *workload, s Scaling) (Actuation, error) {
 	res := observe(d, s.Desired)
-	if err := a.marker.update(ctx, va, specReplicas(d), s); err != nil {
+	if err := a.marker.update(ctx, va, d, s); err != nil {
 		res.Message = joinMessage(res.Message, err.Error())
 	}
 	return res, nil
@@ -84,10 +83,10 @@ type direct struct {
 	marker *victimMarker
 }
 
-func (a direct) Apply(ctx context.Context, va *wvav1.VariantAutoscaling, d *appsv1.Deployment, s Scaling) (Actuation, error) {
+func (a direct) Apply(ctx context.Context, va *wvav1.VariantAutoscaling, d *workload, s Scaling) (Actuation, error) {
 	desired := bounded(va, s.Desired)
-	current := specReplicas(d)
-	markErr := a.marker.update(ctx, va, current, Scaling{Desired: desired, Victims: s.Victims})
+	current := d.SpecReplicas
+	markErr := a.marker.update(ctx, va, d, Scaling{Desired: desired, Victims: s.Victims})
 	if current == desired {
 		res := observe(d, desired)
 		if markErr != nil {
@@ -95,15 +94,15 @@ func (a direct) Apply(ctx context.Context, va *wvav1.VariantAutoscaling, d *apps
 		}
 		return res, nil
 	}
-	scale := &autoscalingv1.Scale{}
-	if err := a.c.SubResource("scale").Get(ctx, d, scale); err != nil {
-		return Actuation{}, fmt.Errorf("reading the scale of deployment %s/%s: %w", d.Namespace, d.Name, err)
+	scale, err := getScale(ctx, a.c, d.object())
+	if err != nil {
+		return Actuation{}, fmt.Errorf("reading the scale of %s in %s: %w", d, d.Namespace, err)
 	}
 	scale.Spec.Replicas = desired
-	if err := a.c.SubResource("scale").Update(ctx, d, client.WithSubResourceBody(scale)); err != nil {
-		return Actuation{}, fmt.Errorf("scaling deployment %s/%s to %d: %w", d.Namespace, d.Name, desired, err)
+	if err := updateScale(ctx, a.c, d.object(), scale); err != nil {
+		return Actuation{}, fmt.Errorf("scaling %s in %s to %d: %w", d, d.Namespace, desired, err)
 	}
-	res := Actuation{Patched: true, Message: fmt.Sprintf("scaled deployment %s to %d replicas", d.Name, desired)}
+	res := Actuation{Patched: true, Message: fmt.Sprintf("scaled %s to %d replicas", d, desired)}
 	if markErr != nil {
 		res.Message = joinMessage(res.Message, markErr.Error())
 	}
@@ -129,21 +128,14 @@ func bounded(va *wvav1.VariantAutoscaling, n int32) int32 {
 	return max(n, 0)
 }
 
-func specReplicas(d *appsv1.Deployment) int32 {
-	if d.Spec.Replicas == nil {
-		return 1
-	}
-	return *d.Spec.Replicas
-}
-
-func observe(d *appsv1.Deployment, desired int32) Actuation {
-	spec, ready := specReplicas(d), d.Status.ReadyReplicas
+func observe(d *workload, desired int32) Actuation {
+	spec, ready := d.SpecReplicas, d.ReadyReplicas
 	switch {
 	case spec == desired && ready == desired:
 		return Actuation{Complete: true}
 	case spec == desired:
 		return Actuation{Message: fmt.Sprintf("%d of %d replicas ready", ready, desired)}
 	default:
-		return Actuation{Message: fmt.Sprintf("deployment wants %d replicas, WVA %d", spec, desired)}
+		return Actuation{Message: fmt.Sprintf("%s wants %d replicas, WVA %d", strings.ToLower(d.Kind), spec, desired)}
 	}
 }

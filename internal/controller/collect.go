@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -87,12 +86,21 @@ func (p *planner) snapshot(ctx context.Context, c *cycleState, set settings) (
 		models = append(models, p.engineModel(ctx, c, t, vs, set, collected[i].rep, gw))
 	}
 	built := p.builder.Build(now, p.snapshotSettings(ctx, set), models)
-	// Each variant's pods with metrics, for its status.
+	// Each variant's pods with metrics, for its status: every pod, also
+	// those a group merges into one replica.
+	planned := map[collector.Target]bool{}
 	for _, m := range built.Snapshot.Models {
-		for _, ev := range m.Variants {
-			if v := c.byKey[types.NamespacedName{Namespace: m.Namespace, Name: ev.Name}]; v != nil {
-				for _, pod := range ev.Pods {
-					v.pods = append(v.pods, pod.Name)
+		planned[collector.Target{Namespace: m.Namespace, Model: m.ID}] = true
+	}
+	for _, m := range models {
+		if !planned[m.Target()] {
+			continue
+		}
+		for _, sv := range m.Variants {
+			v := c.byKey[types.NamespacedName{Namespace: m.Model.Namespace, Name: sv.Variant.Name}]
+			for _, pm := range m.Report.Pods {
+				if mine, _ := sv.Owns(pm); v != nil && mine {
+					v.pods = append(v.pods, pm.Pod.Name)
 				}
 			}
 		}
@@ -291,8 +299,8 @@ func (p *planner) podOwners(ctx context.Context, m config.Main, vs []*variant) m
 		return out
 	}
 	for _, v := range vs {
-		sel, err := metav1.LabelSelectorAsSelector(v.target.Spec.Selector)
-		if err != nil || sel.Empty() {
+		sel := v.target.Selector
+		if sel == nil || sel.Empty() {
 			continue
 		}
 		var pods corev1.PodList
@@ -306,6 +314,9 @@ func (p *planner) podOwners(ctx context.Context, m config.Main, vs []*variant) m
 				continue
 			}
 			info := podInfo{variant: v.va.Name}
+			if v.target.isLWS() {
+				info.group = pod.Labels[lwsGroupLabel]
+			}
 			for _, c := range pod.Status.Conditions {
 				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
 					info.ready = c.LastTransitionTime.Time

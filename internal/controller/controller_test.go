@@ -264,7 +264,7 @@ func TestOwnedBy(t *testing.T) {
 		{pod("StatefulSet", "llama-h100", ""), false},
 		{pod("", "", ""), true}, // a bare pod the selector matches
 	} {
-		if got := ownedBy(c.pod, d); got != c.want {
+		if got := ownedBy(c.pod, fromDeployment(d)); got != c.want {
 			t.Errorf("%+v: got %v", c.pod.OwnerReferences, got)
 		}
 	}

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 
 	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
@@ -271,7 +271,7 @@ func (p *planner) published(c *cycleState, plan *engine.Plan, woken map[types.Na
 // keeps showing) or else its status's, and at its current count when it
 // has neither.
 func (p *planner) heldAtLast(c *cycleState, v *variant) engine.VariantDecision {
-	cur := int(specReplicas(v.target))
+	cur := int(v.target.SpecReplicas)
 	desired := cur
 	if prev, ok := p.Cache.get(v.key); ok && prev.Decided {
 		desired = prev.Decision.Desired
@@ -384,18 +384,18 @@ func (p *planner) resolve(ctx context.Context, now time.Time, items []wvav1.Vari
 			decisions[k] = decision{Time: now, OptimizationReason: wvav1.ReasonTargetConflict, OptimizationMessage: msg}
 			continue
 		}
-		var d appsv1.Deployment
-		err := p.Client.Get(ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.TargetName()}, &d)
+		w, err := getWorkload(ctx, p.Client, va)
 		if err != nil {
 			reason := wvav1.ReasonTargetNotFound
-			if !apierrors.IsNotFound(err) {
+			if !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
 				reason = wvav1.ReasonOptimizationFailed
 			}
-			decisions[k] = decision{Time: now, OptimizationReason: reason, OptimizationMessage: fmt.Sprintf("deployment %s: %v", va.TargetName(), err)}
+			kind, _ := va.TargetKind()
+			decisions[k] = decision{Time: now, OptimizationReason: reason, OptimizationMessage: fmt.Sprintf("%s %s: %v", strings.ToLower(kind), va.TargetName(), err)}
 			continue
 		}
 		t := collector.Target{Namespace: va.Namespace, Model: va.Spec.ModelID}
-		groups[t] = append(groups[t], &variant{va: va, target: &d, key: k})
+		groups[t] = append(groups[t], &variant{va: va, target: w, key: k})
 	}
 	return decisions, groups, keep, keepTuner
 }

@@ -58,8 +58,19 @@ func TestHelmChartValidates(t *testing.T) {
 				allow("patch", "llmd.ai", "variantautoscalings", "status", "team-a"), allow("patch", "", "pods", "", "team-a"), allow("create", "events.k8s.io", "events", "", "team-a"),
 				deny("update", "apps", "deployments", "scale", "team-a"), deny("patch", "apps", "deployments", "scale", ""),
 				deny("update", "apps", "deployments", "", "team-a"), deny("list", "", "nodes", "", ""),
+				deny("get", "apps", "statefulsets", "", "team-a"), deny("get", "leaderworkerset.x-k8s.io", "leaderworkersets", "scale", "team-a"),
 			}
 		}, checkDefaultChart},
+		{"StatefulSet and LeaderWorkerSet targets, direct actuation", map[string]any{"rbac": map[string]any{"directActuation": true,
+			"targetKinds": []any{"statefulsets", "leaderworkersets"}}}, func(string) []access {
+			return []access{allow("watch", "apps", "statefulsets", "", "team-a"), allow("update", "apps", "statefulsets", "scale", "team-a"),
+				allow("list", "leaderworkerset.x-k8s.io", "leaderworkersets", "", ""), allow("patch", "leaderworkerset.x-k8s.io", "leaderworkersets", "scale", "team-a"),
+				deny("update", "apps", "statefulsets", "", "team-a"), deny("update", "leaderworkerset.x-k8s.io", "leaderworkersets", "", "team-a")}
+		}, nil},
+		{"StatefulSet targets, metrics-only", map[string]any{"rbac": map[string]any{"targetKinds": []any{"statefulsets"}}}, func(string) []access {
+			return []access{allow("get", "apps", "statefulsets", "scale", "team-a"), deny("update", "apps", "statefulsets", "scale", "team-a"),
+				deny("get", "leaderworkerset.x-k8s.io", "leaderworkersets", "", "team-a")}
+		}, nil},
 		{"direct actuation", map[string]any{"rbac": map[string]any{"directActuation": true}}, func(string) []access {
 			return []access{allow("update", "apps", "deployments", "scale", "team-a"), allow("patch", "apps", "deployments", "scale", ""),
 				deny("update", "apps", "deployments", "", "team-a"), deny("list", "", "nodes", "", "")}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -107,7 +106,7 @@ func (p *planner) run(ctx context.Context) error {
 // variant is one VariantAutoscaling during a cycle.
 type variant struct {
 	va     *wvav1.VariantAutoscaling
-	target *appsv1.Deployment
+	target *workload
 	key    types.NamespacedName
 	pods   []string // names of its pods that report metrics (this cycle)
 	// listErr is why its pods could not be listed (this cycle), if so.
@@ -122,4 +121,7 @@ type variant struct {
 type podInfo struct {
 	variant string
 	ready   time.Time
+	// group names the pod's replica when a replica is several pods (a
+	// LeaderWorkerSet's group index), else "".
+	group string
 }

@@ -29,6 +29,18 @@ package controller
 // Deployments. Metrics-only actuation (HPA or KEDA) does not need it.
 // +kubebuilder:rbac:groups=apps,resources=deployments/scale,verbs=get;update;patch,roleName=wva-direct-actuation-role
 //
+// Targets of other kinds than Deployment, one role per kind, bound like
+// the workloads role only when VariantAutoscalings target that kind: read
+// the workload and its /scale (the targets role), scale it (the
+// direct-actuation role of the kind). A kind without a role here needs
+// the same rules in a ClusterRole of the user's (docs/install.md).
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch,roleName=wva-statefulset-targets-role
+// +kubebuilder:rbac:groups=apps,resources=statefulsets/scale,verbs=get,roleName=wva-statefulset-targets-role
+// +kubebuilder:rbac:groups=apps,resources=statefulsets/scale,verbs=get;update;patch,roleName=wva-statefulset-direct-actuation-role
+// +kubebuilder:rbac:groups=leaderworkerset.x-k8s.io,resources=leaderworkersets,verbs=get;list;watch,roleName=wva-leaderworkerset-targets-role
+// +kubebuilder:rbac:groups=leaderworkerset.x-k8s.io,resources=leaderworkersets/scale,verbs=get,roleName=wva-leaderworkerset-targets-role
+// +kubebuilder:rbac:groups=leaderworkerset.x-k8s.io,resources=leaderworkersets/scale,verbs=get;update;patch,roleName=wva-leaderworkerset-direct-actuation-role
+//
 // wva-node-reader-role (ClusterRole; bound only for the limited optimizer
 // with WVA_CAPACITY_SOURCE=nodes): count the GPUs of the nodes.
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list,roleName=wva-node-reader-role

@@ -6,11 +6,10 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -129,35 +128,39 @@ func (r *reconciler) writeStatus(ctx context.Context, va *wvav1.VariantAutoscali
 	return ctrl.Result{}, nil
 }
 
-// targetStatus reads the VA's Deployment (nil when it does not exist) and
+// targetStatus reads the VA's target (nil when it does not exist) and
 // sets TargetResolved and the current allocation.
 func (r *reconciler) targetStatus(ctx context.Context, va *wvav1.VariantAutoscaling, st *wvav1.VariantAutoscalingStatus, now metav1.Time,
-	dec decision, ok bool) (*appsv1.Deployment, error) {
-	var d appsv1.Deployment
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.TargetName()}, &d)
+	dec decision, ok bool) (*workload, error) {
+	d, err := getWorkload(ctx, r.Client, va)
+	kind, apiVersion := va.TargetKind()
 	switch {
 	case err == nil && ok && dec.conflict():
 		setCondition(&st.Conditions, now, wvav1.ConditionTargetResolved, false, wvav1.ReasonTargetConflict, dec.OptimizationMessage)
 	case err == nil:
-		setCondition(&st.Conditions, now, wvav1.ConditionTargetResolved, true, wvav1.ReasonTargetFound,
-			fmt.Sprintf("deployment %s found", d.Name))
+		setCondition(&st.Conditions, now, wvav1.ConditionTargetResolved, true, wvav1.ReasonTargetFound, fmt.Sprintf("%s found", d))
 	case apierrors.IsNotFound(err):
 		setCondition(&st.Conditions, now, wvav1.ConditionTargetResolved, false, wvav1.ReasonTargetNotFound,
-			fmt.Sprintf("deployment %s/%s does not exist; actuation is paused", va.Namespace, va.TargetName()))
+			fmt.Sprintf("%s %s/%s does not exist; actuation is paused", strings.ToLower(kind), va.Namespace, va.TargetName()))
+		st.CurrentAlloc = wvav1.Allocation{Accelerator: acceleratorOf(va, nil)}
+		return nil, nil
+	case meta.IsNoMatchError(err):
+		setCondition(&st.Conditions, now, wvav1.ConditionTargetResolved, false, wvav1.ReasonTargetNotFound,
+			fmt.Sprintf("the API server serves no kind %s in %s (is its CRD installed?); actuation is paused", kind, apiVersion))
 		st.CurrentAlloc = wvav1.Allocation{Accelerator: acceleratorOf(va, nil)}
 		return nil, nil
 	default:
-		return nil, fmt.Errorf("reading deployment %s: %w", va.TargetName(), err)
+		return nil, fmt.Errorf("reading %s %s: %w", strings.ToLower(kind), va.TargetName(), err)
 	}
-	st.CurrentAlloc = wvav1.Allocation{Accelerator: acceleratorOf(va, &d), NumReplicas: specReplicas(&d), ReadyReplicas: d.Status.ReadyReplicas}
-	return &d, nil
+	st.CurrentAlloc = wvav1.Allocation{Accelerator: acceleratorOf(va, d), NumReplicas: d.SpecReplicas, ReadyReplicas: d.ReadyReplicas}
+	return d, nil
 }
 
 // actuationStatus sets the actuation and ActuationComplete, comparing the
 // target as it is now with the desired allocation; without a target, a
 // decision or a desired allocation, and in a target conflict, it leaves
 // them as they are.
-func (r *reconciler) actuationStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time, dec decision, ok bool, target *appsv1.Deployment) {
+func (r *reconciler) actuationStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time, dec decision, ok bool, target *workload) {
 	if !ok || target == nil || dec.conflict() || !dec.Decided && st.DesiredOptimizedAlloc.LastRunTime.IsZero() {
 		return
 	}

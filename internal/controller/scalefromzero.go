@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -58,7 +57,7 @@ func (s *scaleFromZero) Start(ctx context.Context) error {
 // candidate is a variant of a model the fast loop checks.
 type candidate struct {
 	va   *wvav1.VariantAutoscaling
-	d    *appsv1.Deployment
+	d    *workload
 	cost float64
 }
 
@@ -78,15 +77,15 @@ func (s *scaleFromZero) fastModels(ctx context.Context, set settings) (map[colle
 		if _, lost := conflicts[types.NamespacedName{Namespace: va.Namespace, Name: va.Name}]; lost || va.DeletionTimestamp != nil {
 			continue
 		}
-		var d appsv1.Deployment
-		if err := p.Client.Get(ctx, types.NamespacedName{Namespace: va.Namespace, Name: va.TargetName()}, &d); err != nil {
+		d, err := getWorkload(ctx, p.Client, va)
+		if err != nil {
 			continue
 		}
 		t := collector.Target{Namespace: va.Namespace, Model: va.Spec.ModelID}
-		if specReplicas(&d) > 0 || d.Status.Replicas > 0 {
+		if d.SpecReplicas > 0 || d.StatusReplicas > 0 {
 			busy[t] = true
 		}
-		groups[t] = append(groups[t], candidate{va: va, d: &d, cost: variantCost(va, acceleratorOf(va, &d), set.Accelerators, variantSettings(va, &d).accelerators)})
+		groups[t] = append(groups[t], candidate{va: va, d: d, cost: variantCost(va, acceleratorOf(va, d), set.Accelerators, variantSettings(va, d).accelerators)})
 	}
 	return groups, busy, nil
 }
@@ -99,9 +98,9 @@ func fastModel(t collector.Target, cs []candidate, waiting, rate float64) engine
 		if hi := c.va.Spec.MaxReplicas; hi != nil && *hi < 1 {
 			continue // may have no replica (the engine reads 0 as no bound)
 		}
-		cur := int(specReplicas(c.d))
+		cur := int(c.d.SpecReplicas)
 		v := engine.Variant{Name: c.va.Name, Accelerator: acceleratorOf(c.va, c.d), Cost: c.cost, CurrentReplicas: cur,
-			ReadyReplicas: min(int(c.d.Status.ReadyReplicas), cur)}
+			ReadyReplicas: min(int(c.d.ReadyReplicas), cur)}
 		if lo := c.va.Spec.MinReplicas; lo != nil {
 			n := int(*lo)
 			v.MinReplicas = &n

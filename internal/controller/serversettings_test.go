@@ -121,7 +121,7 @@ func TestEngineVariantFromWorkload(t *testing.T) {
 	d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Template: *template(container("vllm", []string{"vllm", "serve", "llama"},
 		[]string{"--max-num-seqs", "96", "--max-num-batched-tokens", "8192"}, map[string]int64{"nvidia.com/gpu": 4}))}}
 	set := settings{Accelerators: map[string]config.Accelerator{"H100": {Name: "H100", Cost: 40}}}
-	v := &variant{va: va, target: d}
+	v := &variant{va: va, target: fromDeployment(d)}
 	ev := engineVariant(v, set, nil).Variant
 	if ev.MaxBatchSize != 96 || ev.MaxBatchTokens != 8192 || ev.AcceleratorsPerReplica != 4 || ev.Cost != 160 {
 		t.Errorf("variant %+v: want a batch of 96, 8192 tokens, 4 GPUs at 40 each", ev)

@@ -36,7 +36,9 @@ var env *testenv.Env
 
 const ctrlNS = "wva-system"
 
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
+// The suite serves the CRDs of bin/crds too (make crds): LeaderWorkerSet,
+// a scalable target (workload_test.go).
+func TestMain(m *testing.M) { testenv.Main(m, &env, filepath.Join(testenv.Root(), "bin", "crds")) }
 
 // fixture is a controller assembled around the real API server, with a
 // fake clock and a metrics file, driven synchronously.

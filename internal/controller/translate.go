@@ -38,7 +38,7 @@ const LabelAccelerator = "inference.optimization/acceleratorName"
 func engineVariant(v *variant, set settings, owners map[string]podInfo) snapshot.Variant {
 	va, d := v.va, v.target
 	acc := acceleratorOf(va, d)
-	ev := engine.Variant{Name: va.Name, Accelerator: acc, CurrentReplicas: int(specReplicas(d)), ReadyReplicas: int(d.Status.ReadyReplicas)}
+	ev := engine.Variant{Name: va.Name, Accelerator: acc, CurrentReplicas: int(d.SpecReplicas), ReadyReplicas: int(d.ReadyReplicas)}
 	if r := va.Spec.Role; r == "prefill" || r == "decode" {
 		ev.Role = r
 	}
@@ -72,6 +72,7 @@ func engineVariant(v *variant, set settings, owners map[string]podInfo) snapshot
 		out.LastGood = int(a.NumReplicas)
 	}
 	label := set.Main.PodVariantLabel
+	out.Group = func(pm collector.PodMetrics) string { return owners[pm.Pod.Name].group }
 	out.Owns = func(pm collector.PodMetrics) (bool, time.Time) {
 		if label != "" {
 			return pm.Labels[label] == va.Name, time.Time{}
@@ -85,7 +86,7 @@ func engineVariant(v *variant, set settings, owners map[string]podInfo) snapshot
 // acceleratorOf resolves a variant's accelerator type: the spec's
 // accelerator, else its upstream alias acceleratorType, else the target's
 // label, the only profile entry, else "unknown".
-func acceleratorOf(va *wvav1.VariantAutoscaling, d *appsv1.Deployment) string {
+func acceleratorOf(va *wvav1.VariantAutoscaling, d *workload) string {
 	if va.Spec.Accelerator != "" {
 		return va.Spec.Accelerator
 	}
@@ -96,8 +97,8 @@ func acceleratorOf(va *wvav1.VariantAutoscaling, d *appsv1.Deployment) string {
 		if a := d.Labels[LabelAccelerator]; a != "" {
 			return a
 		}
-		if a := d.Spec.Template.Labels[LabelAccelerator]; a != "" {
-			return a
+		if d.Template != nil && d.Template.Labels[LabelAccelerator] != "" {
+			return d.Template.Labels[LabelAccelerator]
 		}
 	}
 	if va.Spec.ModelProfile != nil && len(va.Spec.ModelProfile.Accelerators) == 1 {
@@ -161,12 +162,19 @@ func profiledParams(a *wvav1.AcceleratorProfile) (tuner.Params, bool) {
 
 // variantSettings are a variant's server settings: its VariantAutoscaling's,
 // else its target's pod template's (d may be nil).
-func variantSettings(va *wvav1.VariantAutoscaling, d *appsv1.Deployment) resolvedSettings {
+func variantSettings(va *wvav1.VariantAutoscaling, d *workload) resolvedSettings {
 	var tpl *corev1.PodTemplateSpec
 	if d != nil {
-		tpl = &d.Spec.Template
+		tpl = d.Template
 	}
-	return resolveSettings(profileFor(va, acceleratorOf(va, d)), readServerSettings(tpl))
+	ss := readServerSettings(tpl)
+	if d != nil && d.GroupSize > 1 && ss.accelerators > 0 {
+		// A replica is a group of GroupSize pods, each with the template's
+		// accelerators.
+		ss.accelerators *= int(d.GroupSize)
+		ss.from[settingAccs] += fmt.Sprintf(" × %d pods per group", d.GroupSize)
+	}
+	return resolveSettings(profileFor(va, acceleratorOf(va, d)), ss)
 }
 
 // variantCost: the spec's variantCost, else the accelerator's unit cost
@@ -192,16 +200,24 @@ func classRef(vs []*variant) *wvav1.ConfigMapKeyRef {
 	return nil
 }
 
-// ownedBy says whether a pod the Deployment's selector matches is really
-// the Deployment's: its controller, when it has one, is the Deployment's
-// ReplicaSet (named after the Deployment and the pod's template hash).
-// Overlapping selectors of two Deployments then do not mix their pods.
-func ownedBy(pod *corev1.Pod, d *appsv1.Deployment) bool {
+// ownedBy says whether a pod the workload's selector matches is really
+// the workload's: its controller, when it has one, is the Deployment's
+// ReplicaSet (named after the Deployment and the pod's template hash), or
+// the StatefulSet itself. Overlapping selectors of two workloads then do
+// not mix their pods. A LeaderWorkerSet's pods carry its name's label
+// (their selector); other kinds' pods are taken as their selector finds
+// them.
+func ownedBy(pod *corev1.Pod, w *workload) bool {
 	ref := metav1.GetControllerOf(pod)
-	if ref == nil {
+	switch {
+	case ref == nil:
 		return true
+	case w.isDeployment():
+		return ref.Kind == "ReplicaSet" && ref.Name == w.Name+"-"+pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+	case w.Kind == "StatefulSet":
+		return ref.Kind == "StatefulSet" && ref.Name == w.Name
 	}
-	return ref.Kind == "ReplicaSet" && ref.Name == d.Name+"-"+pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+	return true
 }
 
 // targetConflicts finds VariantAutoscalings whose Deployment an older one

@@ -33,7 +33,7 @@ func TestEngineVariant(t *testing.T) {
 	d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: &three}, Status: appsv1.DeploymentStatus{ReadyReplicas: 2}}
 	set := settings{Accelerators: map[string]config.Accelerator{"H100": {Name: "H100", Cost: 40}}}
 	owners := map[string]podInfo{"llama-h100-0": {variant: "llama-h100", ready: time.Unix(100, 0)}, "other-0": {variant: "other"}}
-	got := engineVariant(&variant{va: va, target: d}, set, owners)
+	got := engineVariant(&variant{va: va, target: fromDeployment(d)}, set, owners)
 	ev := got.Variant
 	for _, f := range []struct {
 		name      string
@@ -65,7 +65,7 @@ func TestEngineVariant(t *testing.T) {
 	// A factor that does not parse, or below 1, is ignored (the CRD's CEL
 	// rejects it; an older API server may not).
 	va.Spec.ScaleUpLimit.Factor = "0.5"
-	if f := engineVariant(&variant{va: va, target: d}, set, owners).Variant.ScaleUpLimitFactor; f != 0 {
+	if f := engineVariant(&variant{va: va, target: fromDeployment(d)}, set, owners).Variant.ScaleUpLimitFactor; f != 0 {
 		t.Errorf("factor 0.5 read as %v", f)
 	}
 }
@@ -86,7 +86,7 @@ func TestUpstreamAliases(t *testing.T) {
 	set := settings{Accelerators: map[string]config.Accelerator{"H100": {Name: "H100", Cost: 40}, "A100": {Name: "A100", Cost: 20}}}
 	translate := func(spec wvav1.VariantAutoscalingSpec) engine.Variant {
 		va := &wvav1.VariantAutoscaling{ObjectMeta: metav1.ObjectMeta{Name: "llama-h100", Namespace: "llm"}, Spec: spec}
-		return engineVariant(&variant{va: va, target: d}, set, nil).Variant
+		return engineVariant(&variant{va: va, target: fromDeployment(d)}, set, nil).Variant
 	}
 	want := translate(fields)
 	if want.Accelerator != "H100" || want.AcceleratorsPerReplica != 2 || want.Cost != 80 || want.MaxBatchSize != 256 || want.Params == nil {

@@ -43,12 +43,18 @@ func newVictimMarker(c client.Client) *victimMarker {
 	return &victimMarker{c: c, marks: map[types.NamespacedName]map[string]bool{}}
 }
 
-// update marks the victims of a scale-down from current to s.Desired
+// update marks the victims of a scale-down of the workload to s.Desired
 // replicas; on a scale-up it clears the marks (no pod need go). When the
 // count stays, the marks stay: the pods the last scale-down marked may
-// still be on their way out.
-func (m *victimMarker) update(ctx context.Context, va *wvav1.VariantAutoscaling, current int32, s Scaling) error {
-	switch n := int(current - s.Desired); {
+// still be on their way out. Only a Deployment's ReplicaSet honours
+// pod-deletion-cost: a StatefulSet (and a LeaderWorkerSet, whose groups
+// are a StatefulSet's) removes its highest ordinals whatever the marks, so
+// no pod of another kind is marked.
+func (m *victimMarker) update(ctx context.Context, va *wvav1.VariantAutoscaling, w *workload, s Scaling) error {
+	if !w.isDeployment() {
+		return m.mark(ctx, va, nil)
+	}
+	switch n := int(w.SpecReplicas - s.Desired); {
 	case n > 0:
 		return m.mark(ctx, va, s.Victims[:min(n, len(s.Victims))])
 	case n < 0:

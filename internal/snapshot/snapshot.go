@@ -69,6 +69,10 @@ type Variant struct {
 	// known, when the pod became ready (its age then counts from there if
 	// the source did not give one).
 	Owns func(collector.PodMetrics) (mine bool, readySince time.Time)
+	// Group, when set, names the replica a pod belongs to when a replica is
+	// several pods (a LeaderWorkerSet's group): the pods of one group are
+	// one replica to the engine (mergeGroup). Empty: the pod is a replica.
+	Group func(collector.PodMetrics) string
 	// LastGood is the decision last published for the variant (by this
 	// controller or a previous leader), -1 when there is none.
 	LastGood int
@@ -158,6 +162,7 @@ func variant(v *Variant, rep collector.Report, scaleToZero bool) engine.Variant 
 		one := 1
 		ev.MinReplicas = &one
 	}
+	groups := map[string]int{} // group → index in ev.Pods
 	for _, pm := range rep.Pods {
 		mine, ready := v.Owns(pm)
 		if !mine {
@@ -167,6 +172,15 @@ func variant(v *Variant, rep collector.Report, scaleToZero bool) engine.Variant 
 		if !ready.IsZero() && pod.AgeSeconds == 0 {
 			pod.AgeSeconds = max(rep.Time.Sub(ready).Seconds(), 0)
 		}
+		g := ""
+		if v.Group != nil {
+			g = v.Group(pm)
+		}
+		if i, ok := groups[g]; ok && g != "" {
+			ev.Pods[i] = mergeGroup(ev.Pods[i], pod)
+			continue
+		}
+		groups[g] = len(ev.Pods)
 		ev.Pods = append(ev.Pods, pod)
 	}
 	// Terminating pods may still count as ready during a scale-down; and a
@@ -230,4 +244,36 @@ func (r Result) Seed(e *engine.Engine) {
 	for _, g := range r.lastGood {
 		e.SeedLastGood(g.namespace, g.model, g.variant, g.replicas)
 	}
+}
+
+// mergeGroup folds pod b into a, two servers of one replica: rates, queues,
+// running requests and the KV cache's size add up; the token counts and
+// latencies are arrival-weighted means; the KV usage is the fuller
+// server's (the replica saturates with it); a missing pod makes the
+// replica missing; the age and the sample are the older.
+func mergeGroup(a, b engine.Pod) engine.Pod {
+	out := a
+	ra, rb := a.ArrivalRateRPS, b.ArrivalRateRPS
+	mean := func(x, y float64) float64 {
+		if ra+rb <= 0 {
+			return max(x, y)
+		}
+		return (ra*x + rb*y) / (ra + rb)
+	}
+	out.AvgInputTokens, out.AvgOutputTokens = mean(a.AvgInputTokens, b.AvgInputTokens), mean(a.AvgOutputTokens, b.AvgOutputTokens)
+	out.AvgTTFTMs, out.AvgITLMs = mean(a.AvgTTFTMs, b.AvgTTFTMs), mean(a.AvgITLMs, b.AvgITLMs)
+	out.ArrivalRateRPS = ra + rb
+	out.WaitingRequests += b.WaitingRequests
+	out.RunningRequests += b.RunningRequests
+	out.KVCacheUsage = max(a.KVCacheUsage, b.KVCacheUsage)
+	if ta, tb := a.KVBlocks*a.BlockSize, b.KVBlocks*b.BlockSize; ta > 0 && tb > 0 && ta+tb <= engine.MaxKVCacheTokens {
+		out.KVBlocks, out.BlockSize = ta+tb, 1
+	}
+	out.MaxBatchSize += b.MaxBatchSize
+	out.Missing = a.Missing || b.Missing
+	out.AgeSeconds = min(a.AgeSeconds, b.AgeSeconds)
+	if !b.SampledAt.IsZero() && (out.SampledAt.IsZero() || b.SampledAt.Before(out.SampledAt)) {
+		out.SampledAt = b.SampledAt
+	}
+	return out
 }

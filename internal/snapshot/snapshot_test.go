@@ -181,3 +181,29 @@ func TestPlanSeeds(t *testing.T) {
 		t.Errorf("engine's own last good %d overridden: desired %d", own, d.Desired)
 	}
 }
+
+// TestGroupsAreReplicas: the pods of one group (a LeaderWorkerSet's leader
+// and workers, each a server) are one replica to the engine: rates,
+// queues and cache sizes add up, latencies are arrival-weighted, the KV
+// usage is the fuller server's; a pod without a group stays a replica.
+func TestGroupsAreReplicas(t *testing.T) {
+	leader, worker, lone := pod("g0-0", "a", 3), pod("g0-1", "a", 1), pod("g1-0", "a", 2)
+	worker.Pod.AvgTTFTMs, worker.Pod.KVCacheUsage, worker.Pod.WaitingRequests, leader.Pod.WaitingRequests = 200, 0.9, 4, 1
+	group := map[string]string{"g0-0": "0", "g0-1": "0", "g1-0": ""}
+	v := Variant{Variant: engine.Variant{Name: "a", Accelerator: "H100", CurrentReplicas: 2, ReadyReplicas: 2}, Owns: byLabel("a"),
+		Group: func(pm collector.PodMetrics) string { return group[pm.Pod.Name] }}
+	ev := variant(&v, collector.Report{Time: t0, Pods: []collector.PodMetrics{leader, worker, lone}}, false)
+	if len(ev.Pods) != 2 || ev.ReadyReplicas != 2 {
+		t.Fatalf("%d pods, %d ready: want the group as one replica beside the lone pod", len(ev.Pods), ev.ReadyReplicas)
+	}
+	g := ev.Pods[0]
+	for name, c := range map[string][2]float64{"rate": {g.ArrivalRateRPS, 4}, "TTFT (3×80+1×200)/4": {g.AvgTTFTMs, 110}, "KV": {g.KVCacheUsage, 0.9},
+		"waiting": {g.WaitingRequests, 5}, "cache tokens": {float64(g.KVBlocks * g.BlockSize), 32000}, "batch": {float64(g.MaxBatchSize), 128}} {
+		if c[0] != c[1] {
+			t.Errorf("%s = %v, want %v", name, c[0], c[1])
+		}
+	}
+	if ev.Pods[1].Name != "g1-0" || ev.Pods[1].ArrivalRateRPS != 2 {
+		t.Errorf("the lone pod: %+v", ev.Pods[1])
+	}
+}
