@@ -299,6 +299,7 @@ func (p *planner) podOwners(ctx context.Context, m config.Main, vs []*variant) m
 		return out
 	}
 	for _, v := range vs {
+		lws := v.target.isLWS()
 		sel := v.target.Selector
 		if sel == nil || sel.Empty() {
 			continue
@@ -314,7 +315,7 @@ func (p *planner) podOwners(ctx context.Context, m config.Main, vs []*variant) m
 				continue
 			}
 			info := podInfo{variant: v.va.Name}
-			if v.target.isLWS() {
+			if lws {
 				info.group = pod.Labels[lwsGroupLabel]
 			}
 			for _, c := range pod.Status.Conditions {

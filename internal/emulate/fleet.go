@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
 	"github.com/llm-d-incubation/wva/internal/servermetrics"
@@ -33,6 +34,7 @@ type Fleet struct {
 	// families are what each server serves (its vLLM metric set), with
 	// the finish reasons besides length its vLLM counts.
 	families     []servermetrics.Family
+	descs        []*prometheus.Desc
 	otherReasons []string
 }
 
@@ -81,6 +83,7 @@ func NewFleet(spec Spec, o FleetOptions) (*Fleet, error) {
 		return nil, err
 	}
 	f := &Fleet{clock: o.Clock, start: o.Clock.Now(), scale: o.TimeScale, div: 1, hists: map[int]podHists{}, families: families,
+		descs:        familyDescs(families),
 		otherReasons: []string{"abort", "error", "repetition", "stop"}}
 	if o.Metrics == MetricsLegacy {
 		f.otherReasons = []string{"abort", "stop"} // vLLM 0.10's FinishReason
@@ -188,7 +191,7 @@ func (f *Fleet) page(model string, id int) (*podMetrics, bool) {
 	if !ok {
 		return nil, false
 	}
-	p := &podMetrics{model: model, st: st, families: f.families, otherReasons: f.otherReasons}
+	p := &podMetrics{model: model, st: st, families: f.families, descs: f.descs, otherReasons: f.otherReasons}
 	if h, ok := f.hists[id]; ok {
 		p.h = h.clone()
 	} else {

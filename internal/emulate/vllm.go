@@ -265,6 +265,7 @@ func one(v float64) []sample { return []sample{{value: v}} }
 type podMetrics struct {
 	model    string
 	families []servermetrics.Family
+	descs    []*prometheus.Desc // of families, in their order
 	st       sim.ReplicaStats
 	h        podHists
 	// otherReasons are the finish reasons besides length the set's vLLM
@@ -280,12 +281,12 @@ func (p *podMetrics) Describe(chan<- *prometheus.Desc) {}
 
 // Collect implements prometheus.Collector.
 func (p *podMetrics) Collect(ch chan<- prometheus.Metric) {
-	for _, f := range p.families {
+	for i, f := range p.families {
 		produce, ok := producers[f.Name]
 		if !ok {
 			continue // a family the emulator cannot produce (a test fails)
 		}
-		desc := prometheus.NewDesc(f.Name, help(f.Name), f.Labels, nil)
+		desc := p.descs[i]
 		for _, s := range produce(p) {
 			values := make([]string, len(f.Labels))
 			for i, l := range f.Labels {
@@ -312,19 +313,28 @@ func (p *podMetrics) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// help is a family's help text: vLLM's for the figures WVA reads, the name
-// otherwise.
-func help(name string) string {
-	if h, ok := map[string]string{
-		"vllm:num_requests_running":        "Number of requests in model execution batches.",
-		"vllm:num_requests_waiting":        "Number of requests waiting to be processed.",
-		"vllm:kv_cache_usage_perc":         "KV-cache usage. 1 means 100 percent usage.",
-		"vllm:request_success_total":       "Count of successfully processed requests.",
-		"vllm:time_to_first_token_seconds": "Histogram of time to first token in seconds.",
-		"vllm:inter_token_latency_seconds": "Histogram of inter-token latency in seconds.",
-		"vllm:cache_config_info":           "Information of the LLMEngine CacheConfig",
-	}[name]; ok {
-		return h
+// familyDescs are the families' descriptions, built once per fleet (not
+// per scrape).
+func familyDescs(families []servermetrics.Family) []*prometheus.Desc {
+	out := make([]*prometheus.Desc, len(families))
+	for i, f := range families {
+		help, ok := helpTexts[f.Name]
+		if !ok {
+			help = "vLLM's " + f.Name + " (emulated)."
+		}
+		out[i] = prometheus.NewDesc(f.Name, help, f.Labels, nil)
 	}
-	return "vLLM's " + name + " (emulated)."
+	return out
+}
+
+// helpTexts are vLLM's help texts of the figures WVA reads; the others
+// name the family.
+var helpTexts = map[string]string{
+	"vllm:num_requests_running":        "Number of requests in model execution batches.",
+	"vllm:num_requests_waiting":        "Number of requests waiting to be processed.",
+	"vllm:kv_cache_usage_perc":         "KV-cache usage. 1 means 100 percent usage.",
+	"vllm:request_success_total":       "Count of successfully processed requests.",
+	"vllm:time_to_first_token_seconds": "Histogram of time to first token in seconds.",
+	"vllm:inter_token_latency_seconds": "Histogram of inter-token latency in seconds.",
+	"vllm:cache_config_info":           "Information of the LLMEngine CacheConfig",
 }
