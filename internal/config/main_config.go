@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/promql/parser"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/llm-d-incubation/wva/internal/engine"
 	"github.com/llm-d-incubation/wva/internal/servermetrics"
@@ -46,6 +47,9 @@ const (
 	// MaxEngineDelay bounds WVA_METRICS_MAX_AGE, WVA_TRANSIENT_DELAY and
 	// WVA_PROVISIONING_TIME.
 	MaxEngineDelay = time.Hour
+	// DefaultDrainTimeout and MaxDrainTimeout: WVA_DRAIN_TIMEOUT.
+	DefaultDrainTimeout = 5 * time.Minute
+	MaxDrainTimeout     = time.Hour
 )
 
 // DefaultMain returns the main configuration when the ConfigMap is empty.
@@ -57,6 +61,7 @@ func DefaultMain() Main {
 		ScaleFromZeroInterval: DefaultScaleFromZeroInterval,
 		ScaleFromZeroQuery:    DefaultScaleFromZeroQuery,
 		GatewayRateQuery:      DefaultGatewayRateQuery,
+		Drain:                 Drain{Timeout: DefaultDrainTimeout, Method: DrainActivePorts},
 	}
 }
 
@@ -196,6 +201,15 @@ var mainKeys = map[string]setter{
 		}
 		return err
 	},
+	"WVA_DRAIN_TIMEOUT": func(m *Main, v string) (err error) {
+		if v == "0" {
+			m.Drain.Timeout = 0
+			return nil
+		}
+		m.Drain.Timeout, err = parseDurationIn(v, 0, MaxDrainTimeout, "5m (0 turns draining off)")
+		return err
+	},
+	"WVA_DRAIN_METHOD": setDrainMethod,
 	"WVA_SURGE": func(m *Main, v string) (err error) {
 		m.Surge, err = parseBool(v)
 		return err
@@ -356,4 +370,23 @@ func ParsePromQL(v string) (string, error) {
 		return "", fmt.Errorf("want a PromQL query returning an instant vector (series by namespace and model_name), got a %s: %q", t, v)
 	}
 	return v, nil
+}
+
+// setDrainMethod reads WVA_DRAIN_METHOD: "active-ports" or "label:KEY",
+// KEY a label name.
+func setDrainMethod(m *Main, v string) error {
+	if v == DrainActivePorts {
+		m.Drain.Method, m.Drain.Label = v, ""
+		return nil
+	}
+	key, ok := strings.CutPrefix(v, DrainLabel+":")
+	if !ok {
+		return fmt.Errorf("want %q or %q with the label the InferencePool selects pods by, got %q", DrainActivePorts, DrainLabel+":KEY", v)
+	}
+	key = strings.TrimSpace(key)
+	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+		return fmt.Errorf("%q is not a Kubernetes label key: %s", key, strings.Join(errs, "; "))
+	}
+	m.Drain.Method, m.Drain.Label = DrainLabel, key
+	return nil
 }

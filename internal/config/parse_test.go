@@ -125,6 +125,7 @@ func TestDefaultMain(t *testing.T) {
 	want := Main{
 		Interval: 60 * time.Second, Optimizer: engine.OptimizerUnlimited, CapacitySource: "nodes",
 		ScaleFromZeroInterval: 2 * time.Second, ScaleFromZeroQuery: DefaultScaleFromZeroQuery, GatewayRateQuery: DefaultGatewayRateQuery,
+		Drain: Drain{Timeout: 5 * time.Minute, Method: DrainActivePorts},
 	}
 	if !reflect.DeepEqual(m, want) {
 		t.Errorf("defaults = %+v, want %+v", m, want)
@@ -203,6 +204,11 @@ func TestParseMainValues(t *testing.T) {
 			m.CapacitySource, m.ScaleFromZeroInterval = "configmap", 500*time.Millisecond
 			m.ScaleFromZeroQuery, m.PodVariantLabel = "sum by (namespace, model_name) (my_queue)", "variant"
 		}},
+		{"drain by label", map[string]string{"WVA_DRAIN_TIMEOUT": "90s", "WVA_DRAIN_METHOD": "label: llm-d.ai/inference-serving"}, func(m *Main) {
+			m.Drain = Drain{Timeout: 90 * time.Second, Method: DrainLabel, Label: "llm-d.ai/inference-serving"}
+		}},
+		{"drain off", map[string]string{"WVA_DRAIN_TIMEOUT": "0"}, func(m *Main) { m.Drain.Timeout = 0 }},
+		{"drain off, with a unit", map[string]string{"WVA_DRAIN_TIMEOUT": "0s", "WVA_DRAIN_METHOD": "active-ports"}, func(m *Main) { m.Drain.Timeout = 0 }},
 		{"engine settings", map[string]string{
 			"WVA_SCALE_TO_ZERO_RETENTION":    "15m",
 			"WVA_SCALE_DOWN_STABILIZATION":   "90s",
@@ -333,6 +339,11 @@ func TestParseMainInvalid(t *testing.T) {
 			p("PROMETHEUS_METRICS_SCHEMA", `unknown metrics schema "tgi" (known: sglang, vllm)`)},
 		{"pod label starting with a digit", map[string]string{"PROMETHEUS_POD_LABEL": "1pod"},
 			p("PROMETHEUS_POD_LABEL", "Prometheus label name")},
+		{"drain timeout too long", map[string]string{"WVA_DRAIN_TIMEOUT": "2h"},
+			p("WVA_DRAIN_TIMEOUT", `want a duration from 0s to 1h, got "2h"`)},
+		{"drain timeout negative", map[string]string{"WVA_DRAIN_TIMEOUT": "-5s"}, p("WVA_DRAIN_TIMEOUT", `got "-5s"`)},
+		{"drain method", map[string]string{"WVA_DRAIN_METHOD": "readiness"}, p("WVA_DRAIN_METHOD", `"active-ports" or "label:KEY"`, `"readiness"`)},
+		{"drain label", map[string]string{"WVA_DRAIN_METHOD": "label:bad key!"}, p("WVA_DRAIN_METHOD", "not a Kubernetes label key")},
 		{"variant label", map[string]string{"WVA_POD_VARIANT_LABEL": "app.kubernetes.io/name"},
 			p("WVA_POD_VARIANT_LABEL", "Prometheus label name")},
 		{"mode", map[string]string{"WVA_MODE": "Hybrid"},

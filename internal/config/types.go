@@ -116,6 +116,9 @@ type Main struct {
 	// names the pod's VariantAutoscaling (WVA_POD_VARIANT_LABEL); when
 	// empty pods are mapped to variants through their Deployment.
 	PodVariantLabel string
+	// Drain is how a scale-down drains the pods it removes
+	// (WVA_DRAIN_TIMEOUT, WVA_DRAIN_METHOD).
+	Drain Drain
 	// Engine holds WVA_SCALE_TO_ZERO_RETENTION, WVA_SCALE_DOWN_STABILIZATION,
 	// WVA_METRICS_MAX_AGE (durations), WVA_TRANSIENT_DELAY (duration),
 	// WVA_MAX_QUEUE_SIZE, WVA_ALLOCATION_ALGORITHM, WVA_SATURATION_POLICY,
@@ -125,6 +128,31 @@ type Main struct {
 	// the engine's defaults, and a 0 the user wrote is ExplicitZero.
 	Engine engine.Config
 }
+
+// Drain is how a scale-down takes the pods it removes out of the
+// gateway's rotation and how long it waits for them to go idle.
+type Drain struct {
+	// Timeout bounds the wait (WVA_DRAIN_TIMEOUT, default 5m); 0 turns
+	// draining off: the count drops at once.
+	Timeout time.Duration
+	// Method is DrainActivePorts (the default) or DrainLabel.
+	Method string
+	// Label is the pool-selector label a DrainLabel drain removes.
+	Label string
+}
+
+// Drain methods (WVA_DRAIN_METHOD).
+const (
+	// DrainActivePorts sets the endpoint picker's active-ports annotation
+	// to no port: llm-d's router (llm-d.ai/active-ports, v0.9 and later)
+	// and the Gateway API Inference Extension's endpoint picker
+	// (inference.networking.k8s.io/active-ports, v1.4 and later) stop
+	// picking the pod.
+	DrainActivePorts = "active-ports"
+	// DrainLabel removes a label the InferencePool selects on ("label:KEY"),
+	// for any gateway that follows the pool's selector.
+	DrainLabel = "label"
+)
 
 // Accelerator is one entry of the accelerator costs ConfigMap (the WVA
 // configuration guide): the cost of one accelerator of the type.

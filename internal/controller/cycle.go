@@ -18,6 +18,7 @@ import (
 
 	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
 	"github.com/llm-d-incubation/wva/internal/collector"
+	"github.com/llm-d-incubation/wva/internal/config"
 	"github.com/llm-d-incubation/wva/internal/engine"
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
@@ -37,7 +38,7 @@ func (p *planner) cycle(ctx context.Context) error {
 			p.Log.Error(err, "restoring tuner state; learning continues in memory and is saved once the state is read")
 		}
 	}
-	c := &cycleState{now: now}
+	c := &cycleState{now: now, drain: set.Main.Drain}
 	c.decisions, c.groups, c.keep, c.keepTuner = p.resolve(ctx, now, list.Items)
 	c.index()
 	built, reports, collectErrs := p.snapshot(ctx, c, set)
@@ -95,6 +96,8 @@ type cycleState struct {
 	// warnings are problems with a model's settings, added to its
 	// variants' explanations.
 	warnings map[collector.Target][]string
+	// drain is how scale-downs drain (WVA_DRAIN_*).
+	drain config.Drain
 }
 
 // index builds byKey and targetOf from the groups, once per cycle.
@@ -145,7 +148,7 @@ func (p *planner) countTunerSteps(before [2]int) {
 // decide turns the plan into decisions, actuating each; variants the plan
 // does not cover (their model could not be collected) are held.
 func (p *planner) decide(ctx context.Context, c *cycleState, plan *engine.Plan, snap *engine.Snapshot) {
-	for _, d := range plan.Variants {
+	for i, d := range plan.Variants {
 		k := types.NamespacedName{Namespace: d.Namespace, Name: d.Variant}
 		v := c.byKey[k]
 		if v == nil {
@@ -161,7 +164,8 @@ func (p *planner) decide(ctx context.Context, c *cycleState, plan *engine.Plan, 
 		if d.Reason == engine.ReasonHoldMetrics {
 			dec.OptimizationReason, dec.OptimizationMessage = wvav1.ReasonMetricsUnavailable, "holding the last decision: "+d.Explanation
 		}
-		p.actuate(ctx, &dec, v, c.now)
+		p.actuate(ctx, &dec, v, c)
+		plan.Variants[i] = dec.Decision // the published count is the drain's
 		c.decisions[k] = dec
 	}
 }
@@ -337,8 +341,12 @@ func (p *planner) tunerCounts() [2]int {
 	return c
 }
 
-// actuate hands a decision to the variant's actuator.
-func (p *planner) actuate(ctx context.Context, dec *decision, v *variant, now time.Time) {
+// actuate hands a decision to the variant's actuator. A scale-down drains
+// first (drain.go): the decision's count becomes the one the drain allows
+// now, which is also what the metrics publish for HPA and KEDA, and its
+// victims the drained pods.
+func (p *planner) actuate(ctx context.Context, dec *decision, v *variant, c *cycleState) {
+	now := c.now
 	name := actuatorName(v.va)
 	dec.Actuator = name
 	a, ok := p.Actuators[name]
@@ -347,10 +355,27 @@ func (p *planner) actuate(ctx context.Context, dec *decision, v *variant, now ti
 		return
 	}
 	if dec.Decision.Reason == engine.ReasonHoldMetrics {
+		// Blind, WVA removes nothing: pods draining go back into rotation.
+		if _, _, err := p.drainStep(ctx, now, c.drain, v, c.reports[c.targetOf[v.key]], int(v.target.SpecReplicas), nil); err != nil {
+			p.Log.Error(err, "drain", "variant", v.key)
+		}
 		dec.Actuation = observe(v.target, replicas32(dec.Decision.Desired))
 		return
 	}
-	res, err := a.Apply(ctx, v.va, v.target, Scaling{Desired: replicas32(dec.Decision.Desired), Victims: dec.Decision.Victims})
+	s := Scaling{Desired: replicas32(dec.Decision.Desired), Victims: dec.Decision.Victims}
+	st, drained, drainErr := p.drainStep(ctx, now, c.drain, v, c.reports[c.targetOf[v.key]], int(bounded(v.va, s.Desired)), s.Victims)
+	if drained {
+		s = Scaling{Desired: replicas32(st.Replicas), Victims: st.Remove}
+		if st.Note != "" {
+			dec.Decision.Desired, dec.Decision.Victims = st.Replicas, st.Remove
+			dec.Decision.Explanation = joinMessage(dec.Decision.Explanation, st.Note)
+			dec.Decision.Draining = len(st.Drain) + len(st.Waiting)
+		}
+	}
+	res, err := a.Apply(ctx, v.va, v.target, s)
+	if drainErr != nil {
+		res.Message = joinMessage(res.Message, drainErr.Error())
+	}
 	if err != nil {
 		dec.ActuationErr = err.Error()
 		p.Log.Error(err, "actuation", "variant", v.key)

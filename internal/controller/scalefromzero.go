@@ -209,7 +209,7 @@ func (s *scaleFromZero) wake(ctx context.Context, t collector.Target, cs []candi
 	}
 	dec := decision{Time: now, Decided: true, Decision: d, MetricsOK: true, MetricsReason: wvav1.ReasonMetricsFound,
 		MetricsMessage: fmt.Sprintf("demand signal: %g waiting requests", waiting)}
-	p.actuate(ctx, &dec, &variant{va: c.va, target: c.d, key: k}, now)
+	p.actuate(ctx, &dec, &variant{va: c.va, target: c.d, key: k}, &cycleState{now: now}) // a scale-up: no drain
 	p.Emitter.Wake(d)
 	p.Cache.set(k, dec)
 	if p.Notify != nil {

@@ -13,6 +13,7 @@ import (
 
 	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
 	"github.com/llm-d-incubation/wva/internal/collector/file"
+	"github.com/llm-d-incubation/wva/internal/config"
 )
 
 // opLog records the order of the writes the actuator makes.
@@ -60,9 +61,11 @@ func podAnnotations(t *testing.T, ns, name string) map[string]string {
 // TestVictimsMarkedBeforeScaleDown: a direct scale-down first gives the
 // engine's victims (the least-loaded pods) the lowest pod-deletion-cost,
 // then lowers the replica count; the busy pods are left alone, and a later
-// scale-up clears the marks.
+// scale-up clears the marks. Draining is off here (WVA_DRAIN_TIMEOUT=0);
+// drain_test.go has the scale-down that drains first.
 func TestVictimsMarkedBeforeScaleDown(t *testing.T) {
 	f := newFixture(t)
+	f.withDrain(config.Drain{})
 	log := &opLog{}
 	f.planner.Actuators = newActuators(recordingClient(t, log))
 	d := f.deployment("llama-h100", 4)

@@ -235,14 +235,16 @@ func (e *Emulator) Step(ctx context.Context) error {
 			e.log.Info("scaling", "deployment", t.Name, "namespace", nsOf(d), "replicas", n)
 			e.lastN[t.Index] = n
 		}
-		var costs map[int]int32
-		if n < len(e.podsOf(t)) {
-			// A scale-down: the victims are ranked by their costs.
-			var err error
-			if costs, err = e.deletionCosts(ctx, t); err != nil {
-				errs = append(errs, err)
-				continue
-			}
+		// The pods' marks: their rotation now; on a scale-down the victims
+		// are ranked by their deletion costs.
+		costs, out, err := e.podMarks(ctx, t)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		e.fleet.SetRotation(out)
+		if n >= len(e.podsOf(t)) {
+			costs = nil
 		}
 		reps := e.fleet.Scale(t.Index, n, costs)
 		if err := e.syncPods(ctx, d, t, reps); err != nil {

@@ -167,6 +167,17 @@ func (f *Fleet) Scale(index, n int, costs map[int]int32) []sim.LiveReplica {
 	return reps
 }
 
+// SetRotation puts the servers in the gateway's rotation or takes them out
+// (replica ID → out of rotation), as the endpoint picker follows the
+// pods' active-ports annotations.
+func (f *Fleet) SetRotation(out map[int]bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for id, o := range out {
+		f.live.SetInRotation(id, !o)
+	}
+}
+
 // Replicas lists the target's servers.
 func (f *Fleet) Replicas(index int) []sim.LiveReplica {
 	f.mu.Lock()

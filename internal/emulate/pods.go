@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -136,28 +137,66 @@ func (e *Emulator) deletePod(ctx context.Context, p *emuPod) error {
 	return nil
 }
 
-// deletionCosts reads the pod-deletion-cost annotations of a target's
-// pods (replica ID → cost) from the API server, fresh: the controller
-// that sets them patches the pods just before it scales down. An
-// unparsable or missing one counts as 0, as the ReplicaSet controller
-// takes it.
-func (e *Emulator) deletionCosts(ctx context.Context, t Target) (map[int]int32, error) {
-	costs := map[int]int32{}
-	for _, p := range e.podsOf(t) {
-		obj, err := e.kc.CoreV1().Pods(p.namespace).Get(ctx, p.name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+// podMarks reads what a controller marked on a target's pods, fresh from
+// the API server (one list per target): the pod-deletion-cost annotations
+// (replica ID → cost; an unparsable or missing one counts as 0, as the
+// ReplicaSet controller takes it), and which pods the endpoint picker
+// leaves out of rotation (see outOfRotation).
+func (e *Emulator) podMarks(ctx context.Context, t Target) (costs map[int]int32, out map[int]bool, err error) {
+	mine := e.podsOf(t)
+	if len(mine) == 0 {
+		return nil, nil, nil
+	}
+	list, err := e.kc.CoreV1().Pods(mine[0].namespace).List(ctx, metav1.ListOptions{LabelSelector: EmulatedLabel + "=true"})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing the pods of %s: %w", t.Name, err)
+	}
+	byName := make(map[string]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		byName[list.Items[i].Name] = &list.Items[i]
+	}
+	costs, out = map[int]int32{}, map[int]bool{}
+	for _, p := range mine {
+		obj, ok := byName[p.name]
+		if !ok {
 			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading pod %s/%s: %w", p.namespace, p.name, err)
 		}
 		c, err := strconv.ParseInt(obj.Annotations[DeletionCostAnnotation], 10, 32)
 		if err != nil {
 			c = 0
 		}
 		costs[p.id] = int32(c)
+		out[p.id] = outOfRotation(obj.Annotations)
 	}
-	return costs, nil
+	return costs, out, nil
+}
+
+// Active-ports annotations, as llm-d's router (v0.9 and later) and the
+// Gateway API Inference Extension's endpoint picker (v1.4 and later) read
+// them: a pod that has one serves only on the ports it lists.
+const (
+	ActivePortsAnnotation       = "llm-d.ai/active-ports"
+	LegacyActivePortsAnnotation = "inference.networking.k8s.io/active-ports"
+)
+
+// outOfRotation applies the endpoint picker's rule to an emulated pod
+// (which serves on one port): with an active-ports annotation (llm-d's
+// key first, else the older one) that lists no port > 0, the picker sends
+// it nothing.
+func outOfRotation(a map[string]string) bool {
+	v, ok := a[ActivePortsAnnotation]
+	if !ok {
+		v, ok = a[LegacyActivePortsAnnotation]
+	}
+	if !ok {
+		return false
+	}
+	for _, f := range strings.Split(v, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // syncPods makes the target's pods match its servers: a pod per server

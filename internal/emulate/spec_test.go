@@ -50,3 +50,24 @@ func TestExampleSpec(t *testing.T) {
 		t.Error("the namespace of the entry is not enforced")
 	}
 }
+
+// TestOutOfRotation: the endpoint picker's active-ports rule on a pod.
+func TestOutOfRotation(t *testing.T) {
+	for _, c := range []struct {
+		a   map[string]string
+		out bool
+	}{
+		{nil, false},
+		{map[string]string{ActivePortsAnnotation: "8000"}, false},
+		{map[string]string{ActivePortsAnnotation: "0"}, true},
+		{map[string]string{ActivePortsAnnotation: ""}, true},
+		{map[string]string{ActivePortsAnnotation: "x, 0"}, true},
+		{map[string]string{ActivePortsAnnotation: "0, 8001"}, false},
+		{map[string]string{LegacyActivePortsAnnotation: "0"}, true},
+		{map[string]string{ActivePortsAnnotation: "8000", LegacyActivePortsAnnotation: "0"}, false},
+	} {
+		if got := outOfRotation(c.a); got != c.out {
+			t.Errorf("%v: out of rotation %v, want %v", c.a, got, c.out)
+		}
+	}
+}

@@ -141,6 +141,10 @@ type VariantDecision struct {
 	// variant down (least-loaded, never saturated); the actuator marks
 	// them with controller.kubernetes.io/pod-deletion-cost.
 	Victims []string `json:"victims,omitempty"`
+	// Draining is how many replicas are out of the gateway's rotation,
+	// draining before the scale-down removes them; Desired is then the
+	// count the drain allows now (the controller sets it, docs/controller.md).
+	Draining int `json:"draining,omitempty"`
 }
 
 // SaturationDetail are the saturation analyzer's figures (docs/engine.md §2).

@@ -68,6 +68,14 @@ func (a Autoscalers) withDefaults() Autoscalers {
 	return a
 }
 
+// DefaultDrainTimeoutSeconds is the controller's default drain timeout
+// (WVA_DRAIN_TIMEOUT).
+const DefaultDrainTimeoutSeconds = 300.0
+
+// MaxDrainTimeoutSeconds bounds the drain timeout (an hour, as the
+// controller's WVA_DRAIN_TIMEOUT).
+const MaxDrainTimeoutSeconds = 3600.0
+
 // DefaultWVAConfig is WVA's configuration in a scenario that sets none:
 // what docs/evaluation.md evaluates, and so what the chart and kustomize
 // install (test/manifests checks them against it).
@@ -80,6 +88,10 @@ func (w WVAConfig) withDefaults() WVAConfig {
 	setDefault(&w.ScaleFromZeroIntervalSeconds, 2)
 	setDefault(&w.Mode, "hybrid")
 	setDefault(&w.Optimizer, "unlimited")
+	if w.DrainTimeoutSeconds == nil {
+		t := DefaultDrainTimeoutSeconds
+		w.DrainTimeoutSeconds = &t
+	}
 	return w
 }
 

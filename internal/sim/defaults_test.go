@@ -31,6 +31,7 @@ func TestDefaultsFillACopy(t *testing.T) {
 	if !reflect.DeepEqual(v, want) {
 		t.Errorf("variant defaults:\n got %+v\nwant %+v", v, want)
 	}
+	drainTimeout := DefaultDrainTimeoutSeconds
 	for _, f := range []struct {
 		name      string
 		got, want any
@@ -41,7 +42,7 @@ func TestDefaultsFillACopy(t *testing.T) {
 		{"gateway.saturation", *c.Gateway.Saturation, Saturation{QueueThreshold: 5, KVThreshold: 0.8}},
 		{"scrape", c.Scrape, Scrape{IntervalSeconds: 15, WindowSeconds: 60, DelaySeconds: 15}},
 		{"oracleIntervalSeconds", c.Autoscalers.OracleIntervalSeconds, 60.0},
-		{"wva", c.Autoscalers.WVA, WVAConfig{IntervalSeconds: 30, ScaleFromZeroIntervalSeconds: 2, Mode: "hybrid", Optimizer: "unlimited"}},
+		{"wva", c.Autoscalers.WVA, WVAConfig{IntervalSeconds: 30, ScaleFromZeroIntervalSeconds: 2, Mode: "hybrid", Optimizer: "unlimited", DrainTimeoutSeconds: &drainTimeout}},
 		{"hpa", c.Autoscalers.HPA, HPAConfig{SyncSeconds: 15, QueueTarget: 7, KVTarget: 0.5, Tolerance: 0.1, StabilizationSeconds: 300}},
 		{"keda", c.Autoscalers.KEDA, KEDAConfig{PollingSeconds: 30, CooldownSeconds: 300, StabilizationSecs: 300, ThresholdFraction: 1}},
 		{"default", c.Autoscalers.Default, []string{"wva", "hpa", "clairvoyant"}},

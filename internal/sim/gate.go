@@ -35,7 +35,7 @@ func (s *Sim) candidates(q *request) {
 	match := q.prefix >= 0 && (s.sc.Gateway.Weights.Prefix != 0 || s.gate != nil)
 	for _, v := range s.byModel[q.model] {
 		for _, r := range v.replicas {
-			if r.state != ready {
+			if r.state != ready || r.draining {
 				continue
 			}
 			c := candidate{r: r}

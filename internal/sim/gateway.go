@@ -71,7 +71,7 @@ func (s *Sim) admitting(m int) (anyReady, anyRoom bool) {
 	sat := s.sc.Gateway.Saturation
 	for _, v := range s.byModel[m] {
 		for _, r := range v.replicas {
-			if r.state != ready {
+			if r.state != ready || r.draining {
 				continue
 			}
 			anyReady = true

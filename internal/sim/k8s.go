@@ -21,6 +21,16 @@ type DeletionCoster interface {
 	DeletionCosts(v *View) map[string]int32
 }
 
+// Drainer is implemented by an autoscaler that drains pods before it
+// removes them: it takes pods out of the gateway's rotation (as the
+// controller does with the endpoint picker's annotation) and puts them
+// back. The simulator applies the marks of a decision before its counts,
+// as it applies deletion costs. HPA and KEDA cannot drain.
+type Drainer interface {
+	// Drains returns the pods to take out of rotation and to put back.
+	Drains(v *View) (out, back []string)
+}
+
 // addReplica creates a starting replica of v.
 func (s *Sim) addReplica(v *variantRT) *replica {
 	s.nextRep++
@@ -165,6 +175,9 @@ func (s *Sim) terminate(r *replica) {
 func (s *Sim) autoscale() {
 	view := s.view(true)
 	want := s.scaler.Decide(view)
+	if d, ok := s.scaler.(Drainer); ok {
+		s.rotate(d.Drains(view))
+	}
 	if dc, ok := s.scaler.(DeletionCoster); ok {
 		// The marks of this decision, applied before the replica counts
 		// change (as the controller patches pods before scaling).
@@ -219,3 +232,40 @@ func (s *Sim) annotate(costs map[string]int32) {
 }
 
 func podName(r *replica) string { return r.v.cfg.Name + "-" + strconv.Itoa(r.id) }
+
+// rotate takes pods out of the gateway's rotation and puts others back;
+// a pod put back takes the requests held at the gateway, as a pod that
+// becomes ready does.
+func (s *Sim) rotate(out, back []string) {
+	if len(out)+len(back) == 0 {
+		return
+	}
+	mark := make(map[string]bool, len(out)+len(back))
+	for _, n := range out {
+		mark[n] = true
+	}
+	for _, n := range back {
+		mark[n] = false
+	}
+	for _, v := range s.variants {
+		for _, r := range v.replicas {
+			if d, ok := mark[podName(r)]; ok {
+				s.setDraining(r, d)
+			}
+		}
+	}
+}
+
+// setDraining takes a starting or ready replica out of the gateway's
+// rotation (d) or puts it back.
+func (s *Sim) setDraining(r *replica, d bool) {
+	if r.draining == d || (r.state != ready && r.state != starting) {
+		return
+	}
+	r.draining = d
+	if d {
+		r.drainSince = s.now
+	} else if r.state == ready {
+		s.gatewayReleased(r)
+	}
+}

@@ -49,6 +49,8 @@ type LiveReplica struct {
 	Terminating bool
 	// DeletionCost is its controller.kubernetes.io/pod-deletion-cost.
 	DeletionCost int32
+	// OutOfRotation: the gateway sends it no new request (SetInRotation).
+	OutOfRotation bool
 }
 
 // ReplicaStats are a replica's vLLM gauges and cumulative counters.
@@ -146,6 +148,18 @@ func (l *Live) SetDeletionCost(id int, cost int32) bool {
 	return ok
 }
 
+// SetInRotation puts a replica in the gateway's rotation or takes it out
+// (as the endpoint picker does for a pod whose active-ports annotation
+// names no port): out of rotation it gets no new request and serves what
+// it holds. It returns false when the replica is gone.
+func (l *Live) SetInRotation(id int, in bool) bool {
+	r, ok := l.replica(id)
+	if ok {
+		l.s.setDraining(r, !in)
+	}
+	return ok
+}
+
 // Replicas lists variant i's replicas that are not gone, oldest first.
 func (l *Live) Replicas(i int) []LiveReplica {
 	var out []LiveReplica
@@ -153,7 +167,8 @@ func (l *Live) Replicas(i int) []LiveReplica {
 		if r.state == gone {
 			continue
 		}
-		out = append(out, LiveReplica{ID: r.id, Ready: r.state == ready, Terminating: r.state == terminating, DeletionCost: r.deletionCost})
+		out = append(out, LiveReplica{ID: r.id, Ready: r.state == ready, Terminating: r.state == terminating, DeletionCost: r.deletionCost,
+			OutOfRotation: r.draining})
 	}
 	return out
 }

@@ -120,3 +120,36 @@ func TestLiveScaleDownHonoursDeletionCost(t *testing.T) {
 		t.Error("the deleted replica still has stats")
 	}
 }
+
+// TestLiveOutOfRotation: a replica out of the gateway's rotation gets no
+// new request but finishes what it holds; put back, it serves again.
+func TestLiveOutOfRotation(t *testing.T) {
+	l, err := NewLive(liveScenario(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Scale(0, 2)
+	l.AdvanceTo(100)
+	reps := l.Replicas(0)
+	out := reps[1].ID
+	if !l.SetInRotation(out, false) {
+		t.Fatal("SetInRotation on a live replica")
+	}
+	before, _ := l.Stats(out)
+	l.AdvanceTo(400)
+	after, _ := l.Stats(out)
+	if after.Arrived != before.Arrived {
+		t.Errorf("out of rotation, the replica got %v new request(s)", after.Arrived-before.Arrived)
+	}
+	if after.Running != 0 || after.Waiting != 0 || after.Completed < before.Arrived-1 {
+		t.Errorf("out of rotation, the replica did not finish what it held: before %+v, after %+v", before, after)
+	}
+	if r := l.Replicas(0)[1]; !r.OutOfRotation {
+		t.Errorf("replica %+v not reported out of rotation", r)
+	}
+	l.SetInRotation(out, true)
+	l.AdvanceTo(700)
+	if again, _ := l.Stats(out); again.Arrived <= after.Arrived {
+		t.Error("back in rotation, the replica got no request")
+	}
+}

@@ -115,7 +115,19 @@ type VariantView struct {
 	MaxReplicas            int
 	Current, Ready         int // Current counts starting and ready replicas
 	Pods                   []PodMetrics
-	Config                 *Variant // the truth (for the oracle and profiled runs)
+	// Members are the variant's starting and ready pods, as the
+	// controller lists them from the API (in the full view only).
+	Members []Member
+	Config  *Variant // the truth (for the oracle and profiled runs)
+}
+
+// Member is a pod as the Kubernetes API shows it: its name, whether it is
+// ready, and the drain mark an autoscaler put on it.
+type Member struct {
+	Name       string
+	Ready      bool
+	Draining   bool
+	DrainSince float64
 }
 
 // PodMetrics is one pod's metrics as a PromQL query would return them.
@@ -155,6 +167,9 @@ func (s *Sim) view(pods bool) *View {
 		vv := VariantView{Model: rt.model, Name: cfg.Name, Accelerator: cfg.Accelerator, AcceleratorsPerReplica: cfg.AcceleratorsPerReplica,
 			Cost: cfg.Cost, MinReplicas: cfg.MinReplicas, MaxReplicas: cfg.MaxReplicas, Config: &rt.cfg}
 		for _, r := range rt.replicas {
+			if pods && (r.state == starting || r.state == ready) {
+				vv.Members = append(vv.Members, Member{Name: podName(r), Ready: r.state == ready, Draining: r.draining, DrainSince: r.drainSince})
+			}
 			switch r.state {
 			case starting:
 				vv.Current++

@@ -323,6 +323,11 @@ type WVAConfig struct {
 	// wakes a model at zero with requests waiting (default 2, the
 	// controller's WVA_SCALE_FROM_ZERO_INTERVAL).
 	ScaleFromZeroIntervalSeconds float64 `json:"scaleFromZeroIntervalSeconds,omitempty"`
+	// DrainTimeoutSeconds bounds the drain before a scale-down (the
+	// controller's WVA_DRAIN_TIMEOUT): the pods to remove leave the
+	// gateway's rotation and go when idle or after this long. Default
+	// 300; 0 turns draining off (the count drops at once).
+	DrainTimeoutSeconds *float64 `json:"drainTimeoutSeconds,omitempty"`
 }
 
 // HPAConfig is the Kubernetes HPA algorithm per variant.

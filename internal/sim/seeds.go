@@ -48,6 +48,9 @@ type SeedSummary struct {
 	Cost                Stat `json:"cost"`
 	CostPer1kWithinSLO  Stat `json:"costPer1kWithinSlo"`
 	Failed              Stat `json:"failed"`
+	// Terminated are the failed requests that were in flight on a pod
+	// that was removed.
+	Terminated Stat `json:"terminated"`
 	// Wins counts the seeds where this autoscaler had the highest SLO
 	// attainment (ties count for each).
 	Wins int `json:"wins"`
@@ -61,7 +64,7 @@ func Summarize(seeds []uint64, runs [][]*Result) []SeedSummary {
 	}
 	out := make([]SeedSummary, len(runs[0]))
 	for i := range out {
-		var slo, good, p99, cost, per1k, failed []float64
+		var slo, good, p99, cost, per1k, failed, term []float64
 		for _, rs := range runs {
 			r := rs[i]
 			slo = append(slo, 100*r.SLOAttainment)
@@ -70,10 +73,11 @@ func Summarize(seeds []uint64, runs [][]*Result) []SeedSummary {
 			cost = append(cost, r.Cost)
 			per1k = append(per1k, r.CostPer1kWithinSLO)
 			failed = append(failed, float64(r.Failed))
+			term = append(term, float64(r.FailedBy.Terminated))
 		}
 		out[i] = SeedSummary{Autoscaler: runs[0][i].Autoscaler, Seeds: seeds, SLOAttainment: statOf(slo),
 			EffectiveThroughput: statOf(good), TTFTp99Ms: statOf(p99), Cost: statOf(cost), CostPer1kWithinSLO: statOf(per1k),
-			Failed: statOf(failed)}
+			Failed: statOf(failed), Terminated: statOf(term)}
 	}
 	for _, rs := range runs {
 		best := 0.0
@@ -99,16 +103,16 @@ func WriteSeedTable(w io.Writer, ss []SeedSummary) error {
 	}
 	fmt.Fprintf(w, "over %d seeds (%d–%d): mean ± sd\n\n", len(ss[0].Seeds), ss[0].Seeds[0], ss[0].Seeds[len(ss[0].Seeds)-1])
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "AUTOSCALER\tSLO %\tSLO % min–max\tBEST SLO\tGOODPUT rps\tTTFT p99 ms\tCOST\tCOST/1k OK\tFAILED\t")
+	fmt.Fprintln(tw, "AUTOSCALER\tSLO %\tSLO % min–max\tBEST SLO\tGOODPUT rps\tTTFT p99 ms\tCOST\tCOST/1k OK\tFAILED\tTERMINATED\t")
 	for _, s := range ss {
 		wins := strconv.Itoa(s.Wins)
 		if s.Autoscaler == "oracle" {
 			wins = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%.1f ± %.1f\t%.1f–%.1f\t%s\t%.3f ± %.3f\t%s ± %s\t%.2f ± %.2f\t%.3f ± %.3f\t%.0f\t\n", s.Autoscaler,
+		fmt.Fprintf(tw, "%s\t%.1f ± %.1f\t%.1f–%.1f\t%s\t%.3f ± %.3f\t%s ± %s\t%.2f ± %.2f\t%.3f ± %.3f\t%.0f\t%.1f\t\n", s.Autoscaler,
 			s.SLOAttainment.Mean, s.SLOAttainment.SD, s.SLOAttainment.Min, s.SLOAttainment.Max, wins,
 			s.EffectiveThroughput.Mean, s.EffectiveThroughput.SD, ms(s.TTFTp99Ms.Mean), ms(s.TTFTp99Ms.SD),
-			s.Cost.Mean, s.Cost.SD, s.CostPer1kWithinSLO.Mean, s.CostPer1kWithinSLO.SD, s.Failed.Mean)
+			s.Cost.Mean, s.Cost.SD, s.CostPer1kWithinSLO.Mean, s.CostPer1kWithinSLO.SD, s.Failed.Mean, s.Terminated.Mean)
 	}
 	return tw.Flush()
 }
@@ -116,7 +120,7 @@ func WriteSeedTable(w io.Writer, ss []SeedSummary) error {
 // WriteSeedCSV writes the summaries, one row per autoscaler.
 func WriteSeedCSV(w io.Writer, ss []SeedSummary) error {
 	cw := csv.NewWriter(w)
-	names := []string{"slo_attainment_pct", "effective_throughput_rps", "ttft_p99_ms", "cost", "cost_per_1k_within_slo", "failed"}
+	names := []string{"slo_attainment_pct", "effective_throughput_rps", "ttft_p99_ms", "cost", "cost_per_1k_within_slo", "failed", "terminated"}
 	head := make([]string, 0, 3+4*len(names))
 	head = append(head, "autoscaler", "seeds", "best_slo_seeds")
 	for _, n := range names {
@@ -125,7 +129,7 @@ func WriteSeedCSV(w io.Writer, ss []SeedSummary) error {
 	_ = cw.Write(head)
 	for _, s := range ss {
 		row := []string{s.Autoscaler, strconv.Itoa(len(s.Seeds)), strconv.Itoa(s.Wins)}
-		for _, st := range []Stat{s.SLOAttainment, s.EffectiveThroughput, s.TTFTp99Ms, s.Cost, s.CostPer1kWithinSLO, s.Failed} {
+		for _, st := range []Stat{s.SLOAttainment, s.EffectiveThroughput, s.TTFTp99Ms, s.Cost, s.CostPer1kWithinSLO, s.Failed, s.Terminated} {
 			row = append(row, f(st.Mean), f(st.SD), f(st.Min), f(st.Max))
 		}
 		_ = cw.Write(row)

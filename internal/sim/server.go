@@ -77,6 +77,11 @@ type replica struct {
 	// deletionCost is the controller.kubernetes.io/pod-deletion-cost
 	// annotation.
 	deletionCost int32
+	// draining: the autoscaler took the pod out of the gateway's
+	// rotation at drainSince (drain before scale-down); it serves what it
+	// holds and gets no new request.
+	draining   bool
+	drainSince float64
 
 	waiting   []*request // FIFO, head at waitHead
 	head      int

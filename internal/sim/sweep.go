@@ -60,8 +60,23 @@ var knobs = map[string]knob{
 		func(a *Autoscalers) *float64 { return &a.WVA.TTFTAttainment }, 0, fromZero(1, false, true)},
 	"wva.kvCacheThreshold": {[]float64{0.7, 0.8, 0.9},
 		func(a *Autoscalers) *float64 { return &a.WVA.KVCacheThreshold }, engine.DefaultKVCacheThreshold, fromZero(1, true, false)},
+	"wva.drainTimeoutSeconds": {nil,
+		drainTimeout, 0, fromZero(MaxDrainTimeoutSeconds, false, false)},
 	"clairvoyant.margin": {[]float64{0, 0.15, 0.3, 0.5, 0.75, 1},
 		func(a *Autoscalers) *float64 { return &a.ClairvoyantMargin }, 0, fromZero(100, false, false)},
+}
+
+// drainTimeout is the knob's field: the scenario's drain timeout, the
+// default when it sets none. The field is a pointer, so each call gives
+// the Autoscalers a fresh one: sweep points copied from one scenario must
+// not share it.
+func drainTimeout(a *Autoscalers) *float64 {
+	v := DefaultDrainTimeoutSeconds
+	if a.WVA.DrainTimeoutSeconds != nil {
+		v = *a.WVA.DrainTimeoutSeconds
+	}
+	a.WVA.DrainTimeoutSeconds = &v
+	return &v
 }
 
 // knobAutoscaler is the autoscaler a knob's key belongs to.
@@ -134,6 +149,9 @@ type SweepPoint struct {
 	Default       bool `json:"default"`
 	SLOAttainment Stat `json:"sloAttainmentPct"`
 	Cost          Stat `json:"cost"`
+	// Terminated is the requests that failed in flight on a pod that was
+	// removed, per run.
+	Terminated Stat `json:"terminated"`
 	// Frontier marks the points no other point of the same autoscaler
 	// beats on both mean SLO attainment and mean cost.
 	Frontier bool `json:"frontier"`
@@ -282,7 +300,7 @@ func Sweep(ctx context.Context, sc Scenario, spec SweepSpec, progress func(done,
 		return nil, err
 	}
 	points, scs := sweepPoints(sc, spec)
-	slo, cost, done, err := runPoints(ctx, points, scs, spec)
+	slo, cost, term, done, err := runPoints(ctx, points, scs, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +309,7 @@ func Sweep(ctx context.Context, sc Scenario, spec SweepSpec, progress func(done,
 		if !allTrue(done[i]) {
 			continue
 		}
-		p.SLOAttainment, p.Cost = statOf(slo[i]), statOf(cost[i])
+		p.SLOAttainment, p.Cost, p.Terminated = statOf(slo[i]), statOf(cost[i]), statOf(term[i])
 		res.Points = append(res.Points, p)
 	}
 	res.compare(spec)
@@ -355,16 +373,18 @@ feed:
 
 // runPoints runs every point with every seed; done says which runs
 // finished (all of them unless ctx was cancelled).
-func runPoints(ctx context.Context, points []SweepPoint, scs []Scenario, spec SweepSpec) (slo, cost [][]float64, done [][]bool, err error) {
+func runPoints(ctx context.Context, points []SweepPoint, scs []Scenario, spec SweepSpec) (slo, cost, term [][]float64, done [][]bool, err error) {
 	n := len(spec.Seeds)
 	slo = make([][]float64, len(points))
 	cost = make([][]float64, len(points))
+	term = make([][]float64, len(points))
 	done = make([][]bool, len(points))
 	// Point by point, so that an interrupted sweep leaves whole points.
 	jobs := make([]job, 0, len(points)*n)
 	for i := range points {
 		slo[i] = make([]float64, n)
 		cost[i] = make([]float64, n)
+		term[i] = make([]float64, n)
 		done[i] = make([]bool, n)
 		for _, seed := range spec.Seeds {
 			s := scs[i]
@@ -375,6 +395,7 @@ func runPoints(ctx context.Context, points []SweepPoint, scs []Scenario, spec Sw
 	err = runJobs(ctx, jobs, spec.Parallel, spec.progress, func(k int, r *Result) {
 		i, j := k/n, k%n
 		slo[i][j], cost[i][j], done[i][j] = 100*r.SLOAttainment, r.Cost, true
+		term[i][j] = float64(r.FailedBy.Terminated)
 	})
-	return slo, cost, done, err
+	return slo, cost, term, done, err
 }

@@ -47,7 +47,7 @@ func WriteSweepTable(w io.Writer, r *SweepResult) error {
 // defaults' points.
 func writeFrontierPoints(w io.Writer, r *SweepResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "AUTOSCALER\tSETTINGS\t\tSLO %\tCOST")
+	fmt.Fprintln(tw, "AUTOSCALER\tSETTINGS\t\tSLO %\tCOST\tTERMINATED")
 	for _, p := range r.Points {
 		if !p.Frontier && !p.Default {
 			continue
@@ -63,8 +63,8 @@ func writeFrontierPoints(w io.Writer, r *SweepResult) error {
 		if label == "" {
 			label = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f ± %.2f\t%.3f ± %.3f\n", p.Autoscaler, label, mark,
-			p.SLOAttainment.Mean, p.SLOAttainment.SD, p.Cost.Mean, p.Cost.SD)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f ± %.2f\t%.3f ± %.3f\t%.1f (max %.0f)\n", p.Autoscaler, label, mark,
+			p.SLOAttainment.Mean, p.SLOAttainment.SD, p.Cost.Mean, p.Cost.SD, p.Terminated.Mean, p.Terminated.Max)
 	}
 	return tw.Flush()
 }
@@ -136,11 +136,12 @@ func WriteSweepCSV(w io.Writer, r *SweepResult) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"autoscaler", "settings", "default", "frontier", "seeds",
 		"slo_attainment_pct_mean", "slo_attainment_pct_sd", "slo_attainment_pct_min", "slo_attainment_pct_max",
-		"cost_mean", "cost_sd", "cost_min", "cost_max"})
+		"cost_mean", "cost_sd", "cost_min", "cost_max", "terminated_mean", "terminated_max"})
 	for _, p := range r.Points {
 		s, c := p.SLOAttainment, p.Cost
 		_ = cw.Write([]string{p.Autoscaler, p.Label, strconv.FormatBool(p.Default), strconv.FormatBool(p.Frontier),
-			strconv.Itoa(len(r.Seeds)), f(s.Mean), f(s.SD), f(s.Min), f(s.Max), f(c.Mean), f(c.SD), f(c.Min), f(c.Max)})
+			strconv.Itoa(len(r.Seeds)), f(s.Mean), f(s.SD), f(s.Min), f(s.Max), f(c.Mean), f(c.SD), f(c.Min), f(c.Max),
+			f(p.Terminated.Mean), f(p.Terminated.Max)})
 	}
 	cw.Flush()
 	return cw.Error()

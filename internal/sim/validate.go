@@ -226,6 +226,7 @@ func validateWVA(p string, w WVAConfig, add func(string, string, ...any)) {
 			add(p+"."+f.name, "must be a finite number of seconds ≥ 0 (0: the default), got %v", f.v)
 		}
 	}
+	validateDrain(p, w, add)
 	if !(w.KVCacheThreshold >= 0 && w.KVCacheThreshold <= 1) {
 		add(p+".kvCacheThreshold", "must be a KV-cache utilisation in (0, 1] (0: the default 0.8), got %v", w.KVCacheThreshold)
 	}
@@ -247,5 +248,12 @@ func validateBaselines(a Autoscalers, add func(string, string, ...any)) {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			add("autoscalers."+f.name, "must be a finite number > 0 (0: the default), got %v", f.v)
 		}
+	}
+}
+
+// validateDrain checks WVA's drain timeout.
+func validateDrain(p string, w WVAConfig, add func(string, string, ...any)) {
+	if d := w.DrainTimeoutSeconds; d != nil && !(*d >= 0 && *d <= MaxDrainTimeoutSeconds) {
+		add(p+".drainTimeoutSeconds", "must be between 0 (no drain) and %g seconds (default %g), got %v", MaxDrainTimeoutSeconds, DefaultDrainTimeoutSeconds, *d)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llm-d-incubation/wva/internal/collector"
+	"github.com/llm-d-incubation/wva/internal/drain"
 	"github.com/llm-d-incubation/wva/internal/engine"
 	"github.com/llm-d-incubation/wva/internal/snapshot"
 )
@@ -26,6 +27,9 @@ type WVA struct {
 	// on a pod until it is set again, so marks no longer meant are reset.
 	victims map[string]bool
 	marked  map[string]bool
+	// drainOut and drainBack are the last decision's drain marks: the
+	// pods to take out of rotation and to put back (see Drains).
+	drainOut, drainBack []string
 	// errs counts the engine's errors by message; firstErr is the time of
 	// each one's first occurrence. Both end up as warnings on the result.
 	errs     map[string]int
@@ -34,6 +38,7 @@ type WVA struct {
 
 var (
 	_ DeletionCoster = (*WVA)(nil)
+	_ Drainer        = (*WVA)(nil)
 	_ FastLooper     = (*WVA)(nil)
 	_ Warner         = (*WVA)(nil)
 )
@@ -93,16 +98,49 @@ func (w *WVA) Decide(v *View) []int {
 		w.trace(v.Now, plan)
 	}
 	clear(w.victims)
+	w.drainOut, w.drainBack = w.drainOut[:0], w.drainBack[:0]
 	for _, d := range plan.Variants {
-		if i, ok := pos[d.Model+"/"+d.Variant]; ok {
-			out[i] = d.Desired
+		i, ok := pos[d.Model+"/"+d.Variant]
+		if !ok {
+			continue
 		}
-		for _, name := range d.Victims {
+		st := w.drain(v, &v.Variants[i], d)
+		out[i] = st.Replicas
+		for _, name := range st.Remove {
 			w.victims[name] = true
 		}
+		w.drainOut = append(w.drainOut, st.Drain...)
+		w.drainBack = append(w.drainBack, st.Restore...)
 	}
 	return out
 }
+
+// drain runs the controller's drain planner on a variant's decision: the
+// count to apply now, the pods to take out of rotation or put back, and
+// the drained pods to mark for deletion. With draining off (a
+// drainTimeoutSeconds of 0) it is the decision, its victims marked.
+func (w *WVA) drain(v *View, vv *VariantView, d engine.VariantDecision) drain.Step {
+	pol := drain.Policy{Timeout: time.Duration(*w.cfg.DrainTimeoutSeconds * float64(time.Second))}
+	if !pol.Enabled() {
+		return drain.Step{Replicas: d.Desired, Remove: d.Victims}
+	}
+	inFlight := make(map[string]float64, len(vv.Pods))
+	for _, p := range vv.Pods {
+		inFlight[p.Name] = p.RunningRequests + p.WaitingRequests
+	}
+	pods := make([]drain.Pod, 0, len(vv.Members))
+	for _, m := range vv.Members {
+		n, ok := inFlight[m.Name]
+		if !ok {
+			n = -1
+		}
+		pods = append(pods, drain.Pod{Name: m.Name, Ready: m.Ready, Draining: m.Draining, Since: wvaTime(m.DrainSince), InFlight: n})
+	}
+	return drain.Plan(wvaTime(v.Now), pol, vv.Current, d.Desired, d.Victims, pods)
+}
+
+// Drains implements Drainer: the last decision's drain marks.
+func (w *WVA) Drains(*View) (out, back []string) { return w.drainOut, w.drainBack }
 
 // fail counts a problem of a cycle for the run's warnings.
 func (w *WVA) fail(now float64, msg string) {
