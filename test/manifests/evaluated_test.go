@@ -30,6 +30,9 @@ func checkEvaluatedConfig(t *testing.T, what string, main, queueing map[string]s
 	if want := time.Duration(eval.IntervalSeconds * float64(time.Second)); m.Interval != want {
 		t.Errorf("%s: GLOBAL_OPT_INTERVAL %v, the evaluation's cycle is %v", what, m.Interval, want)
 	}
+	if want := time.Duration(*eval.DrainTimeoutSeconds * float64(time.Second)); m.Drain.Timeout != want {
+		t.Errorf("%s: WVA_DRAIN_TIMEOUT %v, the evaluation drains for %v", what, m.Drain.Timeout, want)
+	}
 	if !q.Present || !q.TuningEnabled || q.SLOMultiplier != engine.DefaultSLOMultiplier {
 		t.Errorf("%s: the queueing model is %+v: want its default key on, tuning, SLO multiplier %v (hybrid mode, as evaluated)",
 			what, q, engine.DefaultSLOMultiplier)
