@@ -174,8 +174,8 @@ $(KEDA_OPERATOR): hack/crds/go.mod hack/crds/go.sum
 	$(GO) build -ldflags "-X=github.com/kedacore/keda/v2/version.Version=$$v" -o $(KEDA_OPERATOR) ./cmd/operator
 
 .PHONY: e2e
-e2e: test-deps k8s k8s-kcm adapter keda ## run the end-to-end suite (test/e2e, the e2e tag): real control plane, Prometheus, HPA controller, adapter, KEDA and the controller binary; logs in bin/e2e-artifacts or the E2E_ARTIFACTS folder
-	$(GO) test -tags e2e -count=1 ./test/e2e/ -v -timeout 20m
+e2e: test-deps k8s crds k8s-kcm adapter keda ## run the end-to-end suite (test/e2e, the e2e tag): real control plane, Prometheus, HPA controller, adapter, KEDA and the controller binary; logs in bin/e2e-artifacts or the E2E_ARTIFACTS folder
+	$(GO) test -tags e2e -count=1 ./test/e2e/ -v -timeout 30m
 
 # Third-party CRDs the samples are validated against (test/manifests),
 # from the source zips of the modules pinned by hack/crds/go.mod (checked

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/llm-d-incubation/wva/internal/emulate"
@@ -163,6 +164,10 @@ func (o *emulateOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
 	fleet, err := emulate.NewFleet(spec, emulate.FleetOptions{TimeScale: o.timeScale, WallSecondLatencies: o.latencyClock == "wall",
 		Metrics: o.vllmMetrics})
 	if err != nil {
@@ -178,7 +183,7 @@ func (o *emulateOptions) run(cmd *cobra.Command) error {
 		progress = -1
 	}
 	em := emulate.New(kc, fleet, emulate.Options{Namespace: o.namespace, Selector: sel, Tick: o.tick, Resync: o.resync,
-		SDFile: o.sdFile, ProgressEvery: progress, KeepPods: o.keepPods, Log: log})
+		SDFile: o.sdFile, ProgressEvery: progress, KeepPods: o.keepPods, Log: log, Dynamic: dyn})
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log.Info("emulator starting", "host", cfg.Host, "namespace", o.namespace, "selector", sel.String(), "timeScale", o.timeScale,

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -45,6 +46,9 @@ type Options struct {
 	Clock clock.WithTicker
 	// Log receives the progress lines (default: discarded).
 	Log logr.Logger
+	// Dynamic, when set, lets the emulator play LeaderWorkerSet's
+	// controller for spec entries that name a LeaderWorkerSet (lws.go).
+	Dynamic dynamic.Interface
 }
 
 func (o *Options) defaults() {
@@ -85,13 +89,14 @@ type Emulator struct {
 	lastErr   string
 	lastErrAt time.Time
 	lastN     map[int]int
+	lwsStatus map[string][2]int64 // namespace/name → the status last written
 }
 
 // New prepares an emulator; Start (or Run) starts its informers.
 func New(kc kubernetes.Interface, fleet *Fleet, opts Options) *Emulator {
 	opts.defaults()
 	e := &Emulator{opts: opts, log: opts.Log, kc: kc, fleet: fleet, pods: map[int]*emuPod{}, sd: sdWriter{path: opts.SDFile},
-		trigger: make(chan struct{}, 1), warned: map[string]bool{}, accounts: map[string]bool{}, lastN: map[int]int{}, rsets: map[string]*appsv1.ReplicaSet{}}
+		trigger: make(chan struct{}, 1), warned: map[string]bool{}, accounts: map[string]bool{}, lastN: map[int]int{}, lwsStatus: map[string][2]int64{}, rsets: map[string]*appsv1.ReplicaSet{}}
 	sel := opts.Selector.String()
 	df := informers.NewSharedInformerFactoryWithOptions(kc, opts.Resync, informers.WithNamespace(opts.Namespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = sel }))
@@ -144,8 +149,17 @@ func (e *Emulator) deleteLeftovers(ctx context.Context) error {
 		return err
 	}
 	mine := map[string]bool{}
-	for _, d := range bound {
+	taken := map[int]bool{}
+	for i, d := range bound {
 		mine[string(d.UID)] = true
+		taken[i] = true
+	}
+	sets, err := e.bindLWS(ctx, taken)
+	if err != nil {
+		return err
+	}
+	for _, l := range sets {
+		mine[string(l.uid)] = true
 	}
 	left, err := e.podLister.List(labels.Everything())
 	if err != nil {
@@ -223,8 +237,25 @@ func (e *Emulator) Step(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	taken := map[int]bool{}
+	for i := range bound {
+		taken[i] = true
+	}
+	sets, err := e.bindLWS(ctx, taken)
+	if err != nil {
+		return err
+	}
 	var errs []error
 	for _, t := range e.fleet.Targets() {
+		if l := sets[t.Index]; l != nil {
+			e.fleet.SetModelNamespace(t.ModelIndex, l.namespace)
+			if last, ok := e.lastN[t.Index]; !ok || last != int(l.replicas) {
+				e.log.Info("scaling", "leaderWorkerSet", t.Name, "namespace", l.namespace, "replicas", l.replicas)
+				e.lastN[t.Index] = int(l.replicas)
+			}
+			errs = append(errs, e.stepLWS(ctx, l, t))
+			continue
+		}
 		d := bound[t.Index]
 		n := 0
 		if d != nil {

@@ -42,6 +42,10 @@ type emuPod struct {
 	started    metav1.Time
 	containers []corev1.Container
 	ep         *endpoint
+	// group and workers: a LeaderWorkerSet's group index and the names of
+	// its worker pods (this pod is the leader).
+	group   int
+	workers []string
 }
 
 // podName names a server's pod: its ReplicaSet's name, "emu" and the
@@ -113,9 +117,11 @@ func (e *Emulator) patchPodStatus(ctx context.Context, p *emuPod, ready bool) er
 	if err != nil {
 		return err
 	}
-	_, err = e.kc.CoreV1().Pods(p.namespace).Patch(ctx, p.name, types.MergePatchType, b, metav1.PatchOptions{}, "status")
-	if err != nil {
-		return fmt.Errorf("pod %s/%s status: %w", p.namespace, p.name, err)
+	for _, name := range append([]string{p.name}, p.workers...) {
+		_, err = e.kc.CoreV1().Pods(p.namespace).Patch(ctx, name, types.MergePatchType, b, metav1.PatchOptions{}, "status")
+		if err != nil {
+			return fmt.Errorf("pod %s/%s status: %w", p.namespace, name, err)
+		}
 	}
 	p.ready = ready
 	return nil
@@ -128,9 +134,11 @@ func (e *Emulator) deletePod(ctx context.Context, p *emuPod) error {
 		p.ep.close()
 		p.ep = nil
 	}
-	err := e.kc.CoreV1().Pods(p.namespace).Delete(ctx, p.name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting pod %s/%s: %w", p.namespace, p.name, err)
+	for _, name := range append([]string{p.name}, p.workers...) {
+		err := e.kc.CoreV1().Pods(p.namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting pod %s/%s: %w", p.namespace, name, err)
+		}
 	}
 	delete(e.pods, p.id)
 	e.log.Info("pod deleted", "namespace", p.namespace, "pod", p.name)
@@ -258,6 +266,12 @@ func (e *Emulator) syncPod(ctx context.Context, d *appsv1.Deployment, rs *appsv1
 			return err
 		}
 	}
+	return e.syncServer(ctx, p, t, r)
+}
+
+// syncServer starts the server's /metrics endpoint once it is ready and
+// writes its pods' readiness when it changed.
+func (e *Emulator) syncServer(ctx context.Context, p *emuPod, t Target, r sim.LiveReplica) error {
 	if r.Ready && p.ep == nil {
 		ep, err := serve("pod "+p.name, metricsHandler(e.fleet, t.Model, r.ID))
 		if err != nil {

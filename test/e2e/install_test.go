@@ -5,6 +5,7 @@ package e2e
 import (
 	"cmp"
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -201,4 +202,31 @@ func (h *Harness) SetDeploymentReady(ns, name string, ready int32) {
 	if err := h.Client.Status().Update(h.Ctx(), d); err != nil {
 		h.t.Fatalf("status of Deployment %s/%s: %v", ns, name, err)
 	}
+}
+
+// LeaderWorkerSet is a LeaderWorkerSet of replicas groups of size pods,
+// each pod labelled app=name and with labels.
+func LeaderWorkerSet(ns, name string, replicas, size int32, labels map[string]string) *unstructured.Unstructured {
+	podLabels := map[string]any{"app": name}
+	for k, v := range labels {
+		podLabels[k] = v
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+		"metadata": map[string]any{"namespace": ns, "name": name, "labels": podLabels},
+		"spec": map[string]any{"replicas": int64(replicas), "leaderWorkerTemplate": map[string]any{"size": int64(size),
+			"workerTemplate": map[string]any{"metadata": map[string]any{"labels": podLabels},
+				"spec": map[string]any{"containers": []any{map[string]any{"name": "vllm", "image": "vllm/vllm-openai:emulated"}}}}}},
+	}}
+}
+
+// installLWSCRD applies LeaderWorkerSet's CRD (bin/crds, pinned by
+// hack/crds: `make crds`) and waits until it is established.
+func (h *Harness) installLWSCRD() {
+	h.t.Helper()
+	f := filepath.Join(h.Root, "bin", "crds", "leaderworkerset.x-k8s.io_leaderworkersets.yaml")
+	if _, err := os.Stat(f); err != nil {
+		h.t.Fatalf("LeaderWorkerSet's CRD: %v (`make crds` downloads it)", err)
+	}
+	h.installCRDs("LeaderWorkerSet", []string{f})
 }

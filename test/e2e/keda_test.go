@@ -116,6 +116,13 @@ func (h *Harness) installKEDACRDs() {
 	if err != nil || len(files) == 0 {
 		h.t.Fatalf("no KEDA CRDs in %s: %v", filepath.Join(h.kedaAssets(), "keda-crds"), err)
 	}
+	h.installCRDs("KEDA", files)
+}
+
+// installCRDs applies the CRDs of the files and waits until they are
+// established.
+func (h *Harness) installCRDs(what string, files []string) {
+	h.t.Helper()
 	var names []string
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
@@ -129,7 +136,7 @@ func (h *Harness) installKEDACRDs() {
 		h.Apply(u)
 		names = append(names, u.GetName())
 	}
-	h.Eventually(fmt.Sprintf("%d KEDA CRDs established", len(names)), 30*time.Second, func(ctx context.Context) (bool, string) {
+	h.Eventually(fmt.Sprintf("%d %s CRDs established", len(names), what), 30*time.Second, func(ctx context.Context) (bool, string) {
 		for _, n := range names {
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(crdGVK)

@@ -154,7 +154,13 @@ func newLoadWorld(t *testing.T, interval time.Duration, steps []loadStep, extra 
 	h.Namespace(smokeNS)
 	var deps []fleetDeployment
 	for _, va := range vas {
-		h.Apply(Deployment(smokeNS, va.Name, va.Replicas, map[string]string{"wva.llmd.ai/emulate": "true"}))
+		if va.GroupSize > 0 {
+			h.installLWSCRD()
+			h.Apply(LeaderWorkerSet(smokeNS, va.Name, va.Replicas, va.GroupSize, map[string]string{"wva.llmd.ai/emulate": "true"}))
+			va.Spec.ScaleTargetRef = &wvav1.CrossVersionObjectReference{APIVersion: "leaderworkerset.x-k8s.io/v1", Kind: "LeaderWorkerSet", Name: va.Name}
+		} else {
+			h.Apply(Deployment(smokeNS, va.Name, va.Replicas, map[string]string{"wva.llmd.ai/emulate": "true"}))
+		}
 		h.Apply(va.VariantAutoscaling)
 		deps = append(deps, fleetDeployment{Name: va.Name, MaxReplicas: int(*va.Spec.MaxReplicas)})
 	}
@@ -179,10 +185,12 @@ func queueingConfig() *corev1.ConfigMap {
 	}
 }
 
-// wvaVA is a VariantAutoscaling with the initial replicas of its Deployment.
+// wvaVA is a VariantAutoscaling with the initial replicas of its Deployment
+// or, with a GroupSize, of its LeaderWorkerSet (groups of GroupSize pods).
 type wvaVA struct {
 	*wvav1.VariantAutoscaling
-	Replicas int32
+	Replicas  int32
+	GroupSize int32
 }
 
 // replicaSample is one observation of a Deployment.
@@ -272,7 +280,10 @@ func (h *Harness) deploymentReplicas(ctx context.Context, name string) (int32, e
 // deletedPod is a pod as it was when deleted, and the pods left then.
 type deletedPod struct {
 	Name, Cost string
-	Survivors  map[string]string // name → pod-deletion-cost ("" when none)
+	// Drained: the controller had taken the pod out of rotation
+	// (llmd.ai/draining-since and the endpoint picker's active-ports "0").
+	Drained   bool
+	Survivors map[string]string // name → pod-deletion-cost ("" when none)
 }
 
 const deletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
@@ -304,7 +315,8 @@ func (h *Harness) watchDeletions(t *testing.T) func() []deletedPod {
 				for n, c := range live {
 					surv[n] = c
 				}
-				out = append(out, deletedPod{Name: p.Name, Cost: p.Annotations[deletionCostAnnotation], Survivors: surv})
+				drained := p.Annotations["llmd.ai/draining-since"] != "" && p.Annotations["llm-d.ai/active-ports"] == "0"
+				out = append(out, deletedPod{Name: p.Name, Cost: p.Annotations[deletionCostAnnotation], Drained: drained, Survivors: surv})
 			case watch.Added, watch.Modified:
 				live[p.Name] = p.Annotations[deletionCostAnnotation]
 			}

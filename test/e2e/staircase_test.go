@@ -132,8 +132,9 @@ func checkNoEarlyScaleDown(t *testing.T, rec *replicaRecorder, variant string, u
 }
 
 // checkDeletionCost: some pods were removed on the scale-down, and each
-// had a pod-deletion-cost set by the controller no higher than that of
-// every pod left.
+// had been drained (out of the endpoint picker's rotation) and had a
+// pod-deletion-cost set by the controller no higher than that of every
+// pod left.
 func checkDeletionCost(t *testing.T, deleted []deletedPod) {
 	t.Helper()
 	if len(deleted) == 0 {
@@ -144,6 +145,9 @@ func checkDeletionCost(t *testing.T, deleted []deletedPod) {
 		t.Logf("pod %s removed with pod-deletion-cost %q; left: %v", d.Name, d.Cost, d.Survivors)
 		if d.Cost == "" {
 			t.Errorf("pod %s removed without a pod-deletion-cost: the controller marks its victims", d.Name)
+		}
+		if !d.Drained {
+			t.Errorf("pod %s removed without a drain: the controller takes its victims out of rotation first", d.Name)
 		}
 		for n, c := range d.Survivors {
 			if !costBelow(d.Cost, c) {

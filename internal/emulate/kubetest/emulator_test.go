@@ -34,7 +34,8 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
+// The third-party CRDs (bin/crds, make crds) bring LeaderWorkerSet's.
+func TestMain(m *testing.M) { testenv.Main(m, &env, filepath.Join(testenv.Root(), "bin", "crds")) }
 
 const testModel = "meta-llama/Llama-3.1-8B-Instruct"
 
