@@ -310,6 +310,7 @@ func (p *planner) podOwners(ctx context.Context, m config.Main, vs []*variant) m
 			v.listErr = err
 			continue
 		}
+		v.podList = pods.Items
 		for _, pod := range pods.Items {
 			if !ownedBy(&pod, v.target) {
 				continue

@@ -227,6 +227,7 @@ func (p *planner) finish(ctx context.Context, c *cycleState, plan *engine.Plan) 
 		p.Cache.set(k, d)
 	}
 	p.Cache.retain(c.keep)
+	p.drains.retain(c.keep)
 	p.Store.retain(c.keepTuner)
 	if err := p.Store.flush(ctx); err != nil {
 		p.Log.Error(err, "persisting tuner state")

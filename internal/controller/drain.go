@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -67,10 +68,17 @@ type unit struct {
 func (p *planner) drainStep(ctx context.Context, now time.Time, cfg config.Drain, v *variant, rep collector.Report,
 	desired int, victims []string) (drain.Step, bool, error) {
 	pol := drain.Policy{Timeout: cfg.Timeout, Ordered: !v.target.isDeployment()}
-	if !pol.Enabled() || p.Reader == nil {
+	if p.Reader == nil {
 		return drain.Step{}, false, nil
 	}
-	if err := drainRefusal(cfg, v.target); err != nil {
+	// Pods known to carry no drain mark need no look unless a drain
+	// begins; otherwise (a drain under way, or not known since the
+	// controller started) the pods are read, also with draining off, so
+	// that marks left by an earlier drain are put back.
+	if (!pol.Enabled() || desired >= int(v.target.SpecReplicas)) && p.drains.none(v.key) {
+		return drain.Step{}, false, nil
+	}
+	if err := drainRefusal(cfg, v.target); pol.Enabled() && err != nil {
 		return drain.Step{}, false, err
 	}
 	units, err := p.drainUnits(ctx, v, rep)
@@ -85,6 +93,7 @@ func (p *planner) drainStep(ctx context.Context, now time.Time, cfg config.Drain
 	st := drain.Plan(now, pol, int(v.target.SpecReplicas), desired, victims, pods)
 	drained, errOut := p.eachPod(byName, st.Drain, func(pod *corev1.Pod) error { return p.takeOut(ctx, pod, cfg, now) })
 	restored, errBack := p.eachPod(byName, st.Restore, func(pod *corev1.Pod) error { return p.putBack(ctx, pod) })
+	p.drains.set(v.key, len(st.Drain)+len(st.Waiting)+len(st.Remove) > 0 || errOut != nil || errBack != nil)
 	if len(drained)+len(restored) > 0 {
 		p.Log.Info("drain", "variant", v.key, "outOfRotation", drained, "backInRotation", restored, "replicas", st.Replicas, "desired", desired)
 	}
@@ -96,7 +105,46 @@ func (p *planner) drainStep(ctx context.Context, now time.Time, cfg config.Drain
 		}
 	}
 	st.Remove = remove
+	if !pol.Enabled() {
+		return drain.Step{}, false, errors.Join(errOut, errBack) // marks put back; the decision stands
+	}
 	return st, true, errors.Join(errOut, errBack)
+}
+
+// drainMemory is, per variant, whether its pods may carry drain marks:
+// false once a look found none left; absent (unknown) until the first
+// look after the controller starts.
+type drainMemory struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]bool
+}
+
+// none says whether the variant is known to have no pod with a drain mark.
+func (d *drainMemory) none(k types.NamespacedName) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	marked, known := d.m[k]
+	return known && !marked
+}
+
+func (d *drainMemory) set(k types.NamespacedName, marked bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.m == nil {
+		d.m = map[types.NamespacedName]bool{}
+	}
+	d.m[k] = marked
+}
+
+// retain forgets the variants not in keep.
+func (d *drainMemory) retain(keep map[types.NamespacedName]bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k := range d.m {
+		if !keep[k] {
+			delete(d.m, k)
+		}
+	}
 }
 
 // drainRefusal says why a variant cannot drain with the configured method:
@@ -151,9 +199,11 @@ func (p *planner) drainUnits(ctx context.Context, v *variant, rep collector.Repo
 	if sel == nil || sel.Empty() {
 		return nil, fmt.Errorf("%s has no pod selector", v.target)
 	}
-	var list corev1.PodList
-	if err := p.Reader.List(ctx, &list, client.InNamespace(v.va.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return nil, fmt.Errorf("listing the pods of %s: %w", v.target, err)
+	list := corev1.PodList{Items: v.podList}
+	if v.podList == nil {
+		if err := p.Reader.List(ctx, &list, client.InNamespace(v.va.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			return nil, fmt.Errorf("listing the pods of %s: %w", v.target, err)
+		}
 	}
 	load := map[string]float64{}
 	for _, pm := range rep.Pods {

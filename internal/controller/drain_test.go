@@ -275,3 +275,31 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
+
+// TestDrainTurnedOff: with draining turned off during a drain, the victims
+// go back into rotation and the scale-down applies at once.
+func TestDrainTurnedOff(t *testing.T) {
+	f := newFixture(t)
+	d := f.deployment("llama-h100", 4)
+	names := []string{"llama-h100-0", "llama-h100-1", "llama-h100-2", "llama-h100-3"}
+	f.markReady(names...)
+	f.va("llama-h100", model, func(va *wvav1.VariantAutoscaling) { va.Spec.Actuator = wvav1.ActuatorDirect })
+	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: busy(pods("llama-h100", 4, 0.1, 0), 2, names...)}}})
+	f.cycle()
+	f.clock.Step(301 * time.Second)
+	f.cycle()
+	if len(f.outOfRotation(names)) == 0 || f.specReplicas(d) != 4 {
+		t.Fatal("no drain under way")
+	}
+	f.withDrain(config.Drain{})
+	f.clock.Step(30 * time.Second)
+	f.cycle()
+	for _, n := range names {
+		if a := podAnnotations(t, f.ns, n); a[drainSinceAnnotation] != "" || a[activePortsAnnotation] != "" {
+			t.Errorf("pod %s keeps its drain marks with draining off: %v", n, a)
+		}
+	}
+	if n := f.specReplicas(d); n >= 4 {
+		t.Errorf("replicas %d: with draining off the scale-down applies at once", n)
+	}
+}

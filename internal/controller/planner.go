@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,6 +58,10 @@ type planner struct {
 	sourceFor     *config.Main
 	lastInventory map[string]int
 	builder       snapshot.Builder
+	// drains remembers, per variant, whether its pods may carry drain
+	// marks (drain.go): a variant known to have none is not listed again
+	// for the drain until it scales down.
+	drains drainMemory
 	// Wake makes the loop run a cycle now and restart its period (a
 	// configuration change); Surge makes it run an extra cycle now, the
 	// periodic one keeping its time (the fast loop's surge check).
@@ -111,6 +116,9 @@ type variant struct {
 	pods   []string // names of its pods that report metrics (this cycle)
 	// listErr is why its pods could not be listed (this cycle), if so.
 	listErr error
+	// podList is its pods as this cycle listed them (nil when not
+	// listed), for the drain to reuse.
+	podList []corev1.Pod
 	// settings are its server settings as this cycle resolved them.
 	settings resolvedSettings
 }
