@@ -303,3 +303,45 @@ func TestDrainTurnedOff(t *testing.T) {
 		t.Errorf("replicas %d: with draining off the scale-down applies at once", n)
 	}
 }
+
+// TestDrainMetricsOnly: with HPA or KEDA applying the count (the
+// metrics-only actuator), the published desired replicas stay at the
+// Deployment's count while the victims serve, and drop by the victims
+// once they are idle, those marked for deletion so that the HPA's
+// scale-down removes them.
+func TestDrainMetricsOnly(t *testing.T) {
+	f := newFixture(t)
+	d := f.deployment("llama-h100", 4)
+	names := []string{"llama-h100-0", "llama-h100-1", "llama-h100-2", "llama-h100-3"}
+	f.markReady(names...)
+	f.va("llama-h100", model, nil)
+	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: busy(pods("llama-h100", 4, 0.1, 0), 2, names...)}}})
+	f.cycle()
+	f.clock.Step(301 * time.Second)
+	f.cycle()
+	victims := f.outOfRotation(names)
+	if len(victims) == 0 {
+		t.Fatal("no victim taken out of rotation")
+	}
+	for _, series := range []string{"inferno_desired_replicas", "wva_desired_replicas"} {
+		if got := f.gauge(series, "llama-h100"); got != 4 {
+			t.Errorf("%s %v while the victims serve, want 4", series, got)
+		}
+	}
+	var rest []string
+	for _, n := range names {
+		if !contains(victims, n) {
+			rest = append(rest, n)
+		}
+	}
+	f.writeMetrics(file.Document{Targets: []file.TargetPods{{Namespace: f.ns, Model: model, Pods: busy(pods("llama-h100", 4, 0.1, 0), 2, rest...)}}})
+	f.clock.Step(30 * time.Second)
+	f.cycle()
+	if got := f.gauge("inferno_desired_replicas", "llama-h100"); int(got) != 4-len(victims) {
+		t.Errorf("inferno_desired_replicas %v once %d victims are idle, want %d", got, len(victims), 4-len(victims))
+	}
+	if n := f.specReplicas(d); n != 4 {
+		t.Errorf("the metrics-only actuator scaled the Deployment to %d", n)
+	}
+	f.checkRemoved(names, victims)
+}
