@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // runContext runs the command line under ctx, as Ctrl-C would cancel it.
@@ -32,20 +31,18 @@ models:
     variants: [{name: v, accelerator: H100, params: {alpha: 5, beta: 0.01, gamma: 0.00001}, initialReplicas: 1, minReplicas: 1}]
 `
 
-// slow bounds the time of a command that must fail at once: generous for
-// the race detector on a loaded machine, far below what the failures it
-// guards against took (the run, then the error; or no end at all).
-const slow = 5 * time.Second
-
 // blocked is an --out that cannot be created: a folder inside a file.
 func blocked(t *testing.T) string {
 	t.Helper()
 	return filepath.Join(tempFile(t, "file", "x"), "out")
 }
 
-// TestInterrupt: cancelling the context (what Ctrl-C does) stops a
-// simulation, a --repeat, a sweep and the tuner study within a second,
-// however long they would run.
+// TestInterrupt: a cancelled context (what Ctrl-C gives) stops a
+// simulation, a --repeat, a sweep and the tuner study, however long they
+// would run, and each says it was interrupted. The context is cancelled
+// before the command runs, so that nothing depends on the machine's
+// speed; internal/sim's TestCancelStopsRun bounds the work a run does
+// after a cancellation that comes while it runs.
 func TestInterrupt(t *testing.T) {
 	heavy := tempFile(t, "heavy.yaml", heavyScenario)
 	for _, tc := range []struct {
@@ -60,34 +57,14 @@ func TestInterrupt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			type result struct {
-				stderr string
-				err    error
-			}
-			done := make(chan result, 1)
-			go func() {
-				_, stderr, err := runContext(ctx, tc.args...)
-				done <- result{stderr, err}
-			}()
-			time.Sleep(500 * time.Millisecond)
 			cancel()
-			at := time.Now()
-			var r result
-			select {
-			case r = <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("still running 10 s after the cancellation")
-			}
-			if d := time.Since(at); d > time.Second {
-				t.Errorf("stopped %v after the cancellation, want under 1 s", d)
-			}
-			got := r.stderr
-			if r.err != nil {
-				got += r.err.Error()
+			_, stderr, err := runContext(ctx, tc.args...)
+			got := stderr
+			if err != nil {
+				got += err.Error()
 			}
 			if !strings.Contains(got, tc.want) {
-				t.Errorf("got %q (error %v), want %q", r.stderr, r.err, tc.want)
+				t.Errorf("got %q (error %v), want %q", stderr, err, tc.want)
 			}
 		})
 	}
@@ -119,7 +96,6 @@ func TestSimulateInputs(t *testing.T) {
 		{"unwritable --write-traces", []string{"simulate", "-f", heavy, "--write-traces", blocked(t)}, "--write-traces: mkdir"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			start := time.Now()
 			stdout, stderr, code := run(t, tc.args...)
 			if code == 0 || !strings.Contains(stderr, tc.want) {
 				t.Fatalf("exit %d, stderr %q; want %q", code, stderr, tc.want)
@@ -127,9 +103,6 @@ func TestSimulateInputs(t *testing.T) {
 			// Nothing ran: no progress line before the error, no output.
 			if strings.Count(stderr, "\n") != 1 || strings.Contains(stderr, "\r") || stdout != "" {
 				t.Errorf("stdout %q, stderr %q: want the error alone", stdout, stderr)
-			}
-			if d := time.Since(start); d > slow {
-				t.Errorf("failed after %v, want at once", d)
 			}
 		})
 	}
@@ -195,16 +168,12 @@ func TestTuneStudyInputs(t *testing.T) {
 		{"unwritable --out", []string{"--out", blocked(t)}, "--out: mkdir"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			start := time.Now()
 			_, stderr, code := run(t, append([]string{"tune", "study"}, tc.args...)...)
 			if code == 0 || !strings.Contains(stderr, tc.want) {
 				t.Fatalf("exit %d, stderr %q; want %q", code, stderr, tc.want)
 			}
 			if strings.Count(stderr, "\n") != 1 {
 				t.Errorf("stderr %q: want the error alone (nothing ran)", stderr)
-			}
-			if d := time.Since(start); d > slow {
-				t.Errorf("failed after %v, want at once", d)
 			}
 		})
 	}
@@ -221,13 +190,9 @@ func TestInputFileLimits(t *testing.T) {
 		{"tune", "-f", "/dev/zero"},
 		llamaArgs("analyze", "-f", "/dev/zero"),
 	} {
-		start := time.Now()
 		_, stderr, code := run(t, args...)
 		if code == 0 || !strings.Contains(stderr, "--file: /dev/zero is larger than 16 MiB") {
 			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
-		}
-		if d := time.Since(start); d > slow {
-			t.Errorf("%v: took %v", args, d)
 		}
 	}
 	var out, errb bytes.Buffer

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,7 +58,7 @@ func (p *planner) snapshot(ctx context.Context, c *cycleState, set settings) (
 	src, srcErr := p.currentSource(set.Main)
 	// A slow source must not make the cycle overrun its interval: what is
 	// not read by the deadline is held, like an unreachable source.
-	cctx, cancel := context.WithTimeout(ctx, collectDeadline(set.Main.Interval))
+	cctx, cancel := withClockTimeout(ctx, p.Clock, collectDeadline(set.Main.Interval))
 	defer cancel()
 	// The gateway's two queries run beside the pods' collection, under the
 	// same deadline; past it the model plans from its pods alone.
@@ -176,6 +177,38 @@ func collectDeadline(interval time.Duration) time.Duration {
 		interval = config.DefaultInterval
 	}
 	return interval / 2
+}
+
+// withClockTimeout is context.WithTimeout on the planner's clock (a fake
+// one in tests): the context ends with context.DeadlineExceeded when the
+// clock's timer fires. It reports no Deadline, as the clock need not be
+// the wall clock that network calls measure against.
+func withClockTimeout(parent context.Context, clk clock.Clock, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	t := clk.NewTimer(d)
+	go func() {
+		select {
+		case <-t.C():
+			cancel(context.DeadlineExceeded)
+		case <-ctx.Done():
+		}
+	}()
+	return clockDeadline{ctx}, func() {
+		t.Stop()
+		cancel(context.Canceled)
+	}
+}
+
+// clockDeadline reports a deadline its timer reached as
+// context.DeadlineExceeded, as a context.WithTimeout would.
+type clockDeadline struct{ context.Context }
+
+func (c clockDeadline) Err() error {
+	err := c.Context.Err()
+	if err != nil && errors.Is(context.Cause(c.Context), context.DeadlineExceeded) {
+		return context.DeadlineExceeded
+	}
+	return err
 }
 
 type collected struct {

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -11,8 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
-	"time"
 
 	"github.com/llm-d-incubation/wva/examples/scenarios"
 )
@@ -36,64 +35,81 @@ models:
 	return sc
 }
 
-// stopsWithin cancels the context after 300 ms and fails unless fn
-// returns within a second of the cancellation.
-func stopsWithin(t *testing.T, fn func(ctx context.Context)) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan struct{})
-	go func() { defer close(done); fn(ctx) }()
-	time.Sleep(300 * time.Millisecond)
-	cancel()
-	at := time.Now()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("still running 5 s after the cancellation")
-	}
-	if d := time.Since(at); d > time.Second {
-		t.Errorf("returned %v after the cancellation, want under 1 s", d)
-	}
-	if !errors.Is(ctx.Err(), context.Canceled) {
-		t.Errorf("context error %v", ctx.Err())
-	}
+// countdown is a context cancelled by its own use, not by the clock: its
+// Err reports nil for the first calls and Canceled from the call that
+// exhausts them on, when Done closes too and onCancel runs. A run that
+// stops on it stops at a point the test knows, however busy the machine.
+type countdown struct {
+	context.Context
+	mu       sync.Mutex
+	left     int
+	done     chan struct{}
+	onCancel func()
 }
 
-// TestCancelStopsRun: a cancelled context stops a run, a comparison over
-// seeds and a sweep within a second, even when a simulated minute takes
-// far longer than that; the run says it was interrupted.
+func newCountdown(calls int, onCancel func()) *countdown {
+	return &countdown{Context: context.Background(), left: calls, done: make(chan struct{}), onCancel: onCancel}
+}
+
+func (c *countdown) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.left > 0 {
+		c.left--
+		if c.left == 0 {
+			close(c.done)
+			if c.onCancel != nil {
+				c.onCancel()
+			}
+		}
+	}
+	if c.left == 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+func (c *countdown) Done() <-chan struct{} { return c.done }
+
+// TestCancelStopsRun: a cancelled context stops a run within
+// cancelCheckEvents events of the cancellation (a few milliseconds of
+// work, even where a simulated minute takes far longer), and the run says
+// it was interrupted; a comparison, a comparison over seeds and a sweep
+// stop too and keep no partial point.
 func TestCancelStopsRun(t *testing.T) {
 	sc := heavy(t)
 	t.Run("run", func(t *testing.T) {
-		var res *Result
-		stopsWithin(t, func(ctx context.Context) { res = New(sc, &Static{n: 1}).Run(ctx, nil) })
-		if !res.Interrupted || res.Arrived == 0 {
-			t.Errorf("interrupted %v after %d requests", res.Interrupted, res.Arrived)
+		s := New(sc, &Static{n: 1})
+		handled, atCancel := 0, -1
+		s.check = func(*Sim, *event) { handled++ }
+		res := s.Run(newCountdown(3, func() { atCancel = handled }), nil)
+		if !res.Interrupted || res.Arrived == 0 || atCancel < 0 {
+			t.Fatalf("interrupted %v after %d requests (cancelled at event %d)", res.Interrupted, res.Arrived, atCancel)
+		}
+		if after := handled - atCancel; after > cancelCheckEvents {
+			t.Errorf("%d events simulated after the cancellation, want at most %d", after, cancelCheckEvents)
+		}
+		if res.DurationSecs >= sc.DurationSeconds {
+			t.Errorf("simulated %v s of %v", res.DurationSecs, sc.DurationSeconds)
 		}
 	})
 	t.Run("compare", func(t *testing.T) {
-		stopsWithin(t, func(ctx context.Context) {
-			if _, err := Compare(ctx, sc, []string{"hpa", "static:1"}, nil); err != nil {
-				t.Error(err)
-			}
-		})
+		rs, err := Compare(newCountdown(3, nil), sc, []string{"hpa", "static:1"}, nil)
+		if err != nil || len(rs) != 1 || !rs[0].Interrupted {
+			t.Errorf("results %d (error %v): want the first run, interrupted, and no second", len(rs), err)
+		}
 	})
 	t.Run("seeds", func(t *testing.T) {
-		stopsWithin(t, func(ctx context.Context) {
-			seeds, _, err := CompareSeeds(ctx, sc, []string{"static:1"}, []uint64{1, 2, 3}, 2, nil)
-			if err != nil || len(seeds) != 0 {
-				t.Errorf("seeds %v, error %v", seeds, err)
-			}
-		})
+		seeds, _, err := CompareSeeds(newCountdown(3, nil), sc, []string{"static:1"}, []uint64{1, 2, 3}, 2, nil)
+		if err != nil || len(seeds) != 0 {
+			t.Errorf("seeds %v, error %v", seeds, err)
+		}
 	})
 	t.Run("sweep", func(t *testing.T) {
-		stopsWithin(t, func(ctx context.Context) {
-			res, err := Sweep(ctx, sc, SweepSpec{Autoscalers: []string{"clairvoyant"}, Seeds: []uint64{1, 2}, Parallel: 2}, nil)
-			if err != nil || !res.Interrupted || len(res.Points) != 0 {
-				t.Errorf("sweep %+v, error %v", res, err)
-			}
-		})
+		res, err := Sweep(newCountdown(3, nil), sc, SweepSpec{Autoscalers: []string{"clairvoyant"}, Seeds: []uint64{1, 2}, Parallel: 2}, nil)
+		if err != nil || !res.Interrupted || len(res.Points) != 0 {
+			t.Errorf("sweep %+v, error %v", res, err)
+		}
 	})
 }
 
