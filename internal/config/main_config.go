@@ -362,6 +362,12 @@ func checkPort(p, v string) error {
 // ParsePromQL checks a query with the Prometheus parser: it must parse and
 // return an instant vector (series labelled by namespace and model_name).
 func ParsePromQL(v string) (string, error) {
+	if len(v) > MaxPromQLBytes {
+		return "", fmt.Errorf("want a PromQL query of at most %d bytes, got %d", MaxPromQLBytes, len(v))
+	}
+	if d := nesting(v); d > MaxPromQLDepth {
+		return "", fmt.Errorf("want a PromQL query nested at most %d deep (parentheses, brackets and braces), got %d", MaxPromQLDepth, d)
+	}
 	expr, err := parser.NewParser(parser.Options{}).ParseExpr(v)
 	if err != nil {
 		return "", fmt.Errorf("want a PromQL query: %s", strings.Join(strings.Fields(err.Error()), " "))
@@ -370,6 +376,42 @@ func ParsePromQL(v string) (string, error) {
 		return "", fmt.Errorf("want a PromQL query returning an instant vector (series by namespace and model_name), got a %s: %q", t, v)
 	}
 	return v, nil
+}
+
+// MaxPromQLBytes and MaxPromQLDepth bound a query before it is parsed: the
+// parser's time grows faster than linearly with the operators of a query
+// and with its nesting (a 900 KB "up or up or …" took minutes). The
+// shipped queries are under 200 bytes and 3 deep.
+const (
+	MaxPromQLBytes = 16 << 10
+	MaxPromQLDepth = 64
+)
+
+// nesting is the deepest nesting of parentheses, brackets and braces in a
+// query, outside its string literals ('…', "…" with backslash escapes,
+// `…` raw).
+func nesting(q string) int {
+	depth, most := 0, 0
+	var quote byte
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case quote != 0:
+			if c == '\\' && quote != '`' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'' || c == '`':
+			quote = c
+		case c == '(' || c == '[' || c == '{':
+			depth++
+			most = max(most, depth)
+		case c == ')' || c == ']' || c == '}':
+			depth--
+		}
+	}
+	return most
 }
 
 // setDrainMethod reads WVA_DRAIN_METHOD: "active-ports" or "label:KEY",

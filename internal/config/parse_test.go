@@ -533,3 +533,32 @@ func TestEveryMainKeyDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestPromQLBounds: a query is bounded in length and nesting before the
+// parser sees it (a 900 KB "up or up or …" took the parser minutes, under
+// the configuration's lock); string literals do not count as nesting.
+func TestPromQLBounds(t *testing.T) {
+	long := strings.Repeat("up or ", 150000) + "up"
+	if _, err := ParsePromQL(long); err == nil || !strings.Contains(err.Error(), "at most 16384 bytes, got 900002") {
+		t.Errorf("900 KB query: %v", err)
+	}
+	deep := strings.Repeat("(", 5000) + "up" + strings.Repeat(")", 5000)
+	if _, err := ParsePromQL(deep); err == nil || !strings.Contains(err.Error(), "nested at most 64 deep") {
+		t.Errorf("deep query: %v", err)
+	}
+	ok := strings.Repeat("(", 64) + "up" + strings.Repeat(")", 64)
+	if _, err := ParsePromQL(ok); err != nil {
+		t.Errorf("64 deep: %v", err)
+	}
+	quoted := `sum by (namespace, model_name) (up{job="` + strings.Repeat("(", 100) + `"})`
+	if _, err := ParsePromQL(quoted); err != nil {
+		t.Errorf("parentheses in a string: %v", err)
+	}
+	atLimit := strings.Repeat("up or ", (MaxPromQLBytes-2)/6) + "up"
+	if _, err := ParsePromQL(atLimit); err != nil {
+		t.Errorf("a %d-byte query: %v", len(atLimit), err)
+	}
+	if _, err := ParseMain(map[string]string{"WVA_SCALE_FROM_ZERO_QUERY": long}); err == nil || !strings.Contains(err.Error(), "WVA_SCALE_FROM_ZERO_QUERY") {
+		t.Errorf("ConfigMap with a 900 KB query: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"sort"
 	"sync"
@@ -63,11 +64,13 @@ type configState struct {
 	// changes counts the accepted changes (version).
 	invalid map[string]error
 	changes int
+	// lastData is each ConfigMap's data as last applied (nil: deleted).
+	lastData map[string]map[string]string
 }
 
 // newConfigState starts from base (the flags) and the other defaults.
 func newConfigState(names ConfigNames, base config.Main) *configState {
-	s := &configState{names: names, base: base, invalid: map[string]error{}}
+	s := &configState{names: names, base: base, invalid: map[string]error{}, lastData: map[string]map[string]string{}}
 	s.cur = settings{Main: base, Tuner: config.Tuner{Enabled: true}, QueueingModel: config.QueueingModel{SLOMultiplier: 3, TuningEnabled: true}}
 	return s
 }
@@ -104,37 +107,28 @@ func (s *configState) problems() []error {
 
 // apply parses a ConfigMap's data (nil data with exists false means the
 // ConfigMap was deleted: its defaults apply). On an error the previous
-// configuration stays and the error is returned and remembered.
+// configuration stays and the error is returned and remembered. Data
+// equal to the last seen for the ConfigMap is not parsed again (a resync
+// changes nothing), and parsing runs outside the lock, so that a slow
+// parse never holds up a cycle reading the configuration.
 func (s *configState) apply(name string, data map[string]string, exists bool) error {
 	if !exists {
 		data = nil
 	}
+	s.mu.RLock()
+	last, seen := s.lastData[name]
+	lastErr := s.invalid[name]
+	s.mu.RUnlock()
+	if seen && maps.Equal(last, data) && (last == nil) == (data == nil) {
+		return lastErr
+	}
+	set, err := s.parse(name, data)
+	if set == nil {
+		return err // not a configuration ConfigMap
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	next := s.cur
-	var err error
-	switch name {
-	case s.names.Main:
-		var m config.Main
-		m, err = config.ParseMain(data)
-		if err == nil {
-			next.Main = mergeMain(s.base, m, data)
-		}
-	case s.names.Accelerators:
-		next.Accelerators, err = config.ParseAccelerators(data)
-	case s.names.ServiceClasses:
-		next.ServiceClasses, err = config.ParseServiceClasses(data)
-	case s.names.Saturation:
-		next.Saturation, err = config.ParseSaturation(data)
-	case s.names.QueueingModel:
-		next.QueueingModel, err = config.ParseQueueingModel(data)
-	case s.names.Tuner:
-		next.Tuner, err = config.ParseTuner(data)
-	case s.names.Inventory:
-		next.Inventory, err = config.ParseInventory(data)
-	default:
-		return fmt.Errorf("%s is not a configuration ConfigMap", name)
-	}
+	s.lastData[name] = maps.Clone(data)
 	if err != nil {
 		var cerr *config.Error
 		if !errors.As(err, &cerr) {
@@ -144,11 +138,43 @@ func (s *configState) apply(name string, data map[string]string, exists bool) er
 		return err
 	}
 	delete(s.invalid, name)
-	if !reflect.DeepEqual(next, s.cur) { // a resync or a no-op edit changes nothing
+	next := s.cur
+	set(&next)
+	if !reflect.DeepEqual(next, s.cur) { // a no-op edit changes nothing
 		s.cur = next
 		s.changes++
 	}
 	return nil
+}
+
+// parse reads a ConfigMap's data into a change of the settings. It reads
+// only names and base, which never change, so it needs no lock.
+func (s *configState) parse(name string, data map[string]string) (func(*settings), error) {
+	switch name {
+	case s.names.Main:
+		m, err := config.ParseMain(data)
+		merged := mergeMain(s.base, m, data)
+		return func(n *settings) { n.Main = merged }, err
+	case s.names.Accelerators:
+		v, err := config.ParseAccelerators(data)
+		return func(n *settings) { n.Accelerators = v }, err
+	case s.names.ServiceClasses:
+		v, err := config.ParseServiceClasses(data)
+		return func(n *settings) { n.ServiceClasses = v }, err
+	case s.names.Saturation:
+		v, err := config.ParseSaturation(data)
+		return func(n *settings) { n.Saturation = v }, err
+	case s.names.QueueingModel:
+		v, err := config.ParseQueueingModel(data)
+		return func(n *settings) { n.QueueingModel = v }, err
+	case s.names.Tuner:
+		v, err := config.ParseTuner(data)
+		return func(n *settings) { n.Tuner = v }, err
+	case s.names.Inventory:
+		v, err := config.ParseInventory(data)
+		return func(n *settings) { n.Inventory = v }, err
+	}
+	return nil, fmt.Errorf("%s is not a configuration ConfigMap", name)
 }
 
 // mergeMain lays the ConfigMap's keys over the flags: a key present in the
