@@ -1,6 +1,7 @@
 package predictive
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -57,7 +58,9 @@ func newEngine(p Parameters, now func() time.Time) (*engine, error) {
 		if e.cal, err = admission.NewCalibrator(p.calibratorConfig()); err != nil {
 			return nil, err
 		}
-		e.pred.SetCoefficients(e.cal.Coefficients())
+		if err := e.pred.SetCoefficients(e.cal.Coefficients()); err != nil {
+			return nil, fmt.Errorf("predictive: calibrator: %w", err)
+		}
 	}
 	return e, nil
 }

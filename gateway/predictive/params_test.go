@@ -74,6 +74,8 @@ func TestFactoriesRejectBadParameters(t *testing.T) {
 		{"critical priority", `{"criticalPriority": -1}`, []string{"criticalPriority: must be ≥ 0"}},
 		{"chars per token", `{"charsPerToken": -4}`, []string{"charsPerToken"}},
 		{"step weight", `{"stepWeight": 2}`, []string{"stepWeight: must be in (0, 1]"}},
+		{"huge coefficient, calibrated", `{"calibrate": true, "predictive": {"coefficients": {"beta1": 1e306}}, "calibrator": {"max": {"beta1": 1e307}}}`,
+			[]string{"predictive.coefficients.beta1: must be at most 1e+06", "calibrator.max.beta1"}},
 		{"every problem at once", `{"predictive": {"headroom": 9, "sheddableBudget": -2}, "stepWeight": -1}`,
 			[]string{"predictive.headroom", "predictive.sheddableBudget", "stepWeight"}},
 	}

@@ -122,7 +122,7 @@ func (e *engine) firstChunk(f *flight, st *endpointState, resp *requestcontrol.R
 	o := f.obs
 	o.TTFT = f.first.Sub(f.sent).Seconds()
 	if e.cal.Observe(o) {
-		e.pred.SetCoefficients(e.cal.Coefficients())
+		_ = e.pred.SetCoefficients(e.cal.Coefficients()) // a fit within its bounds; otherwise the model in use stays
 	}
 }
 

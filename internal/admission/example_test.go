@@ -40,7 +40,9 @@ func Example() {
 	// The router sends it to instance 1; its TTFT comes back.
 	index.Record(fleet[d.Instance].ID, hashes)
 	calibrator.Observe(admission.Observation{TTFT: 0.081, Miss: 4, Ahead: 4, StepTime: 0.015})
-	policy.SetCoefficients(calibrator.Coefficients())
+	if err := policy.SetCoefficients(calibrator.Coefficients()); err != nil {
+		panic(err)
+	}
 	// Output:
 	// admit sheddable: within-budget (estimate 0.06698 s ≤ budget 0.1 s, instance 1)
 }

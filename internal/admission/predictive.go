@@ -37,10 +37,21 @@ func (c Coefficients) withDefaults() Coefficients {
 }
 
 func (v *validator) coefficients(path string, c Coefficients) {
-	v.nonNeg(path+".beta0", c.Beta0, DefaultCoefficients.Beta0)
-	v.nonNeg(path+".beta1", c.Beta1, DefaultCoefficients.Beta1)
-	v.nonNeg(path+".queue", c.Queue, DefaultCoefficients.Queue)
+	for i, name := range [3]string{"beta0", "beta1", "queue"} {
+		x, def := c.at(i), DefaultCoefficients.at(i)
+		v.nonNeg(path+"."+name, x, def)
+		if finite(x) && x > MaxCoefficient {
+			v.add(path+"."+name, "must be at most %g (0 means the default %v), got %v", MaxCoefficient, def, x)
+		}
+	}
 }
+
+// MaxCoefficient bounds every TTFT-model coefficient a configuration gives
+// (seconds, seconds per token, steps per request ahead): a million is far
+// beyond any server, and keeps every product the policy and the
+// calibrator form (by token counts, by the calibrator's internal scale,
+// squared) finite.
+const MaxCoefficient = 1e6
 
 // Predictive defaults: the seed's budgets (sheddable's is tighter than
 // standard's on purpose, so that it is shed first), an exact budget
@@ -123,15 +134,16 @@ func NewPredictive(c PredictiveConfig) (*Predictive, error) {
 func (p *Predictive) Coefficients() Coefficients { return p.coef }
 
 // SetCoefficients replaces the TTFT model, for example with a Calibrator's
-// current fit. Every coefficient must be finite and ≥ 0 (a programmer error
-// otherwise: a Calibrator never returns such values).
-func (p *Predictive) SetCoefficients(c Coefficients) {
+// current fit. Every coefficient must be finite, ≥ 0 and at most
+// MaxCoefficient; otherwise the model in use stays and the error says why.
+func (p *Predictive) SetCoefficients(c Coefficients) error {
 	var v validator
 	v.coefficients("coefficients", c)
 	if err := v.err(); err != nil {
-		panic(fmt.Sprintf("admission: SetCoefficients: %v", err))
+		return fmt.Errorf("admission: SetCoefficients: %w", err)
 	}
 	p.coef = c
+	return nil
 }
 
 // Estimate is req's estimated TTFT on in, in seconds.

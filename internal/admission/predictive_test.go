@@ -2,6 +2,7 @@ package admission
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -146,16 +147,40 @@ func TestPredictiveCoefficients(t *testing.T) {
 	if p.Coefficients() != DefaultCoefficients {
 		t.Errorf("defaults: %+v", p.Coefficients())
 	}
-	p.SetCoefficients(handCoef)
+	if err := p.SetCoefficients(handCoef); err != nil {
+		t.Fatal(err)
+	}
 	if e := p.Estimate(Request{InputTokens: 1000}, &Instance{}); !near(e, 0.110) {
 		t.Errorf("estimate after SetCoefficients: %v", e)
 	}
-	defer func() {
-		if recover() == nil {
-			t.Error("SetCoefficients with NaN did not panic")
+	// Unusable coefficients are an error, never a panic, and the model in
+	// use stays.
+	for _, c := range []Coefficients{{Beta0: math.NaN()}, {Beta1: math.Inf(1)}, {Queue: -1}, {Beta1: 1e306}} {
+		if err := p.SetCoefficients(c); err == nil {
+			t.Errorf("SetCoefficients(%+v) accepted", c)
 		}
-	}()
-	p.SetCoefficients(Coefficients{Beta0: math.NaN()})
+		if p.Coefficients() != handCoef {
+			t.Fatalf("coefficients %+v after a refused SetCoefficients", p.Coefficients())
+		}
+	}
+}
+
+// TestHugeCoefficientsRefused: a coefficient near the float64 limit (the
+// calibrator scales β1 by 1 000 and squares its prior, to +Inf) is a
+// configuration error, not a panic at the first fit.
+func TestHugeCoefficientsRefused(t *testing.T) {
+	if _, err := NewPredictive(PredictiveConfig{Coefficients: Coefficients{Beta1: 1e306}}); err == nil ||
+		!strings.Contains(err.Error(), "predictive.coefficients.beta1: must be at most 1e+06") {
+		t.Errorf("predictive: %v", err)
+	}
+	for _, cfg := range []CalibratorConfig{
+		{Initial: Coefficients{Beta1: 1e306}, Max: Coefficients{Beta1: 1e307}},
+		{PriorStd: Coefficients{Beta0: 1e200}},
+	} {
+		if _, err := NewCalibrator(cfg); err == nil || !strings.Contains(err.Error(), "must be at most 1e+06") {
+			t.Errorf("calibrator %+v: %v", cfg, err)
+		}
+	}
 }
 
 func TestPredictiveConfigErrors(t *testing.T) {

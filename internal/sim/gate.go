@@ -187,7 +187,7 @@ func (g *gate) firstToken(q *request, ttft float64) {
 	}
 	g.cal.Observe(admission.Observation{TTFT: ttft, Miss: q.obs.miss, Ahead: q.obs.ahead, StepTime: q.obs.step})
 	if g.pred != nil {
-		g.pred.SetCoefficients(g.cal.Coefficients())
+		_ = g.pred.SetCoefficients(g.cal.Coefficients()) // a fit within its bounds; otherwise the model in use stays
 	}
 }
 
