@@ -274,7 +274,7 @@ models:
 		want string
 	}{
 		{[]string{"plan"}, "--file is required"},
-		{[]string{"plan", "-f", bad}, "models[0].variants[0].maxReplicas: must be ≥ minReplicas (3), got 1"},
+		{[]string{"plan", "-f", bad}, "models[0].variants[0].maxReplicas: must be between minReplicas (3) and 1048576, got 1"},
 		{[]string{"plan", "-f", unknown}, `unknown field "turbo"`},
 		{[]string{"plan", "-f", "../../examples/plan/snapshot.yaml", "--mode", "fast"}, `mode: must be "capacity-only", "model-only" or "hybrid", got "fast"`},
 		{[]string{"plan", "-f", "/nope.yaml"}, "--file: open /nope.yaml"},

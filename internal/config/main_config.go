@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -236,15 +235,16 @@ var mainKeys = map[string]setter{
 		return err
 	},
 	"WVA_MAX_REPLICAS_DEFAULT": func(m *Main, v string) (err error) {
-		m.Engine.MaxReplicasDefault, err = parseCount(v, 1, math.MaxInt32, "replicas")
+		m.Engine.MaxReplicasDefault, err = parseCount(v, 1, engine.MaxReplicaCount, "replicas")
 		return err
 	},
 	"WVA_SCALE_UP_LIMIT_FACTOR": func(m *Main, v string) (err error) {
-		m.Engine.ScaleUpLimitFactor, err = parseFloat(v, rule{"a number ≥ 1", func(x float64) bool { return x >= 1 }})
+		m.Engine.ScaleUpLimitFactor, err = parseFloat(v, rule{fmt.Sprintf("a number from 1 to %d", engine.MaxReplicaCount),
+			func(x float64) bool { return x >= 1 && x <= engine.MaxReplicaCount }})
 		return err
 	},
 	"WVA_SCALE_UP_LIMIT_REPLICAS": func(m *Main, v string) (err error) {
-		m.Engine.ScaleUpLimitReplicas, err = parseCount(v, 1, math.MaxInt32, "replicas")
+		m.Engine.ScaleUpLimitReplicas, err = parseCount(v, 1, engine.MaxReplicaCount, "replicas")
 		return err
 	},
 	"WVA_MAX_POD_ARRIVAL_RATE": func(m *Main, v string) (err error) {

@@ -43,18 +43,18 @@ func engineVariant(v *variant, set settings, owners map[string]podInfo) snapshot
 		ev.Role = r
 	}
 	if va.Spec.MinReplicas != nil {
-		minR := int(*va.Spec.MinReplicas)
+		minR := min(int(*va.Spec.MinReplicas), engine.MaxReplicaCount)
 		ev.MinReplicas = &minR
 	}
 	if va.Spec.MaxReplicas != nil {
-		ev.MaxReplicas = int(*va.Spec.MaxReplicas)
+		ev.MaxReplicas = min(int(*va.Spec.MaxReplicas), engine.MaxReplicaCount) // a huge bound means none
 	}
 	if l := va.Spec.ScaleUpLimit; l != nil {
 		if l.Replicas != nil {
-			ev.ScaleUpLimitReplicas = int(*l.Replicas)
+			ev.ScaleUpLimitReplicas = min(int(*l.Replicas), engine.MaxReplicaCount)
 		}
 		if f, err := strconv.ParseFloat(l.Factor, 64); err == nil && f >= 1 && f <= math.MaxFloat64 {
-			ev.ScaleUpLimitFactor = f
+			ev.ScaleUpLimitFactor = min(f, engine.MaxReplicaCount) // beyond it, no limit either way
 		}
 	}
 	prof := profileFor(va, acc)

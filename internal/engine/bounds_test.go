@@ -155,3 +155,34 @@ func TestModelOnlyKeepsSaturatedReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestCountBounds: counts and costs that would overflow the engine's
+// arithmetic are input errors naming the field (maxReplicas near MaxInt64
+// with a large scale-up factor gave −9 223 372 036 854 775 808 desired
+// replicas; a scale-up limit near MaxInt64 blocked every scale-up).
+func TestCountBounds(t *testing.T) {
+	huge := int(^uint(0) >> 1)
+	for _, c := range []struct {
+		name string
+		set  func(s *Snapshot, v *Variant)
+		want string
+	}{
+		{"maxReplicas", func(_ *Snapshot, v *Variant) { v.MaxReplicas = huge }, "maxReplicas: must be between minReplicas (1) and 1048576"},
+		{"currentReplicas", func(_ *Snapshot, v *Variant) { v.CurrentReplicas, v.ReadyReplicas = huge, 0 }, "currentReplicas: must be between 0 and 1048576"},
+		{"scale-up replicas", func(_ *Snapshot, v *Variant) { v.ScaleUpLimitReplicas = huge }, "scaleUpLimitReplicas: must be between 1 and 1048576"},
+		{"scale-up factor", func(s *Snapshot, _ *Variant) { s.Config.ScaleUpLimitFactor = 1e300 }, "config.scaleUpLimitFactor: must be between 1 and 1048576"},
+		{"default max", func(s *Snapshot, _ *Variant) { s.Config.MaxReplicasDefault = huge }, "config.maxReplicasDefault: must be between 1 and 1048576"},
+		{"accelerators per replica", func(_ *Snapshot, v *Variant) { v.AcceleratorsPerReplica = huge }, "acceleratorsPerReplica: must be between 1 and 1024"},
+		{"inventory", func(s *Snapshot, _ *Variant) { s.Inventory = map[string]int{"H100": huge} }, "inventory.H100: must be between 0 and 1073741824"},
+		{"cost", func(_ *Snapshot, v *Variant) { v.Cost = 1e300 }, "cost: must be at most 1e+12 per replica"},
+		{"tiny parameter", func(_ *Snapshot, v *Variant) { p := *v.Params; p.Gamma = 1e-300; v.Params = &p }, "gamma must be between 1e-09 and 1e+09"},
+	} {
+		b := variant("v", "H100").params(h100Params).pods(0.3, 0)
+		s := snapshot(ModeHybrid, b)
+		c.set(s, &s.Models[0].Variants[0])
+		err := s.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}

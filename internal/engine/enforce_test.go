@@ -186,15 +186,15 @@ func TestValidationNamesFields(t *testing.T) {
 	for _, want := range []string{
 		`mode: must be "capacity-only", "model-only" or "hybrid", got "turbo"`,
 		`models[0].serviceClass: names no entry of serviceClasses ("gold")`,
-		"models[0].variants[0].maxReplicas: must be ≥ minReplicas (3), got 1",
+		"models[0].variants[0].maxReplicas: must be between minReplicas (3) and 1048576, got 1",
 		"models[0].variants[0].readyReplicas: must be between 0 and currentReplicas (1), got 2",
 		`models[0].variants[1].name: duplicates variants[0] ("v")`,
 		"models[0].variants[1].accelerator: must not be empty",
-		"models[0].variants[0].scaleUpLimitFactor: must be ≥ 1 (0 means the default 4), got 0.5",
-		"models[0].variants[1].scaleUpLimitReplicas: must be ≥ 1 (0 means the default 8), got -1",
+		"models[0].variants[0].scaleUpLimitFactor: must be between 1 and 1048576 (0 means the default 4), got 0.5",
+		"models[0].variants[1].scaleUpLimitReplicas: must be between 1 and 1048576 (0 means the default 8), got -1",
 		"config.maxQueueSize: must be between 0 and 1000000, got 100000000",
-		"config.maxReplicasDefault: must be ≥ 1 (0 means the default 1000), got -1",
-		"config.scaleUpLimitFactor: must be ≥ 1 (0 means the default 4), got +Inf",
+		"config.maxReplicasDefault: must be between 1 and 1048576 (0 means the default 1000), got -1",
+		"config.scaleUpLimitFactor: must be between 1 and 1048576 (0 means the default 4), got +Inf",
 		"config.maxPodArrivalRPS: must be a positive number of requests/s (0 means the default 10000), got -5",
 	} {
 		if !strings.Contains(err.Error(), want) {

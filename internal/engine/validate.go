@@ -35,8 +35,8 @@ func (s *Snapshot) Validate() error {
 		v.add("optimizer", "must be %q or %q, got %q", OptimizerUnlimited, OptimizerLimited, s.Optimizer)
 	}
 	for _, acc := range sortedKeys(s.Inventory) {
-		if s.Inventory[acc] < 0 {
-			v.add("inventory."+acc, "must be ≥ 0, got %d", s.Inventory[acc])
+		if n := s.Inventory[acc]; n < 0 || n > MaxAcceleratorCount {
+			v.add("inventory."+acc, "must be between 0 and %d accelerators, got %d", MaxAcceleratorCount, n)
 		}
 	}
 	v.saturation("saturation", s.Saturation)
@@ -110,8 +110,8 @@ func (v *validator) config(c Config) {
 	if c.MaxQueueSize < 0 || c.MaxQueueSize > MaxQueueSizeLimit {
 		v.add("config.maxQueueSize", "must be between 0 and %d, got %d", MaxQueueSizeLimit, c.MaxQueueSize)
 	}
-	if c.MaxReplicasDefault < 0 {
-		v.add("config.maxReplicasDefault", "must be ≥ 1 (0 means the default %d), got %d", DefaultMaxReplicas, c.MaxReplicasDefault)
+	if c.MaxReplicasDefault < 0 || c.MaxReplicasDefault > MaxReplicaCount {
+		v.add("config.maxReplicasDefault", "must be between 1 and %d (0 means the default %d), got %d", MaxReplicaCount, DefaultMaxReplicas, c.MaxReplicasDefault)
 	}
 	v.scaleUpLimit("config", c.ScaleUpLimitFactor, c.ScaleUpLimitReplicas)
 	if c.MaxPodArrivalRPS != 0 && !(c.MaxPodArrivalRPS > 0 && c.MaxPodArrivalRPS <= math.MaxFloat64) {
@@ -137,11 +137,11 @@ func (v *validator) configChoices(c Config) {
 // scaleUpLimit checks a per-cycle scale-up limit: a factor ≥ 1 and a
 // number of replicas ≥ 1, each 0 for the default.
 func (v *validator) scaleUpLimit(p string, factor float64, replicas int) {
-	if factor != 0 && !(factor >= 1 && factor <= math.MaxFloat64) {
-		v.add(p+".scaleUpLimitFactor", "must be ≥ 1 (0 means the default %v), got %v", DefaultScaleUpLimitFactor, factor)
+	if factor != 0 && !(factor >= 1 && factor <= MaxReplicaCount) {
+		v.add(p+".scaleUpLimitFactor", "must be between 1 and %d (0 means the default %v), got %v", MaxReplicaCount, DefaultScaleUpLimitFactor, factor)
 	}
-	if replicas < 0 {
-		v.add(p+".scaleUpLimitReplicas", "must be ≥ 1 (0 means the default %d), got %d", DefaultScaleUpLimitReplicas, replicas)
+	if replicas < 0 || replicas > MaxReplicaCount {
+		v.add(p+".scaleUpLimitReplicas", "must be between 1 and %d (0 means the default %d), got %d", MaxReplicaCount, DefaultScaleUpLimitReplicas, replicas)
 	}
 }
 
@@ -208,10 +208,13 @@ func (v *validator) variant(p string, s *Snapshot, va *Variant) {
 			v.add(p+".accelerator", "%q is not in the inventory (limited mode needs every accelerator type there)", va.Accelerator)
 		}
 	}
-	if va.AcceleratorsPerReplica < 0 {
-		v.add(p+".acceleratorsPerReplica", "must be ≥ 1, got %d", va.AcceleratorsPerReplica)
+	if va.AcceleratorsPerReplica < 0 || va.AcceleratorsPerReplica > MaxAcceleratorsPerReplica {
+		v.add(p+".acceleratorsPerReplica", "must be between 1 and %d, got %d", MaxAcceleratorsPerReplica, va.AcceleratorsPerReplica)
 	}
 	v.finiteNonNeg(p+".cost", va.Cost)
+	if va.Cost > MaxCost {
+		v.add(p+".cost", "must be at most %g per replica, got %v", MaxCost, va.Cost)
+	}
 	switch va.Role {
 	case "", "prefill", "decode", "both":
 	default:
@@ -235,22 +238,35 @@ func (v *validator) variant(p string, s *Snapshot, va *Variant) {
 	v.pods(p, va)
 }
 
+// Bounds of every count and cost a snapshot gives, so that the engine's
+// integer arithmetic (a count times a scale-up factor, times accelerators
+// per replica, summed over a fleet) cannot overflow and every cost it sums
+// stays finite. Far beyond any real fleet: a million replicas of a variant,
+// 1 024 accelerators per replica, a billion accelerators of a type, 10¹²
+// per replica-hour.
+const (
+	MaxReplicaCount           = 1 << 20
+	MaxAcceleratorsPerReplica = 1 << 10
+	MaxAcceleratorCount       = 1 << 30
+	MaxCost                   = 1e12
+)
+
 func (v *validator) replicas(p string, va *Variant) {
 	minR := va.minReplicas()
-	if minR < 0 {
-		v.add(p+".minReplicas", "must be ≥ 0, got %d", minR)
+	if minR < 0 || minR > MaxReplicaCount {
+		v.add(p+".minReplicas", "must be between 0 and %d, got %d", MaxReplicaCount, minR)
 	}
-	if va.MaxReplicas < 0 || (va.MaxReplicas > 0 && va.MaxReplicas < minR) {
-		v.add(p+".maxReplicas", "must be ≥ minReplicas (%d), got %d", minR, va.MaxReplicas)
+	if va.MaxReplicas < 0 || (va.MaxReplicas > 0 && va.MaxReplicas < minR) || va.MaxReplicas > MaxReplicaCount {
+		v.add(p+".maxReplicas", "must be between minReplicas (%d) and %d, got %d", minR, MaxReplicaCount, va.MaxReplicas)
 	}
-	if va.CurrentReplicas < 0 {
-		v.add(p+".currentReplicas", "must be ≥ 0, got %d", va.CurrentReplicas)
+	if va.CurrentReplicas < 0 || va.CurrentReplicas > MaxReplicaCount {
+		v.add(p+".currentReplicas", "must be between 0 and %d, got %d", MaxReplicaCount, va.CurrentReplicas)
 	}
 	if va.ReadyReplicas < 0 || va.ReadyReplicas > va.CurrentReplicas {
 		v.add(p+".readyReplicas", "must be between 0 and currentReplicas (%d), got %d", va.CurrentReplicas, va.ReadyReplicas)
 	}
-	if va.PendingReplicas != nil && *va.PendingReplicas < 0 {
-		v.add(p+".pendingReplicas", "must be ≥ 0, got %d", *va.PendingReplicas)
+	if va.PendingReplicas != nil && (*va.PendingReplicas < 0 || *va.PendingReplicas > MaxReplicaCount) {
+		v.add(p+".pendingReplicas", "must be between 0 and %d, got %d", MaxReplicaCount, *va.PendingReplicas)
 	}
 }
 

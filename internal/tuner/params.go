@@ -62,9 +62,21 @@ func (p Params) Validate(model string) error {
 		if !(v > 0) || math.IsInf(v, 0) {
 			return fmt.Errorf("tuner: %s must be a positive finite number, got %v", paramNames[i], v)
 		}
+		if v < MinParam || v > MaxParam {
+			return fmt.Errorf("tuner: %s must be between %g and %g (ms, or ms per token), got %v", paramNames[i], MinParam, MaxParam, v)
+		}
 	}
 	return nil
 }
+
+// MinParam and MaxParam bound every parameter, in ms (or ms per token):
+// the fitted values of real servers lie between about 1e-6 and 100; beyond
+// these bounds a replica's modelled rate or latency leaves the range the
+// queueing model can compute (a tiny γ gave "NaN rps per replica").
+const (
+	MinParam = 1e-9
+	MaxParam = 1e9
+)
 
 var paramNames = []string{"alpha", "beta", "gamma", "delta"}
 
