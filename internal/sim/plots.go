@@ -22,12 +22,12 @@ var colors = []color.RGBA{{0x1f, 0x77, 0xb4, 0xff}, {0xd6, 0x27, 0x28, 0xff}, {0
 // WritePlots draws one figure per autoscaler (load and replicas, TTFT p99
 // against the SLO, KV utilisation, cost) and one overlay of all of them, as
 // PNG and SVG. It returns the file names.
-func WritePlots(dir string, sc Scenario, rs []*Result) ([]string, error) {
+func WritePlots(dir string, sc Scenario, rs []*Result) (files []string, err error) {
+	defer recoverPlot(&err)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, err
 	}
 	slo := sc.Models[0].SLO.TTFTMs
-	var files []string
 	for _, r := range rs {
 		panels, err := resultPanels(r, slo)
 		if err != nil {
@@ -45,6 +45,16 @@ func WritePlots(dir string, sc Scenario, rs []*Result) ([]string, error) {
 	}
 	names, err := savePanels(dir, "sim-overlay", panels)
 	return append(files, names...), err
+}
+
+// recoverPlot turns a panic of the plotting library (gonum/plot panics on
+// ranges it cannot draw, such as values near the float64 limit) into an
+// error: the results are written before the plots, and a plot must never
+// take the process down.
+func recoverPlot(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("plotting: %v (the results are written; the plots are not)", r)
+	}
 }
 
 func newPanel(title, ylabel string) *plot.Plot {

@@ -166,7 +166,8 @@ func WriteAttainmentCSV(w io.Writer, r *SweepResult) error {
 // WriteSweepPlot draws every point (cost against SLO attainment), each
 // autoscaler's frontier as a line, its default point ringed, and the
 // targets as dashed lines, as dir/frontier.png and .svg.
-func WriteSweepPlot(dir string, r *SweepResult) ([]string, error) {
+func WriteSweepPlot(dir string, r *SweepResult) (files []string, err error) {
+	defer recoverPlot(&err)
 	p := plot.New()
 	p.Title.Text = r.Scenario + ": cost against SLO attainment (frontier lines; defaults ringed)"
 	p.X.Label.Text = "SLO attainment (%), mean over seeds"

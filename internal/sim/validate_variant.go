@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 
+	"github.com/llm-d-incubation/wva/internal/engine"
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
@@ -69,6 +70,9 @@ func validateVariantSizes(p string, v Variant, add func(string, string, ...any))
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			add(p+"."+f.name, "must be a finite number ≥ 0, got %v", f.v)
 		}
+	}
+	if v.Cost > engine.MaxCost {
+		add(p+".cost", "must be at most %g per replica-hour (WVA's engine takes no more), got %v", engine.MaxCost, v.Cost)
 	}
 }
 
