@@ -109,7 +109,7 @@ admission: ## rerun docs/admission.md's experiments (seed 003's isolation matrix
 
 .PHONY: test
 test: test-deps k8s crds gateway-test ## run every test, with the race detector (builds the control plane for envtest when missing)
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 .PHONY: gateway-test
 gateway-test: ## tidy check, vet and tests of gateway/, the endpoint picker with WVA's admission plugins (a module of its own; docs/gateway.md)

@@ -89,16 +89,20 @@ func firstDifference(a, b []byte) int {
 // invariantRequests requests (the admission scenarios' hundreds of
 // requests per second).
 func TestInvariants(t *testing.T) {
-	const invariantRequests = 30_000
+	// A run is bounded by its requests and by its output tokens (a
+	// scenario of long generations has an event per token and batch).
+	const invariantRequests, invariantTokens = 30_000, 15_000_000
 	for _, name := range BuiltinNames(scenarios.FS) {
 		for _, as := range []string{"wva", "hpa", "keda", "oracle"} {
 			t.Run(name+"/"+as, func(t *testing.T) {
 				sc := builtin(t, name, 0)
-				peak := 0.0
+				peak, tokens := 0.0, 0.0
 				for _, m := range sc.Models {
-					peak += m.Workload.Rate.maxRate(sc.DurationSeconds)
+					r := m.Workload.Rate.maxRate(sc.DurationSeconds)
+					peak += r
+					tokens += r * max(m.Workload.Output.Mean, 1)
 				}
-				sc.DurationSeconds = min(sc.DurationSeconds, 1200, invariantRequests/peak)
+				sc.DurationSeconds = min(sc.DurationSeconds, 1200, invariantRequests/peak, invariantTokens/tokens)
 				a, err := NewAutoscaler(as, &sc)
 				if err != nil {
 					t.Fatal(err)
