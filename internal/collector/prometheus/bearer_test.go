@@ -203,3 +203,37 @@ func TestBearerOrigin(t *testing.T) {
 		t.Errorf("ftp URL: %v", err)
 	}
 }
+
+// TestSecretFilesBounded: a token or CA file that never ends (/dev/zero)
+// is an error at start, not a controller killed for memory; a rotated token
+// is read again, an unchanged one is not.
+func TestSecretFilesBounded(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	if _, err := New(Config{URL: "https://p", BearerTokenFile: "/dev/zero"}); err == nil || !strings.Contains(err.Error(), "/dev/zero is larger than 64 KiB") {
+		t.Errorf("token /dev/zero: %v", err)
+	}
+	if _, err := New(Config{URL: "https://p", CAFile: "/dev/zero"}); err == nil || !strings.Contains(err.Error(), "/dev/zero is larger than 4096 KiB") {
+		t.Errorf("CA /dev/zero: %v", err)
+	}
+	if _, err := New(Config{URL: "https://p", CertFile: "/dev/zero", KeyFile: "/dev/zero"}); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("client certificate /dev/zero: %v", err)
+	}
+
+	file := tokenFile(t)
+	b := &bearer{file: file}
+	if tok, err := b.token(); err != nil || tok != "s3cret" {
+		t.Fatalf("token %q, %v", tok, err)
+	}
+	b.tok = "cached" // an unchanged file is not read again
+	if tok, _ := b.token(); tok != "cached" {
+		t.Errorf("unchanged file read again: %q", tok)
+	}
+	if err := os.WriteFile(file, []byte("rotated-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if tok, _ := b.token(); tok != "rotated-token" {
+		t.Errorf("rotated token: %q", tok)
+	}
+}

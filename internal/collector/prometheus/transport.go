@@ -10,12 +10,14 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
+	"time"
 )
 
 // transport is the client side of TLS and the bearer token; u is cfg.URL
@@ -39,13 +41,13 @@ func transport(cfg Config, u *url.URL) (http.RoundTripper, error) {
 		return nil, errors.New("prometheus: a client certificate needs both the certificate and the key file")
 	}
 	if cfg.CertFile != "" {
-		if _, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile); err != nil {
+		if _, err := loadKeyPair(cfg.CertFile, cfg.KeyFile); err != nil {
 			return nil, fmt.Errorf("prometheus: client certificate: %w", err)
 		}
 		// Read at every handshake, so a rotated certificate is used
 		// without a restart.
 		tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+			cert, err := loadKeyPair(cfg.CertFile, cfg.KeyFile)
 			if err != nil {
 				return nil, fmt.Errorf("prometheus: client certificate: %w", err)
 			}
@@ -57,10 +59,48 @@ func transport(cfg Config, u *url.URL) (http.RoundTripper, error) {
 	if cfg.BearerTokenFile == "" {
 		return base, nil
 	}
-	if _, err := os.ReadFile(cfg.BearerTokenFile); err != nil {
-		return nil, fmt.Errorf("prometheus: bearer token file: %w", err)
+	b := &bearer{file: cfg.BearerTokenFile, origin: origin(u), overHTTP: cfg.BearerTokenOverHTTP, next: base}
+	if _, err := b.token(); err != nil {
+		return nil, fmt.Errorf("prometheus: %w", err)
 	}
-	return &bearer{file: cfg.BearerTokenFile, origin: origin(u), overHTTP: cfg.BearerTokenOverHTTP, next: base}, nil
+	return b, nil
+}
+
+// Bounds of the files the source reads (a token or a bundle pointed at
+// /dev/zero must not exhaust the controller's memory).
+const (
+	maxTokenBytes = 64 << 10 // a Kubernetes service-account token is about 1 KiB
+	maxPEMBytes   = 4 << 20  // a CA bundle, a certificate, a key
+)
+
+// readBounded reads a whole file of at most limit bytes.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d KiB", path, limit>>10)
+	}
+	return data, nil
+}
+
+// loadKeyPair is tls.LoadX509KeyPair with bounded reads.
+func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	c, err := readBounded(certFile, maxPEMBytes)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	k, err := readBounded(keyFile, maxPEMBytes)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(c, k)
 }
 
 // caFile is a CA bundle re-read when its content changes.
@@ -72,7 +112,7 @@ type caFile struct {
 }
 
 func (c *caFile) pool() (*x509.CertPool, error) {
-	pem, err := os.ReadFile(c.path)
+	pem, err := readBounded(c.path, maxPEMBytes)
 	if err != nil {
 		return nil, fmt.Errorf("prometheus: CA file: %w", err)
 	}
@@ -117,18 +157,44 @@ type bearer struct {
 	origin   string // host:port of the configured URL, lower case
 	overHTTP bool
 	next     http.RoundTripper
+
+	// The token as last read, with the file's size and modification time
+	// then: it is read again only when they change (a rotated token).
+	mu       sync.Mutex
+	tok      string
+	size     int64
+	modified time.Time
+}
+
+// token returns the file's token, reading it only when the file changed.
+func (b *bearer) token() (string, error) {
+	st, err := os.Stat(b.file)
+	if err != nil {
+		return "", fmt.Errorf("bearer token file: %w", err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tok != "" && st.Size() == b.size && st.ModTime().Equal(b.modified) {
+		return b.tok, nil
+	}
+	data, err := readBounded(b.file, maxTokenBytes)
+	if err != nil {
+		return "", fmt.Errorf("bearer token file: %w", err)
+	}
+	b.tok, b.size, b.modified = strings.TrimSpace(string(data)), st.Size(), st.ModTime()
+	return b.tok, nil
 }
 
 func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	if !b.sendsTo(r.URL) {
 		return b.next.RoundTrip(r)
 	}
-	tok, err := os.ReadFile(b.file)
+	tok, err := b.token()
 	if err != nil {
-		return nil, fmt.Errorf("bearer token file: %w", err)
+		return nil, err
 	}
 	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	r.Header.Set("Authorization", "Bearer "+tok)
 	return b.next.RoundTrip(r)
 }
 
