@@ -143,7 +143,7 @@ func (o *emulateOptions) validate() (emulate.Spec, labels.Selector, error) {
 	var spec emulate.Spec
 	if o.spec == "" {
 		errs = append(errs, errors.New("--spec: required"))
-	} else if data, err := os.ReadFile(o.spec); err != nil {
+	} else if data, err := readInput(o.spec, nil); err != nil {
 		errs = append(errs, fmt.Errorf("--spec: %w", err))
 	} else if spec, err = emulate.ParseSpec(data); err != nil {
 		errs = append(errs, fmt.Errorf("--spec %s: %w", o.spec, err))

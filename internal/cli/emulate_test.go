@@ -34,6 +34,7 @@ func TestEmulateBadFlags(t *testing.T) {
 			`--vllm-metrics: unknown vLLM metric set "0.4": want current or legacy`},
 		"bad selector":  {[]string{"emulate", "--spec", "../../examples/emulate/fleet.yaml", "--selector", "a=(b"}, "--selector"},
 		"missing spec":  {[]string{"emulate", "--spec", "nonexistent.yaml"}, "--spec: open nonexistent.yaml"},
+		"endless spec":  {[]string{"emulate", "--spec", "/dev/zero"}, "--spec: /dev/zero is larger than 16 MiB"},
 		"bad spec":      {[]string{"emulate", "--spec", "../../examples/scenarios/staircase.yaml"}, "unknown field"},
 		"no kubeconfig": {[]string{"emulate", "--spec", "../../examples/emulate/fleet.yaml", "--kubeconfig", "/nonexistent"}, "--kubeconfig /nonexistent"},
 	} {

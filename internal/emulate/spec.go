@@ -89,6 +89,14 @@ func (s Spec) Scenario() (sim.Scenario, error) {
 		if m.Workload.Trace != "" {
 			errs = append(errs, fmt.Sprintf("models[%d].workload.trace: not supported by the emulator", i))
 		}
+		for _, t := range []struct {
+			name string
+			t    sim.Tokens
+		}{{"input", m.Workload.Input}, {"output", m.Workload.Output}} {
+			if t.t.File != "" {
+				errs = append(errs, fmt.Sprintf("models[%d].workload.%s.file: not supported by the emulator (list the counts in values)", i, t.name))
+			}
+		}
 		// The SLO does not matter here; the simulator's validation wants one.
 		sm := sim.Model{Name: m.Name, Workload: m.Workload, SLO: sim.SLO{TTFTMs: 1000, ITLMs: 100}}
 		for j, d := range m.Deployments {

@@ -18,6 +18,9 @@ func TestSpecErrors(t *testing.T) {
   deployments: [{name: d, params: {alpha: 1, beta: 0.01}}, {name: d, params: {alpha: 1, beta: 0.01}}]}]`, `Deployment "/d" already listed`},
 		"trace": {`models: [{name: m, workload: {trace: x.csv}, deployments: [{name: d, params: {alpha: 1, beta: 0.01}}]}]`,
 			"models[0].workload.trace: not supported"},
+		// It used to be accepted and to panic on the first arrival.
+		"empirical file": {`models: [{name: m, workload: {rate: {pattern: constant, rps: 1}, input: {mean: 10}, output: {dist: empirical, file: counts.txt}},
+  deployments: [{name: d, params: {alpha: 1, beta: 0.01, gamma: 0.0001}}]}]`, "models[0].workload.output.file: not supported by the emulator"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseSpec([]byte(c.spec))
