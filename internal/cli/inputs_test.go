@@ -75,6 +75,7 @@ func TestInterrupt(t *testing.T) {
 func TestSimulateInputs(t *testing.T) {
 	heavy := tempFile(t, "heavy.yaml", heavyScenario)
 	huge := tempFile(t, "huge.yaml", strings.Replace(heavyScenario, "rps: 100000", "rps: 1e9", 1))
+	shadow := tempFile(t, "shadow", "root:$6$saltsalt$hashhash:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n")
 	zero := tempFile(t, "zero.yaml", strings.Replace(heavyScenario, "{rate: {pattern: constant, rps: 100000}, input: {mean: 64}, output: {mean: 16}}", "{trace: /dev/zero}", 1))
 	for _, tc := range []struct {
 		name string
@@ -88,6 +89,8 @@ func TestSimulateInputs(t *testing.T) {
 		{"1e9 rps", []string{"simulate", "-f", huge, "--no-files"},
 			"models[0].workload.rate: a peak of 1e+09 requests/s over durationSeconds 120 is up to 1.2e+11 requests, more than the 20000000 a run may simulate"},
 		{"trace of /dev/zero", []string{"simulate", "-f", zero, "--no-files"}, "models[0].workload.trace: /dev/zero:1: the line is longer than 64 KiB"},
+		{"another kind of file", []string{"simulate", "-f", shadow, "--no-files"}, "unknown field (a key that is no field name; not shown: is this the right file?)"},
+		{"another kind of file, plan", []string{"plan", "-f", shadow}, "unknown field (a key that is no field name; not shown"},
 		{"scenario of /dev/zero", []string{"simulate", "-f", "/dev/zero", "--no-files"}, "--file: /dev/zero is larger than 16 MiB"},
 		{"unwritable --out", []string{"simulate", "-f", heavy, "--autoscalers", "static:1", "--out", blocked(t)}, "--out: mkdir"},
 		{"unwritable --out, repeat", []string{"simulate", "-f", heavy, "--autoscalers", "static:1", "--repeat", "2", "--out", blocked(t)}, "--out: mkdir"},

@@ -6,9 +6,10 @@ import (
 	"io"
 	"strings"
 
+	"github.com/llm-d-incubation/wva/internal/strictyaml"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"sigs.k8s.io/yaml"
 
 	"github.com/llm-d-incubation/wva/internal/queueing"
 	"github.com/llm-d-incubation/wva/internal/sim"
@@ -118,7 +119,7 @@ func loadCases(path string, base modelCase) ([]modelCase, error) {
 		return nil, fmt.Errorf("--file: %w", err)
 	}
 	var f caseFile
-	if err := yaml.UnmarshalStrict(data, &f); err != nil {
+	if err := strictyaml.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("--file %s: %w", path, err)
 	}
 	if len(f.Cases) == 0 {

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"sigs.k8s.io/yaml"
+	"github.com/llm-d-incubation/wva/internal/strictyaml"
 )
 
 // ExplicitZero stands for a 0 that the user wrote where the engine reads 0
@@ -123,7 +123,7 @@ func decode(value string, out any, example string) error {
 	if strings.TrimSpace(value) == "" {
 		return fmt.Errorf("empty value; want JSON or YAML such as %s", example)
 	}
-	err := yaml.UnmarshalStrict([]byte(value), out)
+	err := strictyaml.Unmarshal([]byte(value), out)
 	if err == nil {
 		return nil
 	}

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"strings"
 
-	"sigs.k8s.io/yaml"
+	"github.com/llm-d-incubation/wva/internal/strictyaml"
 
 	"github.com/llm-d-incubation/wva/internal/sim"
 )
@@ -63,7 +63,7 @@ const defaultDurationSeconds = 86400
 // validates it with the simulator's rules; errors name the spec's fields.
 func ParseSpec(data []byte) (Spec, error) {
 	var s Spec
-	if err := yaml.UnmarshalStrict(data, &s); err != nil {
+	if err := strictyaml.Unmarshal(data, &s); err != nil {
 		return Spec{}, fmt.Errorf("emulate spec: %w", err)
 	}
 	if _, err := s.Scenario(); err != nil {

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"sigs.k8s.io/yaml"
+	"github.com/llm-d-incubation/wva/internal/strictyaml"
 )
 
 // ParseScenario reads a scenario (YAML or JSON), rejecting unknown fields,
@@ -27,7 +27,7 @@ func ParseScenario(data []byte) (Scenario, error) {
 // fields, without validating it.
 func decodeScenario(data []byte) (Scenario, error) {
 	var sc Scenario
-	if err := yaml.UnmarshalStrict(data, &sc); err != nil {
+	if err := strictyaml.Unmarshal(data, &sc); err != nil {
 		if strings.Contains(err.Error(), "unsupported value: ") {
 			return Scenario{}, fmt.Errorf("%w (numbers must be finite: no .nan or .inf)", err)
 		}

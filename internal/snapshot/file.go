@@ -12,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"sigs.k8s.io/yaml"
+	"github.com/llm-d-incubation/wva/internal/strictyaml"
 
 	"github.com/llm-d-incubation/wva/internal/engine"
 	"github.com/llm-d-incubation/wva/internal/tuner"
@@ -42,7 +42,7 @@ type File struct {
 // and checks its additions; the engine checks the snapshot when it plans.
 func ParseFile(data []byte) (*File, error) {
 	var f File
-	if err := yaml.UnmarshalStrict(data, &f); err != nil {
+	if err := strictyaml.Unmarshal(data, &f); err != nil {
 		return nil, err
 	}
 	if err := f.check(); err != nil {

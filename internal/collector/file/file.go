@@ -26,7 +26,7 @@ import (
 	"sort"
 	"time"
 
-	"sigs.k8s.io/yaml"
+	"github.com/llm-d-incubation/wva/internal/strictyaml"
 
 	"github.com/llm-d-incubation/wva/internal/collector"
 	"github.com/llm-d-incubation/wva/internal/engine"
@@ -72,7 +72,7 @@ func (s Source) read() (Document, error) {
 	if err != nil {
 		return d, fmt.Errorf("file source: %w", err)
 	}
-	if err := yaml.UnmarshalStrict(b, &d); err != nil {
+	if err := strictyaml.Unmarshal(b, &d); err != nil {
 		return d, fmt.Errorf("file source: %s: %w", s.Path, err)
 	}
 	return d, nil
