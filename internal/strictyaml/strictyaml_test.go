@@ -12,8 +12,8 @@ type doc struct {
 // TestRedact: a typo is named; a line of another kind of file is not.
 func TestRedact(t *testing.T) {
 	var d doc
-	err := Unmarshal([]byte("nmae: x\n"), &d)
-	if err == nil || !strings.Contains(err.Error(), `unknown field "nmae"`) {
+	err := Unmarshal([]byte("title: x\n"), &d)
+	if err == nil || !strings.Contains(err.Error(), `unknown field "title"`) {
 		t.Errorf("typo: %v", err)
 	}
 	shadow := "root:$6$saltsalt$hashhash:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n"
