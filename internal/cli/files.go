@@ -1,8 +1,13 @@
 package cli
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"os"
+	"os/signal"
+
+	"github.com/spf13/cobra"
 
 	"github.com/llm-d-incubation/wva/internal/sim"
 )
@@ -51,4 +56,26 @@ func checkWritable(dir string) error {
 		return err
 	}
 	return os.Remove(name)
+}
+
+// interruptible is the command's context, cancelled by the first Ctrl-C
+// (the command then stops its work and writes what it has). From then on
+// the default handling is back, so that a second Ctrl-C ends the process
+// at once, even while the partial results are being written.
+func interruptible(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(cmd.Context())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	stderr := cmd.ErrOrStderr()
+	go func() {
+		defer signal.Stop(sig)
+		select {
+		case <-sig:
+			signal.Stop(sig) // the default again: a second Ctrl-C ends the process
+			fmt.Fprintln(stderr, "\ninterrupted: writing what was done so far (Ctrl-C again to quit at once)")
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }

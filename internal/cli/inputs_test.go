@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -228,5 +230,24 @@ func TestNumericFlags(t *testing.T) {
 		if stdout != "" {
 			t.Errorf("%v printed %q", tc.args, stdout)
 		}
+	}
+}
+
+// TestInterruptOnce: the first Ctrl-C cancels the command's context and
+// says that a second one quits at once (it is no longer caught: before,
+// every further Ctrl-C was ignored while partial results were written,
+// 169 s at the series limit).
+func TestInterruptOnce(t *testing.T) {
+	var errb bytes.Buffer
+	cmd := NewRootCommand(io.Discard, &errb)
+	cmd.SetContext(context.Background())
+	ctx, cancel := interruptible(cmd)
+	defer cancel()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Skip(err)
+	}
+	<-ctx.Done() // the message is written before the cancellation
+	if !strings.Contains(errb.String(), "Ctrl-C again to quit at once") {
+		t.Errorf("stderr %q", errb.String())
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -145,7 +143,7 @@ func (o *simulateOptions) run(cmd *cobra.Command) error {
 			return fmt.Errorf("--autoscalers: %w", err)
 		}
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+	ctx, stop := interruptible(cmd)
 	defer stop()
 	if o.matrix {
 		return o.runMatrix(cmd, ctx, sc, names)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -54,7 +53,7 @@ and noise level. It writes summary.md, runs.md, after10.md and PNG plots to
 			if err := checkWritable(out); err != nil {
 				return fmt.Errorf("--out: %w", err)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			ctx, stop := interruptible(cmd)
 			defer stop()
 			fmt.Fprintf(cmd.ErrOrStderr(), "running %d runs of %d cycles…\n",
 				len(study.Truths)*len(study.Noises)*len(study.Starts)*2, cycles)
