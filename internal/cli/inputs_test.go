@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
 // runContext runs the command line under ctx, as Ctrl-C would cancel it.
@@ -249,5 +251,27 @@ func TestInterruptOnce(t *testing.T) {
 	<-ctx.Done() // the message is written before the cancellation
 	if !strings.Contains(errb.String(), "Ctrl-C again to quit at once") {
 		t.Errorf("stderr %q", errb.String())
+	}
+}
+
+// TestWorkBounds: inputs of a valid size that would run for minutes are
+// refused at once: an observation file of more than 100 000 rows (a
+// million took 6 min and 2.2 GB), a case file with more than 10 000 rates
+// (200 000 ran past a minute).
+func TestWorkBounds(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(strings.Join(tuner.CSVColumns, ",") + "\n")
+	row := strings.TrimSuffix(strings.Repeat("1,", len(tuner.CSVColumns)), ",") + "\n"
+	for range tuner.MaxCSVRows + 1 {
+		b.WriteString(row)
+	}
+	csvFile := tempFile(t, "obs.csv", b.String())
+	if _, stderr, code := run(t, "tune", "-f", csvFile); code == 0 || !strings.Contains(stderr, "more than 100000 observation rows") {
+		t.Errorf("tune: exit %d, %q", code, stderr)
+	}
+	rates := strings.TrimSuffix(strings.Repeat("1, ", 10_001), ", ")
+	cases := tempFile(t, "cases.yaml", "cases:\n  - {rates: ["+rates+"]}\n")
+	if _, stderr, code := run(t, llamaArgs("analyze", "-f", cases)...); code == 0 || !strings.Contains(stderr, "10001 rates in all, at most 10000") {
+		t.Errorf("model analyze: exit %d, %q", code, stderr)
 	}
 }

@@ -107,6 +107,12 @@ type caseSpec struct {
 	Percentile     *float64 `json:"percentile,omitempty"`
 }
 
+// Bounds of a case file: cases, and rates over every case.
+const (
+	maxCases = 10_000
+	maxRates = 10_000
+)
+
 // caseFile is the layout of a -f file.
 type caseFile struct {
 	Defaults caseSpec   `json:"defaults"`
@@ -124,6 +130,18 @@ func loadCases(path string, base modelCase) ([]modelCase, error) {
 	}
 	if len(f.Cases) == 0 {
 		return nil, fmt.Errorf("--file %s: no cases (expected a top-level \"cases:\" list)", path)
+	}
+	// Each case is a queueing analysis (a rate of a large batch takes
+	// milliseconds): bound the work of one call.
+	if len(f.Cases) > maxCases {
+		return nil, fmt.Errorf("--file %s: %d cases, at most %d in one file", path, len(f.Cases), maxCases)
+	}
+	rates := len(f.Defaults.Rates)
+	for _, c := range f.Cases {
+		rates += len(c.Rates)
+	}
+	if rates > maxRates {
+		return nil, fmt.Errorf("--file %s: %d rates in all, at most %d in one file", path, rates, maxRates)
 	}
 	base = base.with(f.Defaults)
 	out := make([]modelCase, len(f.Cases))

@@ -30,6 +30,10 @@ func (p RowProblem) String() string {
 	return fmt.Sprintf("line %d: column %s: %s; row skipped", p.Line, p.Column, p.Reason)
 }
 
+// MaxCSVRows bounds the rows of an observation file: each is a tuner step
+// (about 0.5 ms) and a line of the output.
+const MaxCSVRows = 100_000
+
 // ReadCSV reads observations, one per row in time order, from a CSV file
 // with a header naming at least CSVColumns (other columns are ignored).
 // Rows with a missing, non-numeric, zero, negative or non-finite value in a
@@ -63,10 +67,13 @@ func ReadCSV(r io.Reader) ([]Row, []RowProblem, error) {
 	}
 	var rows []Row
 	var problems []RowProblem
-	for {
+	for n := 0; ; n++ {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
 			break
+		}
+		if n == MaxCSVRows {
+			return nil, nil, fmt.Errorf("tuner: more than %d observation rows (a cycle every 30 s for %d days): split the file", MaxCSVRows, MaxCSVRows*30/86400)
 		}
 		if err != nil {
 			var pe *csv.ParseError
