@@ -5,18 +5,46 @@
 package strictyaml
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"regexp"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 )
 
-// Unmarshal is yaml.UnmarshalStrict with its error redacted (Redact).
+// Unmarshal is yaml.UnmarshalStrict with its error redacted (Redact). The
+// input must hold one document: a second YAML document, or a value after
+// a JSON one, is an error (the decoder would read the first and drop the
+// rest in silence).
 func Unmarshal(data []byte, out any) error {
+	if err := single(data); err != nil {
+		return err
+	}
 	if err := yaml.UnmarshalStrict(data, out); err != nil {
 		return Redact(err)
 	}
 	return nil
+}
+
+// single checks that data holds at most one YAML document.
+func single(data []byte) error {
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
+	for n := 0; ; n++ {
+		var doc yamlv3.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return Redact(err)
+		}
+		if n == 1 {
+			return fmt.Errorf("a second document at line %d: the input must hold one", doc.Line)
+		}
+	}
 }
 
 var (

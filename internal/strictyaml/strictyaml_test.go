@@ -25,3 +25,19 @@ func TestRedact(t *testing.T) {
 		t.Errorf("valid: %v %+v", err, d)
 	}
 }
+
+// TestOneDocument: a second YAML document or a trailing JSON value is an
+// error, not dropped in silence.
+func TestOneDocument(t *testing.T) {
+	var d doc
+	for _, in := range []string{"name: a\n---\nname: b\n", `{"name": "a"} {"name": "b"}`} {
+		if err := Unmarshal([]byte(in), &d); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+	for _, in := range []string{"name: a\n", "---\nname: a\n", "", "# only a comment\n", `{"name": "a"}`} {
+		if err := Unmarshal([]byte(in), &d); err != nil {
+			t.Errorf("%q: %v", in, err)
+		}
+	}
+}
