@@ -409,3 +409,16 @@ func TestPlotsNeverPanic(t *testing.T) {
 		t.Errorf("cost 1e17: %v", err)
 	}
 }
+
+// TestNamesPrintable: names with control characters (printed raw to the
+// terminal by the tables) or beyond 256 bytes are refused, quoted escaped.
+func TestNamesPrintable(t *testing.T) {
+	sc := builtin(t, "staircase", 60)
+	sc.Models[0].Name = "llama\x1b[31m"
+	sc.Models[0].Variants[0].Name = strings.Repeat("v", 300)
+	err := sc.Validate()
+	if err == nil || !strings.Contains(err.Error(), `models[0].name: must be printable text (no control characters), got "llama\x1b[31m"`) ||
+		!strings.Contains(err.Error(), "models[0].variants[0].name: must be at most 256 bytes, got 300") {
+		t.Errorf("%v", err)
+	}
+}

@@ -7,6 +7,9 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Validate reports every problem, each naming its field: the fields'
@@ -70,6 +73,7 @@ func validateModel(p string, m Model, add func(string, string, ...any)) {
 	if m.Name == "" {
 		add(p+".name", "must not be empty")
 	}
+	validateName(p+".name", m.Name, add)
 	if m.Priority < 0 {
 		add(p+".priority", "must be ≥ 0 (1 is the highest; 0: the engine's default), got %d", m.Priority)
 	}
@@ -255,5 +259,21 @@ func validateBaselines(a Autoscalers, add func(string, string, ...any)) {
 func validateDrain(p string, w WVAConfig, add func(string, string, ...any)) {
 	if d := w.DrainTimeoutSeconds; d != nil && !(*d >= 0 && *d <= MaxDrainTimeoutSeconds) {
 		add(p+".drainTimeoutSeconds", "must be between 0 (no drain) and %g seconds (default %g), got %v", MaxDrainTimeoutSeconds, DefaultDrainTimeoutSeconds, *d)
+	}
+}
+
+// MaxNameBytes bounds a model's, variant's, accelerator's or class's name.
+const MaxNameBytes = 256
+
+// validateName refuses what a name must not hold: control characters
+// (the tables print names to a terminal) and invalid UTF-8, or more than
+// MaxNameBytes. The error quotes the name escaped.
+func validateName(p, name string, add func(string, string, ...any)) {
+	if len(name) > MaxNameBytes {
+		add(p, "must be at most %d bytes, got %d", MaxNameBytes, len(name))
+		return
+	}
+	if !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl) {
+		add(p, "must be printable text (no control characters), got %q", name)
 	}
 }

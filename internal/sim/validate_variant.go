@@ -11,9 +11,11 @@ func validateVariant(p string, v Variant, add func(string, string, ...any)) {
 	if v.Name == "" {
 		add(p+".name", "must not be empty")
 	}
+	validateName(p+".name", v.Name, add)
 	if v.Accelerator == "" {
 		add(p+".accelerator", "must not be empty")
 	}
+	validateName(p+".accelerator", v.Accelerator, add)
 	validateScheduling(p, v, add)
 	switch v.LatencyModel {
 	case "", "iteration":

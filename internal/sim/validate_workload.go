@@ -159,6 +159,7 @@ func validateClasses(p string, cs []Class, add func(string, string, ...any)) {
 			add(cp+".name", "must be set and unique, got %q", c.Name)
 		}
 		names[c.Name] = true
+		validateName(cp+".name", c.Name, add)
 		if !(c.Share > 0 && c.Share <= 1) {
 			add(cp+".share", "must be in (0, 1], got %v", c.Share)
 		}
