@@ -226,7 +226,7 @@ func (v *validator) variant(p string, s *Snapshot, va *Variant) {
 		v.add(p+".serviceModel", "must be \"iteration\" or \"linear\", got %q", va.ServiceModel)
 	}
 	if va.Params != nil {
-		if err := va.Params.Validate(va.serviceModel()); err != nil {
+		if err := va.Params.ValidateInput(va.serviceModel()); err != nil {
 			v.add(p+".params", "%v", err)
 		}
 	}

@@ -19,7 +19,7 @@ func validateVariant(p string, v Variant, add func(string, string, ...any)) {
 	validateScheduling(p, v, add)
 	switch v.LatencyModel {
 	case "", "iteration":
-		if err := v.Params.Validate(tuner.ModelIteration); err != nil {
+		if err := v.Params.ValidateInput(tuner.ModelIteration); err != nil {
 			add(p+".params", "%v", err)
 		}
 	case "linear":

@@ -62,6 +62,18 @@ func (p Params) Validate(model string) error {
 		if !(v > 0) || math.IsInf(v, 0) {
 			return fmt.Errorf("tuner: %s must be a positive finite number, got %v", paramNames[i], v)
 		}
+	}
+	return nil
+}
+
+// ValidateInput is Validate for parameters a user gives (a profile, a
+// snapshot): each must also lie within [MinParam, MaxParam]. The tuner's
+// own estimates are held by its bounds instead.
+func (p Params) ValidateInput(model string) error {
+	if err := p.Validate(model); err != nil {
+		return err
+	}
+	for i, v := range p.vector(model) {
 		if v < MinParam || v > MaxParam {
 			return fmt.Errorf("tuner: %s must be between %g and %g (ms, or ms per token), got %v", paramNames[i], MinParam, MaxParam, v)
 		}

@@ -74,13 +74,14 @@ func (t *Tuner) stepSeed(st *Step, obs Observation) {
 	t.filter.Predict(nil, nil, t.processNoise())
 	upd, err := t.update(obs)
 	st.NIS, st.Innovation, st.Iterations = upd.NIS, upd.Innovation, upd.Iterations
+	invalid := t.Params().Validate(t.cfg.ServiceModel) // before any unstash restores them
 	switch {
 	case err != nil:
 		t.filter.Unstash()
 		st.Reason = "rejected: " + err.Error()
-	case t.Params().Validate(t.cfg.ServiceModel) != nil:
+	case invalid != nil:
 		t.filter.Unstash()
-		st.Reason = "rejected: " + t.Params().Validate(t.cfg.ServiceModel).Error()
+		st.Reason = "rejected: " + invalid.Error()
 	case st.NIS >= t.cfg.MaxNIS:
 		st.Gated = true
 		t.filter.Unstash()
