@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -185,7 +184,12 @@ func ServeVLLMPage(t testing.TB, pg VLLMPage) *httptest.Server {
 		cache = `block_size="16",num_gpu_blocks="1024"`
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		n := math.Floor(time.Since(start).Seconds() * pg.RPS)
+		// Every sample carries the time its value was computed at, so that
+		// the rates Prometheus derives are exactly the page's however late
+		// a busy machine answers the scrape.
+		now := time.Now()
+		n := now.Sub(start).Seconds() * pg.RPS
+		ts := now.UnixMilli()
 		l := fmt.Sprintf(`{model_name=%q}`, pg.Model)
 		put := func(name string, v float64) {
 			if slices.Contains(pg.Omit, name) {
@@ -194,7 +198,7 @@ func ServeVLLMPage(t testing.TB, pg VLLMPage) *httptest.Server {
 			if r, ok := pg.Rename[name]; ok {
 				name = r
 			}
-			fmt.Fprintf(w, "%s%s %g\n", name, l, v)
+			fmt.Fprintf(w, "%s%s %g %d\n", name, l, v, ts)
 		}
 		put("vllm:request_success_total", n)
 		put("vllm:request_prompt_tokens_sum", 1000*n)
@@ -213,9 +217,9 @@ func ServeVLLMPage(t testing.TB, pg VLLMPage) *httptest.Server {
 			if strings.HasSuffix(name, "_total") || strings.HasSuffix(name, "_sum") || strings.HasSuffix(name, "_count") {
 				v *= n
 			}
-			fmt.Fprintf(w, "%s%s %g\n", name, l, v)
+			fmt.Fprintf(w, "%s%s %g %d\n", name, l, v, ts)
 		}
-		fmt.Fprintf(w, "vllm:cache_config_info{%s} 1\n", cache)
+		fmt.Fprintf(w, "vllm:cache_config_info{%s} 1 %d\n", cache, ts)
 	}))
 	t.Cleanup(srv.Close)
 	return srv

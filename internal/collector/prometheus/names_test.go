@@ -156,7 +156,11 @@ func checkSGLang(t *testing.T, srep collector.Report) {
 func sglangPod(t *testing.T) *httptest.Server {
 	start := time.Now()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		n := math.Floor(time.Since(start).Seconds() * 4)
+		// Timestamped samples: exact rates however late the scrape is
+		// answered (see testenv.ServeVLLMPage).
+		now := time.Now()
+		n := now.Sub(start).Seconds() * 4
+		ts := now.UnixMilli()
 		sched := `{engine_type="unified",model_name="qwen",moe_ep_rank="0",pp_rank="0",tp_rank="0"}`
 		tok := `{engine_type="unified",model_name="qwen"}`
 		for _, l := range []string{
@@ -170,7 +174,7 @@ func sglangPod(t *testing.T) *httptest.Server {
 			fmt.Sprintf("sglang:inter_token_latency_seconds_sum%s %g", tok, 0.01*199*n),
 			fmt.Sprintf("sglang:inter_token_latency_seconds_count%s %g", tok, 199*n),
 		} {
-			fmt.Fprintln(w, l)
+			fmt.Fprintf(w, "%s %d\n", l, ts)
 		}
 	}))
 	t.Cleanup(srv.Close)

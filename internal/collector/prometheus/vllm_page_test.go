@@ -32,7 +32,8 @@ func servePage(t *testing.T, period time.Duration) *httptest.Server {
 	}
 	start := time.Now()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		f := 1 + float64(time.Since(start))/float64(period)
+		now := time.Now() // samples carry it: exact rates however late the scrape is answered
+		f := 1 + float64(now.Sub(start))/float64(period)
 		sc := bufio.NewScanner(bytes.NewReader(page))
 		for sc.Scan() {
 			line := sc.Text()
@@ -42,8 +43,12 @@ func servePage(t *testing.T, period time.Duration) *httptest.Server {
 				name = line[:j]
 			}
 			cumulative := strings.HasSuffix(name, "_total") || strings.HasSuffix(name, "_sum") || strings.HasSuffix(name, "_count") || strings.HasSuffix(name, "_bucket")
-			if strings.HasPrefix(line, "#") || i < 0 || !cumulative {
+			if strings.HasPrefix(line, "#") || i < 0 {
 				fmt.Fprintln(w, line)
+				continue
+			}
+			if !cumulative {
+				fmt.Fprintf(w, "%s %d\n", line, now.UnixMilli())
 				continue
 			}
 			v, err := strconv.ParseFloat(line[i+1:], 64)
@@ -51,7 +56,7 @@ func servePage(t *testing.T, period time.Duration) *httptest.Server {
 				t.Errorf("testdata line %q: %v", line, err)
 				return
 			}
-			fmt.Fprintf(w, "%s %g\n", line[:i], math.Round(v*f*1e6)/1e6)
+			fmt.Fprintf(w, "%s %g %d\n", line[:i], math.Round(v*f*1e6)/1e6, now.UnixMilli())
 		}
 	}))
 	t.Cleanup(srv.Close)
