@@ -173,7 +173,7 @@ func TestScenarioFieldValidation(t *testing.T) {
 			"models[0].workload.input.max: must be ≥ min (100), got 10"},
 		{"huge empirical value", func(s *Scenario) {
 			s.Models[0].Workload.Output = Tokens{Dist: "empirical", Values: []float64{3, 1e12}}
-		}, "models[0].workload.output.values[1]: must be a token count between 1 and 10000000, got 1e+12"},
+		}, "models[0].workload.output.values[1]: must be a whole token count between 1 and 10000000, got 1e+12"},
 		{"negative prefix groups", func(s *Scenario) { s.Models[0].Workload.PrefixGroups = -1 },
 			"models[0].workload.prefixGroups: must be between 0 and 1000000, got -1"},
 		{"infinite SLO", func(s *Scenario) { s.Models[0].SLO.TTFTMs = inf }, "models[0].slo.ttftMs: must be a finite number of ms > 0, got +Inf"},
@@ -297,8 +297,8 @@ func TestFileErrorsNeverEcho(t *testing.T) {
 		body  string
 		want  string
 	}{
-		{"token file", false, secret + "\n", "secret.txt:1: value 1 of the line is not a token count between 1 and 10000000"},
-		{"token file, second line", false, "12, 40\n300 " + secret + "\n", "secret.txt:2: value 2 of the line is not a token count"},
+		{"token file", false, secret + "\n", "secret.txt:1: value 1 of the line is not a whole token count between 1 and 10000000"},
+		{"token file, second line", false, "12, 40\n300 " + secret + "\n", "secret.txt:2: value 2 of the line is not a whole token count"},
 		{"trace header", true, secret + "\n", `secret.txt: the header lacks "seconds"`},
 		{"trace value", true, "seconds,input_tokens,output_tokens\n0,1,1\n1," + secret + ",1\n", "secret.txt:3: column input_tokens: not a number"},
 		{"trace class", true, "seconds,input_tokens,output_tokens,class\n0,1,1," + secret + "\n", "request 1: its class is not one of the workload's classes (it has none)"},
@@ -419,6 +419,16 @@ func TestNamesPrintable(t *testing.T) {
 	err := sc.Validate()
 	if err == nil || !strings.Contains(err.Error(), `models[0].name: must be printable text (no control characters), got "llama\x1b[31m"`) ||
 		!strings.Contains(err.Error(), "models[0].variants[0].name: must be at most 256 bytes, got 300") {
+		t.Errorf("%v", err)
+	}
+}
+
+// TestFractionalTokenCounts: an empirical distribution's counts are whole
+// numbers (3.5 was truncated to 3 in silence).
+func TestFractionalTokenCounts(t *testing.T) {
+	sc := builtin(t, "staircase", 60)
+	sc.Models[0].Workload.Output = Tokens{Dist: "empirical", Values: []float64{100, 3.5}}
+	if err := sc.Validate(); err == nil || !strings.Contains(err.Error(), "output.values[1]: must be a whole token count between 1 and 10000000, got 3.5") {
 		t.Errorf("%v", err)
 	}
 }

@@ -217,8 +217,8 @@ func readCounts(path string) ([]float64, error) {
 		}
 		for k, f := range strings.FieldsFunc(line, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\r' }) {
 			v, err := strconv.ParseFloat(f, 64)
-			if err != nil || !(v >= 1 && v <= MaxTokens) {
-				return nil, fmt.Errorf("%s:%d: value %d of the line is not a token count between 1 and %d (want numbers separated by newlines, commas or spaces)", path, n+1, k+1, MaxTokens)
+			if err != nil || !(v >= 1 && v <= MaxTokens) || v != math.Trunc(v) {
+				return nil, fmt.Errorf("%s:%d: value %d of the line is not a whole token count between 1 and %d (want numbers separated by newlines, commas or spaces)", path, n+1, k+1, MaxTokens)
 			}
 			if len(out) == MaxEmpiricalValues {
 				return nil, fmt.Errorf("%s:%d: more than %d token counts", path, n+1, MaxEmpiricalValues)

@@ -139,8 +139,8 @@ func validateEmpirical(p string, t Tokens, add func(string, string, ...any)) {
 		add(p+".values", "at most %d values, got %d", MaxEmpiricalValues, len(t.Values))
 	}
 	for i, v := range t.Values {
-		if !(v >= 1 && v <= MaxTokens) {
-			add(p+".values["+strconv.Itoa(i)+"]", "must be a token count between 1 and %d, got %v", MaxTokens, v)
+		if !(v >= 1 && v <= MaxTokens) || v != math.Trunc(v) {
+			add(p+".values["+strconv.Itoa(i)+"]", "must be a whole token count between 1 and %d, got %v", MaxTokens, v)
 			break
 		}
 	}

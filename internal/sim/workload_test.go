@@ -213,7 +213,7 @@ func TestWorkloadValidation(t *testing.T) {
 	if err == nil {
 		t.Fatal("accepted a bad workload")
 	}
-	for _, want := range []string{"input.values: an empirical distribution needs values or a file", "output.values[1]: must be a token count between 1 and 10000000, got 0",
+	for _, want := range []string{"input.values: an empirical distribution needs values or a file", "output.values[1]: must be a whole token count between 1 and 10000000, got 0",
 		"classes[1].name: must be set and unique", "classes[1].slo", "classes: shares must add up to 1", "prefixTokens"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in %v", want, err)
@@ -344,7 +344,7 @@ models:
 		t.Errorf("Compare with an unloaded token file: %v", err)
 	}
 	write("in.txt", "100\nlots\n")
-	if _, err := LoadFile(sp); err == nil || !strings.Contains(err.Error(), "in.txt:2: value 1 of the line is not a token count between 1 and 10000000") {
+	if _, err := LoadFile(sp); err == nil || !strings.Contains(err.Error(), "in.txt:2: value 1 of the line is not a whole token count between 1 and 10000000") {
 		t.Errorf("bad token file: %v", err)
 	}
 }
