@@ -215,6 +215,12 @@ func (o *simulateOptions) validate(cmd *cobra.Command) error {
 	if !o.sweep && (len(o.grids) > 0 || cmd.Flags().Changed("attainment")) {
 		return errors.New("--grid and --attainment need --sweep")
 	}
+	if o.file != "" && cmd.Flags().Changed("scenario") {
+		return errors.New("-f and --scenario: give one (a file, or a built-in scenario)")
+	}
+	if cmd.Flags().Changed("write-traces") && strings.TrimSpace(o.writeTraces) == "" {
+		return errors.New("--write-traces: needs a folder")
+	}
 	if o.matrix && (o.sweep || o.writeTraces != "") {
 		return errors.New("--matrix runs the scenario's matrix: it does not go with --sweep or --write-traces")
 	}

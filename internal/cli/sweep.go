@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,6 +27,12 @@ func (o *simulateOptions) runSweep(cmd *cobra.Command, ctx context.Context, sc s
 		key, vs, err := sim.ParseGrid(g)
 		if err != nil {
 			return fmt.Errorf("--grid: %w", err)
+		}
+		if _, dup := spec.Grids[key]; dup {
+			return fmt.Errorf("--grid: %s is given twice (list its values in one --grid)", key)
+		}
+		if as, _, _ := strings.Cut(key, "."); !slices.Contains(names, as) {
+			return fmt.Errorf("--grid: %s sets %s, which the sweep does not run (--autoscalers %s)", key, as, strings.Join(names, ","))
 		}
 		spec.Grids[key] = vs
 	}
