@@ -215,14 +215,8 @@ func (o *simulateOptions) validate(cmd *cobra.Command) error {
 	if !o.sweep && (len(o.grids) > 0 || cmd.Flags().Changed("attainment")) {
 		return errors.New("--grid and --attainment need --sweep")
 	}
-	if o.file != "" && cmd.Flags().Changed("scenario") {
-		return errors.New("-f and --scenario: give one (a file, or a built-in scenario)")
-	}
-	if cmd.Flags().Changed("write-traces") && strings.TrimSpace(o.writeTraces) == "" {
-		return errors.New("--write-traces: needs a folder")
-	}
-	if o.matrix && (o.sweep || o.writeTraces != "") {
-		return errors.New("--matrix runs the scenario's matrix: it does not go with --sweep or --write-traces")
+	if err := o.validateSources(cmd); err != nil {
+		return err
 	}
 	for _, a := range o.attainment {
 		if !(a > 0 && a <= 100) {
@@ -345,4 +339,18 @@ func (o *simulateOptions) load() (sim.Scenario, error) {
 		return sim.Scenario{}, fmt.Errorf("--file: %w", err)
 	}
 	return sc, nil
+}
+
+// validateSources checks where the scenario comes from and where traces go.
+func (o *simulateOptions) validateSources(cmd *cobra.Command) error {
+	if o.file != "" && cmd.Flags().Changed("scenario") {
+		return errors.New("-f and --scenario: give one (a file, or a built-in scenario)")
+	}
+	if cmd.Flags().Changed("write-traces") && strings.TrimSpace(o.writeTraces) == "" {
+		return errors.New("--write-traces: needs a folder")
+	}
+	if o.matrix && (o.sweep || o.writeTraces != "") {
+		return errors.New("--matrix runs the scenario's matrix: it does not go with --sweep or --write-traces")
+	}
+	return nil
 }

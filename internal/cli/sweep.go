@@ -23,19 +23,11 @@ func (o *simulateOptions) runSweep(cmd *cobra.Command, ctx context.Context, sc s
 		names = []string{"wva", "hpa", "keda", "clairvoyant"}
 	}
 	spec := sim.SweepSpec{Autoscalers: names, Grids: map[string][]float64{}, Targets: o.attainment, Parallel: o.parallel}
-	for _, g := range o.grids {
-		key, vs, err := sim.ParseGrid(g)
-		if err != nil {
-			return fmt.Errorf("--grid: %w", err)
-		}
-		if _, dup := spec.Grids[key]; dup {
-			return fmt.Errorf("--grid: %s is given twice (list its values in one --grid)", key)
-		}
-		if as, _, _ := strings.Cut(key, "."); !slices.Contains(names, as) {
-			return fmt.Errorf("--grid: %s sets %s, which the sweep does not run (--autoscalers %s)", key, as, strings.Join(names, ","))
-		}
-		spec.Grids[key] = vs
+	grids, err := o.parseGrids(names)
+	if err != nil {
+		return err
 	}
+	spec.Grids = grids
 	first := sc.Seed
 	if first == 0 {
 		first = 1
@@ -102,4 +94,24 @@ func writeSweepFiles(errw io.Writer, dir string, res *sim.SweepResult) error {
 	}
 	fmt.Fprintf(errw, "wrote %d files to %s (sweep.csv, attainment.csv, sweep.json, %s, …)\n", len(files)+len(plots), dir, plots[0])
 	return nil
+}
+
+// parseGrids reads the --grid flags: each key once, each for an
+// autoscaler the sweep runs.
+func (o *simulateOptions) parseGrids(names []string) (map[string][]float64, error) {
+	grids := map[string][]float64{}
+	for _, g := range o.grids {
+		key, vs, err := sim.ParseGrid(g)
+		if err != nil {
+			return nil, fmt.Errorf("--grid: %w", err)
+		}
+		if _, dup := grids[key]; dup {
+			return nil, fmt.Errorf("--grid: %s is given twice (list its values in one --grid)", key)
+		}
+		if as, _, _ := strings.Cut(key, "."); !slices.Contains(names, as) {
+			return nil, fmt.Errorf("--grid: %s sets %s, which the sweep does not run (--autoscalers %s)", key, as, strings.Join(names, ","))
+		}
+		grids[key] = vs
+	}
+	return grids, nil
 }
