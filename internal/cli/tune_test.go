@@ -100,6 +100,7 @@ func TestTuneBadInput(t *testing.T) {
 		{[]string{"tune", "-f", good, "-o", "yaml"}, `--output: must be "table" or "json"`},
 		{[]string{"tune", "-f", writeCSV(t, "rate_rps,ttft_ms\n1,2\n")}, "header lacks column(s) input_tokens, output_tokens, max_batch_size, itl_ms"},
 		{[]string{"tune", "-f", writeCSV(t, "rate_rps,input_tokens,output_tokens,max_batch_size,ttft_ms,itl_ms\n0,1,1,1,1,1\n")}, "no usable observation rows"},
+		{[]string{"tune", "-f", writeCSV(t, "rate_rps,input_tokens,output_tokens,max_batch_size,ttft_ms,itl_ms,ttft_ms\n1,1,1,1,1,1,2\n")}, `the header names column "ttft_ms" twice (columns 5 and 7)`},
 	} {
 		_, stderr, code := run(t, tc.args...)
 		if code == 0 || !strings.Contains(stderr, tc.want) {

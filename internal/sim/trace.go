@@ -254,7 +254,11 @@ func readTrace(path string) ([]traceRow, error) {
 	}
 	col := map[string]int{}
 	for i, h := range head {
-		col[strings.TrimSpace(h)] = i
+		name := strings.TrimSpace(h)
+		if _, dup := col[name]; dup && name != "" {
+			return nil, fmt.Errorf("%s: the header names column %q twice (columns %d and %d)", path, name, col[name]+1, i+1)
+		}
+		col[name] = i
 	}
 	for _, c := range []string{"seconds", "input_tokens", "output_tokens"} {
 		if _, ok := col[c]; !ok {
@@ -263,7 +267,7 @@ func readTrace(path string) ([]traceRow, error) {
 	}
 	var rows []traceRow
 	last := 0.0
-	for line := 2; ; line++ {
+	for {
 		rec, err := r.Read()
 		if errors.Is(err, io.EOF) {
 			break
@@ -271,9 +275,16 @@ func readTrace(path string) ([]traceRow, error) {
 		if errors.As(err, &se) {
 			return nil, se
 		}
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			// The parser's own error names the line (a quoted field may
+			// span lines, so records are not lines).
+			return nil, fmt.Errorf("%s:%d: %w", path, pe.Line, pe.Err)
 		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		line, _ := r.FieldPos(0)
 		if len(rows) == MaxRequests {
 			return nil, fmt.Errorf("%s:%d: more than %d requests, the most a run may simulate", path, line, MaxRequests)
 		}
@@ -308,6 +319,9 @@ func parseRow(rec []string, col map[string]int, at string) (traceRow, error) {
 	row.t = vals[0]
 	if row.t < 0 || row.t > MaxDurationSeconds || vals[1] < 1 || vals[2] < 1 || vals[1] > MaxTokens || vals[2] > MaxTokens {
 		return row, fmt.Errorf("%s: seconds must be between 0 and %d, and token counts between 1 and %d", at, MaxDurationSeconds, MaxTokens)
+	}
+	if vals[1] != math.Trunc(vals[1]) || vals[2] != math.Trunc(vals[2]) {
+		return row, fmt.Errorf("%s: token counts must be whole numbers (%v, %v)", at, vals[1], vals[2])
 	}
 	row.input, row.output = int(vals[1]), int(vals[2])
 	err := row.readOptional(rec, col, at)

@@ -191,6 +191,12 @@ func TestTraceErrors(t *testing.T) {
 		{[]string{"seconds,input_tokens,output_tokens,class", "0,10,10,c"}, `request 1: its class is not one of the workload's classes ("a", "b")`},
 		{[]string{"seconds,input_tokens,output_tokens,prefix", "0,10,10,-2"}, "column prefix"},
 		{[]string{"seconds,input_tokens,output_tokens"}, "no requests"},
+		// A second column of the same name would shadow the first in silence.
+		{[]string{"seconds,input_tokens,output_tokens,input_tokens", "0,10,10,20"}, `the header names column "input_tokens" twice (columns 2 and 4)`},
+		{[]string{"seconds,input_tokens,output_tokens", "0,10.5,10"}, "trace.csv:2: token counts must be whole numbers (10.5, 10)"},
+		// Lines, not records: the quoted class spans lines 3 and 4.
+		{[]string{"seconds,input_tokens,output_tokens,class", "0,10,10,a", "1,10,10,\"b", "\"", "2,ten,10,a"}, "trace.csv:5: column input_tokens: not a number"},
+		{[]string{"seconds,input_tokens,output_tokens", "0,10,10", "1,\"10", "\"x,10"}, "trace.csv:4: extraneous or missing \" in quoted-field"},
 	} {
 		_, err := LoadFile(writeTrace(t, t.TempDir(), tc.rows))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -54,7 +54,11 @@ func ReadCSV(r io.Reader) ([]Row, []RowProblem, error) {
 	}
 	index := map[string]int{}
 	for i, h := range header {
-		index[strings.TrimSpace(h)] = i
+		name := strings.TrimSpace(h)
+		if _, dup := index[name]; dup && name != "" {
+			return nil, nil, fmt.Errorf("tuner: the header names column %q twice (columns %d and %d)", name, index[name]+1, i+1)
+		}
+		index[name] = i
 	}
 	var missing []string
 	for _, c := range CSVColumns {
