@@ -222,6 +222,20 @@ func TestScenarioFieldValidation(t *testing.T) {
 			"autoscalers.default: static:2 is listed twice"},
 		{"huge static", func(s *Scenario) { s.Autoscalers.Default = []string{"static:99999999999"} },
 			`autoscalers.default: static:N needs a replica count between 0 and 1000, got "static:99999999999"`},
+		{"empty inventory type", func(s *Scenario) { s.Inventory = map[string]int{"": 1, "H100": 4} },
+			"inventory: an accelerator type must not be empty"},
+		{"odd inventory type", func(s *Scenario) { s.Inventory = map[string]int{"H100\x1b[2J": 4} },
+			`inventory["H100\x1b[2J"]: no variant runs on "H100\x1b[2J"`},
+		{"misspelt inventory type", func(s *Scenario) { s.Inventory = map[string]int{"h100": 4} },
+			`inventory.h100: no variant runs on "h100" (the variants' accelerators: ["H100"])`},
+		{"huge inventory", func(s *Scenario) { s.Inventory = map[string]int{"H100": 1 << 40} },
+			`inventory.H100: must be between 0 and 1073741824 accelerators, got 1099511627776`},
+		{"inventory below the initial replicas", func(s *Scenario) {
+			s.Inventory, s.Models[0].Variants[0].InitialReplicas = map[string]int{"H100": 3}, 2
+			s.Models[0].Variants[0].AcceleratorsPerReplica = 2
+		}, `inventory.H100: 3 accelerators cannot hold the variants' initial replicas, which need 4`},
+		{"limited without inventory", func(s *Scenario) { s.Autoscalers.WVA.Optimizer = "limited" },
+			`inventory: the limited optimizer needs every variant's accelerator type listed; "H100" is not`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc, err := ParseScenario([]byte(validScenario))
@@ -430,5 +444,46 @@ func TestFractionalTokenCounts(t *testing.T) {
 	sc.Models[0].Workload.Output = Tokens{Dist: "empirical", Values: []float64{100, 3.5}}
 	if err := sc.Validate(); err == nil || !strings.Contains(err.Error(), "output.values[1]: must be a whole token count between 1 and 10000000, got 3.5") {
 		t.Errorf("%v", err)
+	}
+}
+
+// TestNoCompletionWarnings: a run in which no request completes says why:
+// no accelerator to place a replica on, replicas still starting, no
+// replica at all, or (replicas served but nothing finished) latency
+// coefficients in the wrong unit. A zero inventory was once blamed on the
+// coefficients' unit.
+func TestNoCompletionWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		scaler int
+		edit   func(s *Scenario)
+		want   string
+	}{
+		{"no accelerator", 1, func(s *Scenario) { s.Inventory = map[string]int{"H100": 0} },
+			"static:1: no request of 1199 completed in 600 s: no replica was ever ready, 1 could not be placed (the inventory has no free accelerator for them)"},
+		{"still starting", 1, func(s *Scenario) { s.Models[0].Variants[0].StartupSeconds = 900 },
+			"static:1: no request of 1199 completed in 600 s: no replica finished starting (startupSeconds)"},
+		{"no replica", 0, func(*Scenario) {}, "static:0: no request of 1199 completed in 600 s: no replica ever ran (the autoscaler never scaled from zero)"},
+		{"too slow", 1, func(s *Scenario) {
+			s.Models[0].Variants[0].InitialReplicas = 1
+			s.Models[0].Variants[0].Params.Alpha = 1e6
+		}, "static:1: no request of 1199 completed in 600 s (are the latency coefficients in ms?"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, err := ParseScenario([]byte(validScenario))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc.Models[0].Variants[0].InitialReplicas, sc.Models[0].Variants[0].MinReplicas = 0, 0
+			sc.Models[0].Workload.Arrival = "constant"
+			tc.edit(&sc)
+			if err := sc.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			r := New(sc, &Static{n: tc.scaler}).Run(context.Background(), nil)
+			if len(r.Warnings) == 0 || !strings.Contains(r.Warnings[0], tc.want) {
+				t.Errorf("warnings %q, want %q", r.Warnings, tc.want)
+			}
+		})
 	}
 }

@@ -44,6 +44,7 @@ func (s *Sim) ready(r *replica) {
 		return
 	}
 	r.state, r.readyAt = ready, s.now
+	s.res.everReady = true
 	s.gatewayReleased(r)
 }
 

@@ -68,6 +68,7 @@ type Result struct {
 
 	ttfts, itls, e2es []float64
 	itlTokens         histogram
+	everReady         bool // a replica was ready at some time
 	outputTokens      int64
 	prefixHitTokens   float64
 	prefixQueries     float64
@@ -301,7 +302,18 @@ func (r *Result) addCounters(c *counters) {
 
 // warn notes what makes a run's figures suspect.
 func (r *Result) warn() {
-	if r.Arrived > 0 && r.Completed == 0 && !r.Interrupted {
+	switch {
+	case r.Arrived == 0 || r.Completed > 0 || r.Interrupted:
+	case !r.everReady && r.Unschedulable > 0:
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: no request of %d completed in %.0f s: no replica was ever ready, %d could not be placed (the inventory has no free accelerator for them)",
+			r.Autoscaler, r.Arrived, r.DurationSecs, r.Unschedulable))
+	case !r.everReady && r.GPUHours > 0:
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: no request of %d completed in %.0f s: no replica finished starting (startupSeconds)",
+			r.Autoscaler, r.Arrived, r.DurationSecs))
+	case !r.everReady:
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: no request of %d completed in %.0f s: no replica ever ran (the autoscaler never scaled from zero)",
+			r.Autoscaler, r.Arrived, r.DurationSecs))
+	default:
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%s: no request of %d completed in %.0f s (are the latency coefficients in ms? the linear model's are, BLIS's are in µs)",
 			r.Autoscaler, r.Arrived, r.DurationSecs))
 	}

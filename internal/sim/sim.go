@@ -109,6 +109,7 @@ func (s *Sim) start() {
 		for range v.cfg.InitialReplicas {
 			r := s.addReplica(v)
 			r.state, r.readyAt = ready, 0
+			s.res.everReady = true
 		}
 		v.desired = v.cfg.InitialReplicas
 	}

@@ -288,7 +288,7 @@ models:
 		"recordSeconds: must be a finite number ≥ 0 (0: the default), got -15",
 		"scrape.intervalSeconds: must be at least 0.1 seconds (0: the default), got 0.001",
 		"scrape.windowSeconds: must be a finite number ≥ 0", "scrape.delaySeconds: must be a finite number ≥ 0 (0: the default), got -5",
-		"inventory.H100: must be ≥ 0 accelerators, got -2", "autoscalers.oracleIntervalSeconds: must be a finite number ≥ 0",
+		"inventory.H100: must be between 0 and 1073741824 accelerators, got -2", "autoscalers.oracleIntervalSeconds: must be a finite number ≥ 0",
 		"autoscalers.wva.intervalSeconds: must be at least 0.1 seconds", "autoscalers.wva.scaleFromZeroIntervalSeconds: must be at least 0.1 seconds",
 		"autoscalers.hpa.syncSeconds: must be a finite number ≥ 0", "autoscalers.hpa.tolerance: must be a finite number ≥ 0",
 		"autoscalers.keda.pollingSeconds: must be at least 0.1 seconds", "autoscalers.keda.cooldownSeconds: must be a finite number ≥ 0",

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/llm-d-incubation/wva/internal/engine"
 )
 
 // Validate reports every problem, each naming its field: the fields'
@@ -190,9 +192,45 @@ func (s *Scenario) validatePeriods(add func(string, string, ...any)) {
 	if a.KEDA.MinReplicaCount < 0 {
 		add("autoscalers.keda.minReplicaCount", "must be ≥ 0, got %d", a.KEDA.MinReplicaCount)
 	}
+	s.validateInventory(add)
+}
+
+// validateInventory checks the inventory against the variants: every type
+// is one a variant runs on (a misspelt type would leave the variants of
+// the real one unlimited), holds at most engine.MaxAcceleratorCount, and
+// fits the variants' initial replicas (they start at once, so they must be
+// placeable); in limited mode every variant's type is listed (the engine
+// refuses a snapshot that lacks one, and WVA would hold every cycle).
+func (s *Scenario) validateInventory(add func(string, string, ...any)) {
+	initial := map[string]int{}
+	for _, m := range s.Models {
+		for _, v := range m.Variants {
+			initial[v.Accelerator] += v.InitialReplicas * max(v.AcceleratorsPerReplica, 1)
+		}
+	}
+	used := slices.Sorted(maps.Keys(initial))
 	for _, acc := range slices.Sorted(maps.Keys(s.Inventory)) {
-		if s.Inventory[acc] < 0 {
-			add("inventory."+acc, "must be ≥ 0 accelerators, got %d", s.Inventory[acc])
+		p, n := "inventory."+acc, s.Inventory[acc]
+		if strings.ContainsFunc(acc, func(r rune) bool { return r == '.' || !unicode.IsGraphic(r) || unicode.IsSpace(r) }) {
+			p = fmt.Sprintf("inventory[%q]", acc) // an odd key, quoted and escaped
+		}
+		switch _, ok := initial[acc]; {
+		case acc == "":
+			add("inventory", "an accelerator type must not be empty")
+		case !ok:
+			add(p, "no variant runs on %q (the variants' accelerators: %q)", acc, used)
+		case n < 0 || n > engine.MaxAcceleratorCount:
+			add(p, "must be between 0 and %d accelerators, got %d", engine.MaxAcceleratorCount, n)
+		case initial[acc] > n:
+			add(p, "%d accelerators cannot hold the variants' initial replicas, which need %d", n, initial[acc])
+		}
+	}
+	if s.Autoscalers.WVA.Optimizer != "limited" {
+		return
+	}
+	for _, acc := range used {
+		if _, ok := s.Inventory[acc]; !ok {
+			add("inventory", "the limited optimizer needs every variant's accelerator type listed; %q is not", acc)
 		}
 	}
 }
