@@ -133,7 +133,7 @@ func ParseInventory(data map[string]string) (map[string]int, error) {
 	ps := problems{configMap: InventoryName}
 	out := make(map[string]int, len(data))
 	for _, k := range sortedKeys(data) {
-		n, err := parseInt(strings.TrimSpace(data[k]), 0)
+		n, err := parseCount(strings.TrimSpace(data[k]), 0, engine.MaxAcceleratorCount, "accelerators")
 		if ps.check(k, err) {
 			out[k] = n
 		}

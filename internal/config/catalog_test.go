@@ -188,7 +188,8 @@ func TestParseInventory(t *testing.T) {
 	if want := map[string]int{"H100": 16, "L40S": 0}; !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
-	_, err = ParseInventory(map[string]string{"H100": "-1", "A100": "eight", "L4": "2.5"})
+	_, err = ParseInventory(map[string]string{"H100": "-1", "A100": "eight", "L4": "2.5", "B200": "9223372036854775807"})
 	expectProblems(t, err, InventoryName,
-		p("H100", `want a whole number ≥ 0, got "-1"`), p("A100", `got "eight"`), p("L4", `got "2.5"`))
+		p("H100", `want a whole number of accelerators from 0 to 1073741824, got "-1"`), p("A100", `got "eight"`), p("L4", `got "2.5"`),
+		p("B200", `want a whole number of accelerators from 0 to 1073741824, got "9223372036854775807"`))
 }

@@ -233,15 +233,6 @@ func parseCount(v string, lo, hi int, unit string) (int, error) {
 	return n, nil
 }
 
-// parseInt reads a whole number ≥ lo.
-func parseInt(v string, lo int) (int, error) {
-	n, err := strconv.Atoi(v)
-	if err != nil || n < lo {
-		return 0, fmt.Errorf("want a whole number ≥ %d, got %q", lo, v)
-	}
-	return n, nil
-}
-
 func parseBool(v string) (bool, error) {
 	b, err := strconv.ParseBool(v)
 	if err != nil {

@@ -174,6 +174,7 @@ func TestCountBounds(t *testing.T) {
 		{"default max", func(s *Snapshot, _ *Variant) { s.Config.MaxReplicasDefault = huge }, "config.maxReplicasDefault: must be between 1 and 1048576"},
 		{"accelerators per replica", func(_ *Snapshot, v *Variant) { v.AcceleratorsPerReplica = huge }, "acceleratorsPerReplica: must be between 1 and 1024"},
 		{"inventory", func(s *Snapshot, _ *Variant) { s.Inventory = map[string]int{"H100": huge} }, "inventory.H100: must be between 0 and 1073741824"},
+		{"empty inventory type", func(s *Snapshot, _ *Variant) { s.Inventory = map[string]int{"": 2} }, "inventory: an accelerator type must not be empty"},
 		{"cost", func(_ *Snapshot, v *Variant) { v.Cost = 1e300 }, "cost: must be at most 1e+12 per replica"},
 		{"tiny parameter", func(_ *Snapshot, v *Variant) { p := *v.Params; p.Gamma = 1e-300; v.Params = &p }, "gamma must be between 1e-09 and 1e+09"},
 	} {

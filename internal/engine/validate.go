@@ -35,6 +35,9 @@ func (s *Snapshot) Validate() error {
 		v.add("optimizer", "must be %q or %q, got %q", OptimizerUnlimited, OptimizerLimited, s.Optimizer)
 	}
 	for _, acc := range sortedKeys(s.Inventory) {
+		if acc == "" {
+			v.add("inventory", "an accelerator type must not be empty")
+		}
 		if n := s.Inventory[acc]; n < 0 || n > MaxAcceleratorCount {
 			v.add("inventory."+acc, "must be between 0 and %d accelerators, got %d", MaxAcceleratorCount, n)
 		}
