@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strconv"
 
 	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
@@ -44,7 +45,27 @@ func single(data []byte) error {
 		if n == 1 {
 			return fmt.Errorf("a second document at line %d: the input must hold one", doc.Line)
 		}
+		if err := numbersInRange(&doc); err != nil {
+			return err
+		}
 	}
+}
+
+// numbersInRange refuses a plain scalar that is a number too large for a
+// float64 (1e309): YAML resolves it to a string, and the decoder would
+// then report "cannot unmarshal string" for a field that wants a number.
+func numbersInRange(n *yamlv3.Node) error {
+	if n.Kind == yamlv3.ScalarNode && n.Style == 0 && n.Tag == "!!str" {
+		if _, err := strconv.ParseFloat(n.Value, 64); errors.Is(err, strconv.ErrRange) {
+			return fmt.Errorf("line %d: a number beyond the range of a 64-bit float (±1.8e308)", n.Line)
+		}
+	}
+	for _, c := range n.Content {
+		if err := numbersInRange(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 var (

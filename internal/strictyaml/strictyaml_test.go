@@ -41,3 +41,24 @@ func TestOneDocument(t *testing.T) {
 		}
 	}
 }
+
+// TestNumbersOutOfRange: a number beyond a float64's range is named as
+// such with its line (it was reported as "cannot unmarshal string"); a
+// quoted one is a string, and small or negative exponents are numbers.
+func TestNumbersOutOfRange(t *testing.T) {
+	var v struct {
+		Name string  `json:"name"`
+		X    float64 `json:"x"`
+	}
+	for _, in := range []string{"name: a\nx: 1e309\n", "name: a\nx: -2e400\n", `{"name": "a", "x": 1e309}`} {
+		err := Unmarshal([]byte(in), &v)
+		if err == nil || !strings.Contains(err.Error(), "a number beyond the range of a 64-bit float") || !strings.Contains(err.Error(), "line ") {
+			t.Errorf("%q: %v", in, err)
+		}
+	}
+	for _, in := range []string{"name: \"1e309\"\nx: 1\n", "name: a\nx: 1e-400\n", "name: a\nx: 1.7e308\n"} {
+		if err := Unmarshal([]byte(in), &v); err != nil {
+			t.Errorf("%q: %v", in, err)
+		}
+	}
+}
