@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/llm-d-incubation/wva/internal/queueing"
+	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
 // TestScaleUpLimit: one cycle's scale-up is at most max(current × 4,
@@ -184,6 +186,26 @@ func TestCountBounds(t *testing.T) {
 		err := s.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestParameterExtremesFinite: parameters at the edges of their range
+// plan with finite figures (a tiny one once read "NaN rps per replica"),
+// and the plan encodes as JSON.
+func TestParameterExtremesFinite(t *testing.T) {
+	for _, p := range []tuner.Params{{Alpha: 1e-9, Beta: 1e-9, Gamma: 1e-9}, {Alpha: 1e9, Beta: 1e9, Gamma: 1e9},
+		{Alpha: 1e-9, Beta: 1e9, Gamma: 1e-9}, {Alpha: 1e9, Beta: 1e-9, Gamma: 1e-9}} {
+		b := variant("v", "H100").params(p).pods(0.3, 2).traffic(2, 512, 128, 100, 20)
+		s := snapshot(ModeHybrid, b)
+		s.Models[0].SLO = &SLO{TTFTMs: 500, ITLMs: 30}
+		pl := plan(t, nil, s)
+		d := decision(t, pl, "v")
+		if strings.Contains(d.Explanation, "NaN") || strings.Contains(d.Explanation, "Inf") {
+			t.Errorf("%+v: %s", p, d.Explanation)
+		}
+		if _, err := json.Marshal(pl); err != nil {
+			t.Errorf("%+v: the plan does not encode: %v", p, err)
 		}
 	}
 }
