@@ -7,9 +7,8 @@ import (
 	"os"
 	"os/signal"
 
+	"github.com/llm-d-incubation/wva/internal/boundedio"
 	"github.com/spf13/cobra"
-
-	"github.com/llm-d-incubation/wva/internal/sim"
 )
 
 // maxInputBytes bounds a file a command reads whole: a snapshot (plan), a
@@ -21,9 +20,9 @@ const maxInputBytes = 16 << 20
 // nil, up to maxInputBytes.
 func readInput(path string, stdin io.Reader) ([]byte, error) {
 	if path == "-" && stdin != nil {
-		return sim.ReadLimited(stdin, "standard input", maxInputBytes)
+		return boundedio.ReadAll(stdin, "standard input", maxInputBytes)
 	}
-	return sim.ReadFileLimited(path, maxInputBytes)
+	return boundedio.ReadFile(path, maxInputBytes)
 }
 
 // createFile creates path and fills it with fn; the file is closed on every

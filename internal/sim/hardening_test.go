@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -317,7 +316,7 @@ func TestFileErrorsNeverEcho(t *testing.T) {
 		{"trace value", true, "seconds,input_tokens,output_tokens\n0,1,1\n1," + secret + ",1\n", "secret.txt:3: column input_tokens: not a number"},
 		{"trace class", true, "seconds,input_tokens,output_tokens,class\n0,1,1," + secret + "\n", "request 1: its class is not one of the workload's classes (it has none)"},
 		{"trace prefix", true, "seconds,input_tokens,output_tokens,prefix\n0,1,1," + secret + "\n", "secret.txt:2: column prefix: want a group number between 0 and 999999"},
-		{"csv syntax", true, "seconds,input_tokens,output_tokens\n0,1,\"1" + secret + "\n", "secret.txt:2: parse error"},
+		{"csv syntax", true, "seconds,input_tokens,output_tokens\n0,1,\"1" + secret + "\n", "secret.txt:2: CSV syntax: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "secret.txt")
@@ -362,17 +361,6 @@ func TestFileSizeLimits(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})
-	}
-	// The limits are exact: limit bytes read, one more fails.
-	for _, n := range []int{99, 100, 101} {
-		_, err := io.ReadAll(newLimitReader(strings.NewReader(strings.Repeat("1\n", n/2)+strings.Repeat("x", n%2)), "f", 100, 0))
-		if (err != nil) != (n > 100) {
-			t.Errorf("%d bytes: %v", n, err)
-		}
-	}
-	_, err := io.ReadAll(newLimitReader(strings.NewReader("ab\nabcd\nabc"), "f", 100, 3))
-	if err == nil || err.Error() != "f:2: the line is longer than 0 KiB" {
-		t.Errorf("line limit: %v", err)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/llm-d-incubation/wva/internal/boundedio"
 )
 
 // traceRow is one request of a replayed trace.
@@ -26,7 +28,7 @@ type traceRow struct {
 // before the files are read, the sizes they add up to (which depend on
 // the files) after.
 func LoadFile(path string) (Scenario, error) {
-	data, err := ReadFileLimited(path, MaxScenarioBytes)
+	data, err := boundedio.ReadFile(path, MaxScenarioBytes)
 	if err != nil {
 		return Scenario{}, err
 	}
@@ -135,78 +137,9 @@ func resolve(scenario, p string) string {
 // the line's text: a scenario could name a file that is not meant to be
 // read out (a key, /etc/shadow).
 
-// sizeError is the error of a file beyond its size limits.
-type sizeError struct{ msg string }
-
-func (e *sizeError) Error() string { return e.msg }
-
-// limitReader reads at most limit bytes of path's content and fails, with
-// a sizeError, when there is more; it also fails on a line longer than
-// maxLine bytes (0: no line limit).
-type limitReader struct {
-	r           io.Reader
-	path        string
-	left, limit int64
-	line, run   int
-	maxLine     int
-}
-
-func newLimitReader(r io.Reader, path string, limit int64, maxLine int) *limitReader {
-	return &limitReader{r: r, path: path, left: limit, limit: limit, line: 1, maxLine: maxLine}
-}
-
-func (l *limitReader) Read(p []byte) (int, error) {
-	if l.left <= 0 {
-		var one [1]byte
-		if n, err := l.r.Read(one[:]); n == 0 {
-			return 0, err
-		}
-		return 0, &sizeError{fmt.Sprintf("%s is larger than %d MiB", l.path, l.limit>>20)}
-	}
-	if int64(len(p)) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	if l.maxLine > 0 {
-		for _, c := range p[:n] {
-			if c == '\n' {
-				l.line, l.run = l.line+1, 0
-				continue
-			}
-			if l.run++; l.run > l.maxLine {
-				return 0, &sizeError{fmt.Sprintf("%s:%d: the line is longer than %d KiB", l.path, l.line, l.maxLine>>10)}
-			}
-		}
-	}
-	return n, err
-}
-
-// ReadFileLimited reads a whole file of at most limit bytes; a larger one,
-// or one that never ends (/dev/zero), is an error ("PATH is larger than
-// N MiB") instead of exhausted memory.
-func ReadFileLimited(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return ReadLimited(f, path, limit)
-}
-
-// ReadLimited reads r whole like ReadFileLimited, naming it name in the
-// error.
-func ReadLimited(r io.Reader, name string, limit int64) ([]byte, error) {
-	data, err := io.ReadAll(newLimitReader(r, name, limit, 0))
-	if err != nil {
-		return nil, err
-	}
-	return data, nil
-}
-
 // readCounts reads the token counts of an empirical distribution.
 func readCounts(path string) ([]float64, error) {
-	data, err := ReadFileLimited(path, MaxInputFileBytes)
+	data, err := boundedio.ReadFile(path, MaxInputFileBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -240,14 +173,13 @@ func readTrace(path string) ([]traceRow, error) {
 		return nil, err
 	}
 	defer f.Close()
-	r := csv.NewReader(newLimitReader(f, path, MaxInputFileBytes, MaxLineBytes))
+	r := csv.NewReader(boundedio.NewReader(f, path, MaxInputFileBytes, MaxLineBytes))
 	r.FieldsPerRecord = -1
 	r.TrimLeadingSpace = true
 	r.ReuseRecord = true
 	head, err := r.Read()
-	var se *sizeError
-	if errors.As(err, &se) {
-		return nil, se
+	if boundedio.IsSizeError(err) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading the header: %w", path, err)
@@ -272,14 +204,14 @@ func readTrace(path string) ([]traceRow, error) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		if errors.As(err, &se) {
-			return nil, se
+		if boundedio.IsSizeError(err) {
+			return nil, err
 		}
 		var pe *csv.ParseError
 		if errors.As(err, &pe) {
 			// The parser's own error names the line (a quoted field may
 			// span lines, so records are not lines).
-			return nil, fmt.Errorf("%s:%d: %w", path, pe.Line, pe.Err)
+			return nil, fmt.Errorf("%s:%d: CSV syntax: %w", path, pe.Line, pe.Err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)

@@ -196,7 +196,7 @@ func TestTraceErrors(t *testing.T) {
 		{[]string{"seconds,input_tokens,output_tokens", "0,10.5,10"}, "trace.csv:2: token counts must be whole numbers (10.5, 10)"},
 		// Lines, not records: the quoted class spans lines 3 and 4.
 		{[]string{"seconds,input_tokens,output_tokens,class", "0,10,10,a", "1,10,10,\"b", "\"", "2,ten,10,a"}, "trace.csv:5: column input_tokens: not a number"},
-		{[]string{"seconds,input_tokens,output_tokens", "0,10,10", "1,\"10", "\"x,10"}, "trace.csv:4: extraneous or missing \" in quoted-field"},
+		{[]string{"seconds,input_tokens,output_tokens", "0,10,10", "1,\"10", "\"x,10"}, "trace.csv:4: CSV syntax: extraneous or missing \" in quoted-field"},
 	} {
 		_, err := LoadFile(writeTrace(t, t.TempDir(), tc.rows))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

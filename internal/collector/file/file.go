@@ -22,10 +22,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"time"
 
+	"github.com/llm-d-incubation/wva/internal/boundedio"
 	"github.com/llm-d-incubation/wva/internal/strictyaml"
 
 	"github.com/llm-d-incubation/wva/internal/collector"
@@ -58,6 +58,10 @@ type Demand struct {
 	Value     float64 `json:"value"`
 }
 
+// MaxFileBytes bounds the file (re-read at every collection): a fleet of
+// 10 000 pods is about 5 MiB.
+const MaxFileBytes = 64 << 20
+
 // Source reads a file.
 type Source struct{ Path string }
 
@@ -68,7 +72,7 @@ var (
 
 func (s Source) read() (Document, error) {
 	var d Document
-	b, err := os.ReadFile(s.Path)
+	b, err := boundedio.ReadFile(s.Path, MaxFileBytes)
 	if err != nil {
 		return d, fmt.Errorf("file source: %w", err)
 	}

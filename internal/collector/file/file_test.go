@@ -79,3 +79,15 @@ func checkDemandAndErrors(t *testing.T, src collector.Source, path string, now t
 		t.Error("no path accepted")
 	}
 }
+
+// TestFileBounded: a file that never ends is an error at MaxFileBytes,
+// not exhausted memory (it is re-read at every collection).
+func TestFileBounded(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	_, err := Source{Path: "/dev/zero"}.Collect(context.Background(), time.Now(), collector.Target{Namespace: "n", Model: "m"})
+	if err == nil || !strings.Contains(err.Error(), "/dev/zero is larger than 64 MiB") {
+		t.Errorf("got %v", err)
+	}
+}

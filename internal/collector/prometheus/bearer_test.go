@@ -214,7 +214,7 @@ func TestSecretFilesBounded(t *testing.T) {
 	if _, err := New(Config{URL: "https://p", BearerTokenFile: "/dev/zero"}); err == nil || !strings.Contains(err.Error(), "/dev/zero is larger than 64 KiB") {
 		t.Errorf("token /dev/zero: %v", err)
 	}
-	if _, err := New(Config{URL: "https://p", CAFile: "/dev/zero"}); err == nil || !strings.Contains(err.Error(), "/dev/zero is larger than 4096 KiB") {
+	if _, err := New(Config{URL: "https://p", CAFile: "/dev/zero"}); err == nil || !strings.Contains(err.Error(), "/dev/zero is larger than 4 MiB") {
 		t.Errorf("CA /dev/zero: %v", err)
 	}
 	if _, err := New(Config{URL: "https://p", CertFile: "/dev/zero", KeyFile: "/dev/zero"}); err == nil || !strings.Contains(err.Error(), "larger than") {

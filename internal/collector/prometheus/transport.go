@@ -10,7 +10,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -18,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llm-d-incubation/wva/internal/boundedio"
 )
 
 // transport is the client side of TLS and the bearer token; u is cfg.URL
@@ -73,30 +74,13 @@ const (
 	maxPEMBytes   = 4 << 20  // a CA bundle, a certificate, a key
 )
 
-// readBounded reads a whole file of at most limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d KiB", path, limit>>10)
-	}
-	return data, nil
-}
-
 // loadKeyPair is tls.LoadX509KeyPair with bounded reads.
 func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
-	c, err := readBounded(certFile, maxPEMBytes)
+	c, err := boundedio.ReadFile(certFile, maxPEMBytes)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	k, err := readBounded(keyFile, maxPEMBytes)
+	k, err := boundedio.ReadFile(keyFile, maxPEMBytes)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
@@ -112,7 +96,7 @@ type caFile struct {
 }
 
 func (c *caFile) pool() (*x509.CertPool, error) {
-	pem, err := readBounded(c.path, maxPEMBytes)
+	pem, err := boundedio.ReadFile(c.path, maxPEMBytes)
 	if err != nil {
 		return nil, fmt.Errorf("prometheus: CA file: %w", err)
 	}
@@ -177,7 +161,7 @@ func (b *bearer) token() (string, error) {
 	if b.tok != "" && st.Size() == b.size && st.ModTime().Equal(b.modified) {
 		return b.tok, nil
 	}
-	data, err := readBounded(b.file, maxTokenBytes)
+	data, err := boundedio.ReadFile(b.file, maxTokenBytes)
 	if err != nil {
 		return "", fmt.Errorf("bearer token file: %w", err)
 	}
