@@ -268,13 +268,14 @@ func (e *Emulator) Step(ctx context.Context) error {
 		}
 		// The pods' marks: their rotation now; on a scale-down the victims
 		// are ranked by their deletion costs.
-		costs, out, err := e.podMarks(ctx, t)
+		down := n < len(e.podsOf(t))
+		costs, out, err := e.podMarks(ctx, t, down)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		e.fleet.SetRotation(out)
-		if n >= len(e.podsOf(t)) {
+		if !down {
 			costs = nil
 		}
 		reps := e.fleet.Scale(t.Index, n, costs)

@@ -120,7 +120,7 @@ func parseLWS(u *unstructured.Unstructured) (*lws, error) {
 // spec.replicas (the highest groups go first), the pods follow the
 // servers, the status follows the pods.
 func (e *Emulator) stepLWS(ctx context.Context, l *lws, t Target) error {
-	_, out, err := e.podMarks(ctx, t)
+	_, out, err := e.podMarks(ctx, t, false)
 	if err != nil {
 		return err
 	}

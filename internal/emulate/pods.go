@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -145,23 +146,22 @@ func (e *Emulator) deletePod(ctx context.Context, p *emuPod) error {
 	return nil
 }
 
-// podMarks reads what a controller marked on a target's pods, fresh from
-// the API server (one list per target): the pod-deletion-cost annotations
-// (replica ID → cost; an unparsable or missing one counts as 0, as the
-// ReplicaSet controller takes it), and which pods the endpoint picker
-// leaves out of rotation (see outOfRotation).
-func (e *Emulator) podMarks(ctx context.Context, t Target) (costs map[int]int32, out map[int]bool, err error) {
+// podMarks reads what a controller marked on a target's pods: the
+// pod-deletion-cost annotations (replica ID → cost; an unparsable or
+// missing one counts as 0, as the ReplicaSet controller takes it), and
+// which pods the endpoint picker leaves out of rotation (see
+// outOfRotation). Each round reads the pod informer's cache; fresh (one
+// list from the API server) is for a scale-down, whose victims are ranked
+// by costs a controller may have set just before it lowered the count
+// (the pod informer could still lag behind the Deployment's).
+func (e *Emulator) podMarks(ctx context.Context, t Target, fresh bool) (costs map[int]int32, out map[int]bool, err error) {
 	mine := e.podsOf(t)
 	if len(mine) == 0 {
 		return nil, nil, nil
 	}
-	list, err := e.kc.CoreV1().Pods(mine[0].namespace).List(ctx, metav1.ListOptions{LabelSelector: EmulatedLabel + "=true"})
+	byName, err := e.listPods(ctx, mine[0].namespace, fresh)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing the pods of %s: %w", t.Name, err)
-	}
-	byName := make(map[string]*corev1.Pod, len(list.Items))
-	for i := range list.Items {
-		byName[list.Items[i].Name] = &list.Items[i]
 	}
 	costs, out = map[int]int32{}, map[int]bool{}
 	for _, p := range mine {
@@ -177,6 +177,31 @@ func (e *Emulator) podMarks(ctx context.Context, t Target) (costs map[int]int32,
 		out[p.id] = outOfRotation(obj.Annotations)
 	}
 	return costs, out, nil
+}
+
+// listPods returns the emulated pods of a namespace by name, from the
+// informer's cache or, fresh, from the API server.
+func (e *Emulator) listPods(ctx context.Context, ns string, fresh bool) (map[string]*corev1.Pod, error) {
+	if !fresh && e.podLister != nil {
+		pods, err := e.podLister.Pods(ns).List(labels.SelectorFromSet(labels.Set{EmulatedLabel: "true"}))
+		if err != nil {
+			return nil, err
+		}
+		byName := make(map[string]*corev1.Pod, len(pods))
+		for _, p := range pods {
+			byName[p.Name] = p
+		}
+		return byName, nil
+	}
+	list, err := e.kc.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: EmulatedLabel + "=true"})
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		byName[list.Items[i].Name] = &list.Items[i]
+	}
+	return byName, nil
 }
 
 // Active-ports annotations, as llm-d's router (v0.9 and later) and the
