@@ -30,6 +30,17 @@ func FuzzSnapshot(f *testing.F) {
 	f.Add([]byte(`{"mode":"hybrid","models":[{"id":"m","slo":{"ttftMs":100,"itlMs":10},"variants":[{"name":"v","accelerator":"a",` +
 		`"currentReplicas":1,"readyReplicas":1,"params":{"alpha":6,"beta":0.01,"gamma":0.00003},"pods":[{"name":"p","arrivalRate":1e12,` +
 		`"avgInputTokens":1024,"avgOutputTokens":256,"avgTTFTMs":30,"avgITLMs":10,"kvCacheUsage":0.9,"waitingRequests":3}]}]}]}`))
+	// Hardening seeds (issue 28): counts near MaxInt64, tiny and huge
+	// parameters, huge costs, an empty inventory type, a number beyond
+	// float64.
+	for _, v := range []string{`"maxReplicas":9223372036854775807,"scaleUpLimitReplicas":9223372036854775807`,
+		`"params":{"alpha":1e-300,"beta":1e-300,"gamma":1e-300}`, `"params":{"alpha":1e9,"beta":1e9,"gamma":1e9}`,
+		`"cost":1e300,"acceleratorsPerReplica":1024`, `"currentReplicas":1048577`} {
+		f.Add([]byte(`{"mode":"hybrid","optimizer":"limited","inventory":{"a":1073741824,"":1},"config":{"scaleUpLimitFactor":1e300},` +
+			`"models":[{"id":"m","slo":{"ttftMs":100,"itlMs":10},"variants":[{"name":"v","accelerator":"a",` + v + `,` +
+			`"pods":[{"name":"p","arrivalRate":2,"avgInputTokens":1024,"avgOutputTokens":256,"kvCacheUsage":0.5,"kvBlocks":-1,"blockSize":-1}]}]}]}`))
+	}
+	f.Add([]byte("mode: hybrid\nmodels: [{id: m, variants: [{name: v, accelerator: a, cost: 1e309}]}]\n"))
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := snapshot.ParseFile(data)
