@@ -46,12 +46,7 @@ pod deletion and graceful termination; a gateway with routing and
 saturation-based admission; Prometheus-like metrics) under each
 autoscaler in turn, from the same seed, and compare them.
 
-Autoscalers: wva (WVA's decision engine, the same code as the controller),
-hpa (the Kubernetes HPA algorithm on queue depth and KV usage), keda
-(threshold scaling on requests in the system, with scale to zero),
-clairvoyant (the cheapest SLO-meeting replicas for the true future load,
-ordered ahead by the start-up time: the reference bound), oracle (the same
-provisioned instantly: a bound no fleet can reach) and static:N.
+` + autoscalerHelp() + `
 
 With no -f, the built-in "staircase" scenario runs (the paper's 2 → 5 → 10
 requests/s); --scenario picks another built-in (see --help below for the
@@ -107,7 +102,7 @@ admission-step scenarios are the experiments of docs/admission.md
 	fs := cmd.Flags()
 	fs.StringVarP(&o.file, "file", "f", "", "scenario file (YAML or JSON); default: the built-in scenario of --scenario")
 	fs.StringVar(&o.scenario, "scenario", "staircase", "built-in scenario: "+strings.Join(sim.BuiltinNames(scenarios.FS), ", "))
-	fs.StringVar(&o.autoscalers, "autoscalers", "", "comma-separated: wva, hpa, keda, clairvoyant, oracle, static:N (default: the scenario's, else wva,hpa,clairvoyant)")
+	fs.StringVar(&o.autoscalers, "autoscalers", "", "comma-separated: "+strings.Join(sim.AutoscalerNames(), ", ")+" (default: the scenario's, else "+strings.Join(sim.DefaultAutoscalers(), ",")+")")
 	fs.Uint64Var(&o.seed, "seed", 0, "random seed (default: the scenario's)")
 	fs.StringVar(&o.out, "out", "wva-results", "folder for results and plots")
 	fs.StringVarP(&o.output, "output", "o", "table", `output format: "table" or "json"`)
@@ -353,4 +348,31 @@ func (o *simulateOptions) validateSources(cmd *cobra.Command) error {
 		return errors.New("--matrix runs the scenario's matrix: it does not go with --sweep or --write-traces")
 	}
 	return nil
+}
+
+// autoscalerHelp is the help's paragraph on the registered autoscalers,
+// wrapped at 76 columns.
+func autoscalerHelp() string {
+	var parts []string
+	for _, b := range sim.Baselines() {
+		name := b.Name
+		if b.Param != nil {
+			name += ":N"
+		}
+		parts = append(parts, name+" ("+b.Summary+")")
+	}
+	text := "Autoscalers: " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1] + "."
+	var out, line strings.Builder
+	for _, w := range strings.Fields(text) {
+		if line.Len() > 0 && line.Len()+1+len(w) > 76 {
+			out.WriteString(line.String() + "\n")
+			line.Reset()
+		}
+		if line.Len() > 0 {
+			line.WriteByte(' ')
+		}
+		line.WriteString(w)
+	}
+	out.WriteString(line.String())
+	return out.String()
 }

@@ -20,7 +20,7 @@ import (
 func (o *simulateOptions) runSweep(cmd *cobra.Command, ctx context.Context, sc sim.Scenario, names []string) error {
 	errw := cmd.ErrOrStderr()
 	if len(names) == 0 {
-		names = []string{"wva", "hpa", "keda", "clairvoyant"}
+		names = sim.SweepAutoscalers()
 	}
 	spec := sim.SweepSpec{Autoscalers: names, Grids: map[string][]float64{}, Targets: o.attainment, Parallel: o.parallel}
 	grids, err := o.parseGrids(names)

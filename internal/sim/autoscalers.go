@@ -1,11 +1,5 @@
 package sim
 
-import (
-	"fmt"
-	"strconv"
-	"strings"
-)
-
 // Autoscaler decides replica counts from what a real one could observe.
 type Autoscaler interface {
 	Name() string
@@ -33,65 +27,6 @@ type FastLooper interface {
 // Warner is an autoscaler that reports problems of its run (engine errors)
 // as warnings on the result.
 type Warner interface{ Warnings() []string }
-
-// NewAutoscaler builds an autoscaler by name: wva, hpa, keda, clairvoyant,
-// oracle or static:N (N replicas of every variant).
-func NewAutoscaler(name string, sc *Scenario) (Autoscaler, error) {
-	c := sc.withDefaults()
-	switch {
-	case name == "wva":
-		return newWVA(&c), nil
-	case name == "hpa":
-		return &HPA{cfg: c.Autoscalers.HPA, recs: map[int][]rec{}}, nil
-	case name == "keda":
-		return newKEDA(&c), nil
-	case name == "oracle":
-		return &Oracle{interval: c.Autoscalers.OracleIntervalSeconds}, nil
-	case name == "clairvoyant":
-		return &Clairvoyant{interval: c.Autoscalers.OracleIntervalSeconds, margin: c.Autoscalers.ClairvoyantMargin}, nil
-	case strings.HasPrefix(name, "static:"):
-		n, err := staticReplicas(name)
-		if err != nil {
-			return nil, err
-		}
-		return &Static{n: n}, nil
-	}
-	return nil, fmt.Errorf("unknown autoscaler %q (want wva, hpa, keda, clairvoyant, oracle or static:N)", name)
-}
-
-// staticReplicas reads the N of static:N.
-func staticReplicas(name string) (int, error) {
-	n, err := strconv.Atoi(strings.TrimPrefix(name, "static:"))
-	if err != nil || n < 0 || n > MaxReplicasPerVariant {
-		return 0, fmt.Errorf("static:N needs a replica count between 0 and %d, got %q", MaxReplicasPerVariant, name)
-	}
-	return n, nil
-}
-
-// CheckAutoscalers checks a list of autoscaler names: each known, and none
-// twice (static:2 and static:02 are the same).
-func CheckAutoscalers(names []string) error {
-	seen := map[string]bool{}
-	for _, name := range names {
-		key := name
-		switch {
-		case name == "wva", name == "hpa", name == "keda", name == "clairvoyant", name == "oracle":
-		case strings.HasPrefix(name, "static:"):
-			n, err := staticReplicas(name)
-			if err != nil {
-				return err
-			}
-			key = "static:" + strconv.Itoa(n)
-		default:
-			return fmt.Errorf("unknown autoscaler %q (want wva, hpa, keda, clairvoyant, oracle or static:N)", name)
-		}
-		if seen[key] {
-			return fmt.Errorf("%s is listed twice", key)
-		}
-		seen[key] = true
-	}
-	return nil
-}
 
 type rec struct {
 	t float64

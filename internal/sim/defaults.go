@@ -63,7 +63,7 @@ func (a Autoscalers) withDefaults() Autoscalers {
 	a.HPA = a.HPA.withDefaults()
 	a.KEDA = a.KEDA.withDefaults()
 	if len(a.Default) == 0 {
-		a.Default = []string{"wva", "hpa", "clairvoyant"}
+		a.Default = DefaultAutoscalers()
 	}
 	return a
 }

@@ -6,6 +6,20 @@ import (
 	"github.com/llm-d-incubation/wva/internal/alloc"
 )
 
+func init() {
+	registerBaseline(Baseline{Name: "hpa", Order: 20, Default: true, Sweep: true,
+		Summary: "the Kubernetes HPA algorithm on queue depth and KV usage",
+		New: func(sc *Scenario, _ string) (Autoscaler, error) {
+			return &HPA{cfg: sc.Autoscalers.HPA, recs: map[int][]rec{}}, nil
+		},
+		Knobs: map[string]knob{
+			"kvTarget": {[]float64{0.3, 0.5, 0.7, 0.9},
+				func(a *Autoscalers) *float64 { return &a.HPA.KVTarget }, 0, fromZero(1, true, false)},
+			"queueTarget": {[]float64{1, 3, 10},
+				func(a *Autoscalers) *float64 { return &a.HPA.QueueTarget }, 0, fromZero(1e6, true, false)},
+		}})
+}
+
 // HPA is the Kubernetes Horizontal Pod Autoscaler algorithm, one per
 // variant, cost-blind: desired = ceil(current × metric / target) for the
 // average queue depth and KV usage (targets 3 and 0.5, the HPA baseline of

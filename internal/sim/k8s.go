@@ -184,16 +184,16 @@ func (s *Sim) autoscale() {
 		// change (as the controller patches pods before scaling).
 		s.annotate(dc.DeletionCosts(view))
 	}
-	_, instant := s.scaler.(*Oracle)
+	atOnce := s.instant
 	for i, n := range want {
 		if n < 0 {
 			continue
 		}
-		if s.scale(s.variants[i], n, instant) {
+		if s.scale(s.variants[i], n, atOnce) {
 			s.res.ScalingActions++
 		}
 	}
-	if instant {
+	if atOnce {
 		// The oracle's replicas are ready at once.
 		for _, v := range s.variants {
 			for _, r := range v.replicas {

@@ -6,6 +6,18 @@ import (
 	"github.com/llm-d-incubation/wva/internal/alloc"
 )
 
+func init() {
+	registerBaseline(Baseline{Name: "keda", Order: 30, Sweep: true,
+		Summary: "threshold scaling on requests in the system, with scale to zero",
+		New:     func(sc *Scenario, _ string) (Autoscaler, error) { return newKEDA(sc), nil },
+		Knobs: map[string]knob{
+			"thresholdFraction": {[]float64{0.25, 0.5, 0.75, 1},
+				func(a *Autoscalers) *float64 { return &a.KEDA.ThresholdFraction }, 0, fromZero(100, true, false)},
+			"threshold": {nil,
+				func(a *Autoscalers) *float64 { return &a.KEDA.Threshold }, 0, fromZero(1e6, true, false)},
+		}})
+}
+
 // KEDA scales each variant on requests in the system (waiting + running,
 // plus the gateway's for a variant at zero) against a per-replica
 // threshold (by default the requests a replica holds at once), wakes a

@@ -7,6 +7,23 @@ import (
 	"github.com/llm-d-incubation/wva/internal/queueing"
 )
 
+func init() {
+	registerBaseline(Baseline{Name: "clairvoyant", Order: 40, Bound: true, Default: true, Sweep: true,
+		Summary: "the cheapest SLO-meeting replicas for the true future load, ordered ahead by the start-up time: the reference bound",
+		New: func(sc *Scenario, _ string) (Autoscaler, error) {
+			return &Clairvoyant{interval: sc.Autoscalers.OracleIntervalSeconds, margin: sc.Autoscalers.ClairvoyantMargin}, nil
+		},
+		Knobs: map[string]knob{
+			"margin": {[]float64{0, 0.15, 0.3, 0.5, 0.75, 1},
+				func(a *Autoscalers) *float64 { return &a.ClairvoyantMargin }, 0, fromZero(100, false, false)},
+		}})
+	registerBaseline(Baseline{Name: "oracle", Order: 50, Bound: true, Instant: true,
+		Summary: "the same provisioned instantly: a bound no fleet can reach",
+		New: func(sc *Scenario, _ string) (Autoscaler, error) {
+			return &Oracle{interval: sc.Autoscalers.OracleIntervalSeconds}, nil
+		}})
+}
+
 // Oracle knows the true parameters and the true load: every interval it
 // provisions, instantly, the cheapest replicas that meet the SLO at the
 // peak rate of the coming interval (queueing model sizing, exact cheapest

@@ -82,12 +82,12 @@ func Summarize(seeds []uint64, runs [][]*Result) []SeedSummary {
 	for _, rs := range runs {
 		best := 0.0
 		for _, r := range rs {
-			if r.Autoscaler != "oracle" {
+			if !instant(r.Autoscaler) {
 				best = math.Max(best, r.SLOAttainment)
 			}
 		}
 		for i, r := range rs {
-			if r.Autoscaler != "oracle" && r.SLOAttainment == best {
+			if !instant(r.Autoscaler) && r.SLOAttainment == best {
 				out[i].Wins++
 			}
 		}
@@ -106,7 +106,7 @@ func WriteSeedTable(w io.Writer, ss []SeedSummary) error {
 	fmt.Fprintln(tw, "AUTOSCALER\tSLO %\tSLO % min–max\tBEST SLO\tGOODPUT rps\tTTFT p99 ms\tCOST\tCOST/1k OK\tFAILED\tTERMINATED\t")
 	for _, s := range ss {
 		wins := strconv.Itoa(s.Wins)
-		if s.Autoscaler == "oracle" {
+		if instant(s.Autoscaler) {
 			wins = "-"
 		}
 		fmt.Fprintf(tw, "%s\t%.1f ± %.1f\t%.1f–%.1f\t%s\t%.3f ± %.3f\t%s ± %s\t%.2f ± %.2f\t%.3f ± %.3f\t%.0f\t%.1f\t\n", s.Autoscaler,

@@ -22,6 +22,7 @@ type variantRT struct {
 // Sim is one run of a scenario under one autoscaler.
 type Sim struct {
 	sc       Scenario
+	instant  bool // the autoscaler's replicas are ready at once (Baseline.Instant)
 	now      float64
 	events   eventQueue
 	seq      uint64
@@ -62,6 +63,7 @@ func New(sc Scenario, a Autoscaler) *Sim {
 	sc = sc.withDefaults()
 	s := &Sim{sc: sc, scaler: a, startRNG: rand.New(rand.NewPCG(sc.Seed, 0x57a27)), uidRNG: rand.New(rand.NewPCG(sc.Seed, 0x0d1d))}
 	s.res = newResult(a.Name(), &sc)
+	s.instant = instant(a.Name())
 	s.gate = newGate(&sc, s.res)
 	for m, mod := range sc.Models {
 		var vs []*variantRT

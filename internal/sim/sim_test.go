@@ -30,7 +30,7 @@ func builtin(t testing.TB, name string, seconds float64) Scenario {
 // otherwise differ by that field alone).
 func TestDeterministic(t *testing.T) {
 	sc := builtin(t, "bursty", 900)
-	names := []string{"wva", "hpa", "keda", "oracle", "static:3"}
+	names := ExampleNames() // every registered autoscaler
 	run := func(seed uint64) []*Result {
 		t.Helper()
 		c := sc
@@ -93,7 +93,7 @@ func TestInvariants(t *testing.T) {
 	// scenario of long generations has an event per token and batch).
 	const invariantRequests, invariantTokens = 30_000, 15_000_000
 	for _, name := range BuiltinNames(scenarios.FS) {
-		for _, as := range []string{"wva", "hpa", "keda", "oracle"} {
+		for _, as := range ExampleNames() {
 			t.Run(name+"/"+as, func(t *testing.T) {
 				sc := builtin(t, name, 0)
 				peak, tokens := 0.0, 0.0

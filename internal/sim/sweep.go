@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/llm-d-incubation/wva/internal/engine"
 )
 
 // A knob is one autoscaler setting a sweep varies: its default grid, the
@@ -40,43 +38,6 @@ func fromZero(hi float64, zeroOpen, hiOpen bool) func(float64) error {
 		}
 		return nil
 	}
-}
-
-// knobs are the settings a sweep can vary, by key. The defaults' value of
-// every knob is always added to its grid, so the sweep contains the
-// default point of each autoscaler.
-var knobs = map[string]knob{
-	"hpa.kvTarget": {[]float64{0.3, 0.5, 0.7, 0.9},
-		func(a *Autoscalers) *float64 { return &a.HPA.KVTarget }, 0, fromZero(1, true, false)},
-	"hpa.queueTarget": {[]float64{1, 3, 10},
-		func(a *Autoscalers) *float64 { return &a.HPA.QueueTarget }, 0, fromZero(1e6, true, false)},
-	"keda.thresholdFraction": {[]float64{0.25, 0.5, 0.75, 1},
-		func(a *Autoscalers) *float64 { return &a.KEDA.ThresholdFraction }, 0, fromZero(100, true, false)},
-	"keda.threshold": {nil,
-		func(a *Autoscalers) *float64 { return &a.KEDA.Threshold }, 0, fromZero(1e6, true, false)},
-	"wva.spareQuantile": {[]float64{0.5, 0.8, 0.95, 0.99},
-		func(a *Autoscalers) *float64 { return &a.WVA.SpareQuantile }, engine.DefaultSpareQuantile, fromZero(1, true, true)},
-	"wva.ttftAttainment": {[]float64{0, 0.99},
-		func(a *Autoscalers) *float64 { return &a.WVA.TTFTAttainment }, 0, fromZero(1, false, true)},
-	"wva.kvCacheThreshold": {[]float64{0.7, 0.8, 0.9},
-		func(a *Autoscalers) *float64 { return &a.WVA.KVCacheThreshold }, engine.DefaultKVCacheThreshold, fromZero(1, true, false)},
-	"wva.drainTimeoutSeconds": {nil,
-		drainTimeout, 0, fromZero(MaxDrainTimeoutSeconds, false, false)},
-	"clairvoyant.margin": {[]float64{0, 0.15, 0.3, 0.5, 0.75, 1},
-		func(a *Autoscalers) *float64 { return &a.ClairvoyantMargin }, 0, fromZero(100, false, false)},
-}
-
-// drainTimeout is the knob's field: the scenario's drain timeout, the
-// default when it sets none. The field is a pointer, so each call gives
-// the Autoscalers a fresh one: sweep points copied from one scenario must
-// not share it.
-func drainTimeout(a *Autoscalers) *float64 {
-	v := DefaultDrainTimeoutSeconds
-	if a.WVA.DrainTimeoutSeconds != nil {
-		v = *a.WVA.DrainTimeoutSeconds
-	}
-	a.WVA.DrainTimeoutSeconds = &v
-	return &v
 }
 
 // knobAutoscaler is the autoscaler a knob's key belongs to.

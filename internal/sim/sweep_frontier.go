@@ -27,7 +27,7 @@ func (res *SweepResult) compare(spec SweepSpec) {
 	}
 	a := spec.Autoscalers[0]
 	for _, b := range spec.Autoscalers[1:] {
-		if b == "oracle" || b == "clairvoyant" {
+		if bl := baselineOf(b); bl != nil && bl.Bound {
 			continue
 		}
 		if d, ok := dominance(res.Points, a, b); ok {

@@ -64,6 +64,35 @@ func (w *WVA) DeletionCosts(*View) map[string]int32 {
 	return out
 }
 
+func init() {
+	registerBaseline(Baseline{Name: "wva", Order: 10, Default: true, Sweep: true,
+		Summary: "WVA's decision engine, the same code as the controller",
+		New:     func(sc *Scenario, _ string) (Autoscaler, error) { return newWVA(sc), nil },
+		Knobs: map[string]knob{
+			"spareQuantile": {[]float64{0.5, 0.8, 0.95, 0.99},
+				func(a *Autoscalers) *float64 { return &a.WVA.SpareQuantile }, engine.DefaultSpareQuantile, fromZero(1, true, true)},
+			"ttftAttainment": {[]float64{0, 0.99},
+				func(a *Autoscalers) *float64 { return &a.WVA.TTFTAttainment }, 0, fromZero(1, false, true)},
+			"kvCacheThreshold": {[]float64{0.7, 0.8, 0.9},
+				func(a *Autoscalers) *float64 { return &a.WVA.KVCacheThreshold }, engine.DefaultKVCacheThreshold, fromZero(1, true, false)},
+			"drainTimeoutSeconds": {nil,
+				drainTimeout, 0, fromZero(MaxDrainTimeoutSeconds, false, false)},
+		}})
+}
+
+// drainTimeout is the knob's field: the scenario's drain timeout, the
+// default when it sets none. The field is a pointer, so each call gives
+// the Autoscalers a fresh one: sweep points copied from one scenario must
+// not share it.
+func drainTimeout(a *Autoscalers) *float64 {
+	v := DefaultDrainTimeoutSeconds
+	if a.WVA.DrainTimeoutSeconds != nil {
+		v = *a.WVA.DrainTimeoutSeconds
+	}
+	a.WVA.DrainTimeoutSeconds = &v
+	return &v
+}
+
 func newWVA(sc *Scenario) *WVA {
 	return &WVA{cfg: sc.Autoscalers.WVA, e: engine.New(nil), victims: map[string]bool{}, marked: map[string]bool{},
 		errs: map[string]int{}, firstErr: map[string]float64{}}

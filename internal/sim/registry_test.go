@@ -1,0 +1,55 @@
+package sim
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestRegistry: every registered autoscaler builds under its name for
+// every shipped scenario, its runs carry that name, and its knobs are
+// under its own prefix with a valid default grid; names resolve with their
+// parameter in canonical form, and an unknown name lists the known ones.
+func TestRegistry(t *testing.T) {
+	if got := AutoscalerNames(); !slices.Equal(got, []string{"wva", "hpa", "keda", "clairvoyant", "oracle", "static:N"}) {
+		t.Errorf("names %v", got)
+	}
+	if got := DefaultAutoscalers(); !slices.Equal(got, []string{"wva", "hpa", "clairvoyant"}) {
+		t.Errorf("defaults %v", got)
+	}
+	sc := builtin(t, "staircase", 0)
+	for _, name := range ExampleNames() {
+		a, err := NewAutoscaler(name, &sc)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if a.Name() != name || !(a.Interval() > 0) {
+			t.Errorf("%s: built %q with interval %v", name, a.Name(), a.Interval())
+		}
+	}
+	for key, k := range knobs {
+		b := baselineOf(knobAutoscaler(key))
+		if b == nil || b.Knobs[strings.TrimPrefix(key, b.Name+".")].field == nil {
+			t.Errorf("knob %s belongs to no registered autoscaler", key)
+		}
+		for _, v := range k.grid {
+			if err := k.check(v); err != nil {
+				t.Errorf("knob %s: default grid value %v: %v", key, v, err)
+			}
+		}
+	}
+	if b, arg, err := lookup("static:007"); err != nil || b.Name != "static" || arg != "7" {
+		t.Errorf("static:007: %v %q %v", b, arg, err)
+	}
+	for _, bad := range []string{"static", "wva:2", "turbo", "static:-1"} {
+		if _, err := NewAutoscaler(bad, &sc); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if _, err := NewAutoscaler("turbo", &sc); err == nil || !strings.Contains(err.Error(), "want wva, hpa, keda, clairvoyant, oracle or static:N") {
+		t.Errorf("unknown: %v", err)
+	}
+	if baselineOf("oracle") == nil || !instant("oracle") || instant("clairvoyant") || !baselineOf("clairvoyant").Bound {
+		t.Error("oracle is the instant bound; clairvoyant a bound that is not instant")
+	}
+}
