@@ -80,6 +80,17 @@ func (s *Scenario) cell(c *MatrixConfig, r *MatrixRate) Scenario {
 	return d
 }
 
+// runCount is the product of list lengths, in floating point: four
+// lengths a file can make as long as it likes wrap an int's product past
+// any limit.
+func runCount(lens ...int) float64 {
+	n := 1.0
+	for _, l := range lens {
+		n *= float64(l)
+	}
+	return n
+}
+
 // validateMatrix checks the matrix and the scenario of each of its cells.
 func validateMatrix(s *Scenario, add func(string, string, ...any)) {
 	m := s.matrixDefaults()
@@ -89,8 +100,8 @@ func validateMatrix(s *Scenario, add func(string, string, ...any)) {
 	if err := CheckAutoscalers(m.Autoscalers); err != nil {
 		add("matrix.autoscalers", "%v", err)
 	}
-	if n := len(m.Configs) * len(m.Rates) * len(m.Autoscalers) * len(m.Seeds); n > MaxMatrixRuns {
-		add("matrix", "has %d runs, more than %d", n, MaxMatrixRuns)
+	if n := runCount(len(m.Configs), len(m.Rates), len(m.Autoscalers), len(m.Seeds)); n > MaxMatrixRuns {
+		add("matrix", "has %.0f runs, more than %d", n, MaxMatrixRuns)
 	}
 	names := map[string]bool{}
 	for i, c := range m.Configs {
