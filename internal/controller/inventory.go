@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/llm-d-incubation/wva/internal/engine"
 	"github.com/llm-d-incubation/wva/internal/registry"
 )
 
@@ -71,15 +72,30 @@ func (n nodeInventory) Discover(ctx context.Context, types []string) (map[string
 		if product == "" {
 			continue
 		}
-		count := 0
-		if q, ok := node.Status.Allocatable[resourceGPU]; ok {
-			count = int(q.Value())
-		} else if v, err := strconv.Atoi(node.Labels[labelGPUCount]); err == nil && v > 0 {
-			count = v
-		}
-		out[productAccelerator(product, types)] += count
+		t := productAccelerator(product, types)
+		out[t] = min(out[t]+nodeGPUs(node), engine.MaxAcceleratorCount)
 	}
 	return out, nil
+}
+
+// maxNodeGPUs bounds what one node may report: far above any machine's,
+// far below what could overflow a sum of nodes.
+const maxNodeGPUs = 1 << 16
+
+// nodeGPUs is a node's GPU count: its allocatable nvidia.com/gpu, else the
+// count label; a count outside [0, maxNodeGPUs] (a broken label or device
+// plugin) counts as none rather than as millions of GPUs.
+func nodeGPUs(node *corev1.Node) int {
+	if q, ok := node.Status.Allocatable[resourceGPU]; ok {
+		if v := q.Value(); v >= 0 && v <= maxNodeGPUs {
+			return int(v)
+		}
+		return 0
+	}
+	if v, err := strconv.Atoi(node.Labels[labelGPUCount]); err == nil && v > 0 && v <= maxNodeGPUs {
+		return v
+	}
+	return 0
 }
 
 // productAccelerator maps a GPU product name to the accelerator type it names.

@@ -85,3 +85,26 @@ func TestLimitedMode(t *testing.T) {
 		t.Fatalf("desired %+v, want 3 (inventory-limited)", got)
 	}
 }
+
+// TestNodeGPUsBounded: a node's GPU count outside [0, 2^16] (a broken
+// label or device plugin) counts as none; a label near MaxInt64 once made
+// the type's sum wrap negative, and limited mode then failed every cycle.
+func TestNodeGPUsBounded(t *testing.T) {
+	withLabel := func(v string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{labelGPUCount: v}}}
+	}
+	withAllocatable := func(q int64) *corev1.Node {
+		return &corev1.Node{Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{resourceGPU: *resource.NewQuantity(q, resource.DecimalSI)}}}
+	}
+	for _, c := range []struct {
+		node *corev1.Node
+		want int
+	}{
+		{withLabel("8"), 8}, {withLabel("9223372036854775807"), 0}, {withLabel("65537"), 0}, {withLabel("-3"), 0},
+		{withAllocatable(6), 6}, {withAllocatable(-1), 0}, {withAllocatable(1 << 40), 0},
+	} {
+		if got := nodeGPUs(c.node); got != c.want {
+			t.Errorf("%v %v: %d GPUs, want %d", c.node.Labels, c.node.Status.Allocatable, got, c.want)
+		}
+	}
+}
