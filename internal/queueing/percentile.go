@@ -60,8 +60,10 @@ func (q *Queue) waitWithin(lambda, t, below, pN float64) float64 {
 	// follow by recurrence (one multiplication each per term); otherwise
 	// each term is computed in log space so that nothing underflows.
 	end := q.maxQueue
-	if x > 0 {
-		end = min(end, int(x+12*math.Sqrt(x)+40))
+	// Compared in floating point: x·t for a huge target t would not
+	// convert to an int (past 2^63 the conversion is undefined).
+	if bound := x + 12*math.Sqrt(x) + 40; x > 0 && bound < float64(end) {
+		end = int(bound)
 	}
 	if x <= 0 {
 		return below // no completion can happen in no time

@@ -230,3 +230,41 @@ func TestWaitWithinPathsAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitWithinHugeTarget: the share within a target never falls as the
+// target grows, up to a target whose expected completions are past 2^63
+// (converted to an int, that bound went negative on amd64, the sum was
+// empty, and a looser TTFT target sized more replicas).
+func TestWaitWithinHugeTarget(t *testing.T) {
+	q, err := NewQueue([]float64{10, 18, 24, 28}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := 0.0
+	for _, tt := range []float64{0.1, 1, 10, 1e6, 1e18, 1e22, 1e300, math.Inf(1)} {
+		got, err := q.WaitWithin(30, tt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got < prev-1e-12 || got > 1 {
+			t.Errorf("t=%g: %v after %v", tt, got, prev)
+		}
+		prev = got
+	}
+}
+
+// TestQueueSizeNoWrap: a queue size near MaxInt64 is refused (batch +
+// queue wrapped past the state limit and was accepted, with other
+// results than a queue at the limit).
+func TestQueueSizeNoWrap(t *testing.T) {
+	huge := int(^uint(0) >> 1)
+	if _, err := NewQueue([]float64{1, 2}, huge); err == nil {
+		t.Error("NewQueue accepted a queue of MaxInt64")
+	}
+	if _, err := newAffineQueue(1, 0.1, 8, huge); err == nil {
+		t.Error("newAffineQueue accepted a queue of MaxInt64")
+	}
+	if _, err := newAffineQueue(1, 0.1, 8, MaxStates-8); err != nil {
+		t.Errorf("a queue at the limit: %v", err)
+	}
+}

@@ -69,7 +69,7 @@ func newQueueInv(inv []float64, maxQueue int) (*Queue, error) {
 	if maxQueue < 0 {
 		return nil, &ParamError{Param: "max-queue-size", Value: float64(maxQueue), Reason: "must be ≥ 0"}
 	}
-	if len(inv)+maxQueue > MaxStates {
+	if maxQueue > MaxStates-len(inv) { // not len+maxQueue: that sum can wrap
 		return nil, &ParamError{Param: "max-queue-size", Value: float64(maxQueue),
 			Reason: fmt.Sprintf("max batch size + max queue size must be at most %d", MaxStates)}
 	}
@@ -95,7 +95,7 @@ func newAffineQueue(base, slope float64, n, maxQueue int) (*Queue, error) {
 	if maxQueue < 0 {
 		return nil, &ParamError{Param: "max-queue-size", Value: float64(maxQueue), Reason: "must be ≥ 0"}
 	}
-	if n+maxQueue > MaxStates {
+	if n > MaxStates || maxQueue > MaxStates-n { // not n+maxQueue: that sum can wrap
 		return nil, &ParamError{Param: "max-queue-size", Value: float64(maxQueue),
 			Reason: fmt.Sprintf("max batch size + max queue size must be at most %d", MaxStates)}
 	}
