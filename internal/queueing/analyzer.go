@@ -60,6 +60,12 @@ func serviceLine(cfg Config) (base, slope float64, err error) {
 	base = cfg.Model.ServiceTime(cfg.Workload, 0)
 	slope = cfg.Model.ServiceTime(cfg.Workload, 1) - base
 	tau1, tauN := base+slope, base+slope*float64(cfg.MaxBatchSize)
+	if !finite(base) || !finite(slope) || !finite(tau1) {
+		// Not the batch size's fault: the parameters with these token
+		// counts overflow for a single request.
+		return 0, 0, fmt.Errorf("queueing: the service model's parameters with %v input and %v output tokens give a service time of %v ms for one request: "+
+			"too large to compute (parameters are in ms)", cfg.Workload.InputTokens, cfg.Workload.OutputTokens, tau1)
+	}
 	if !(base >= 0 && slope >= 0 && tau1 > 0 && tauN <= math.MaxFloat64) { // also false for NaN
 		return 0, 0, &ParamError{Param: "max-batch-size", Value: float64(cfg.MaxBatchSize),
 			Reason: fmt.Sprintf("service times %v ms (batch of 1) to %v ms (full batch) are not positive and finite", tau1, tauN)}

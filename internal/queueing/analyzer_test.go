@@ -325,3 +325,13 @@ func TestMaxRateOf(t *testing.T) {
 		t.Error("accepted a negative α")
 	}
 }
+
+// TestOverflowingParameters: parameters that overflow a single request's
+// service time are named as such, not blamed on the batch size ("service
+// times NaN ms … are not positive and finite, got 8").
+func TestOverflowingParameters(t *testing.T) {
+	_, err := NewAnalyzer(Config{Model: Iteration{Alpha: 1e308, Beta: 1e308, Gamma: 1e-3}, Workload: Workload{InputTokens: 100, OutputTokens: 100}, MaxBatchSize: 8})
+	if err == nil || isParam(err, "max-batch-size") || !strings.Contains(err.Error(), "too large to compute (parameters are in ms)") {
+		t.Errorf("got %v", err)
+	}
+}
