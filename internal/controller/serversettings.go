@@ -7,6 +7,7 @@ package controller
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
+	"github.com/llm-d-incubation/wva/internal/engine"
 )
 
 // acceleratorResources are the extended resources that count a replica's
@@ -74,10 +76,16 @@ func readServerSettings(tpl *corev1.PodTemplateSpec) serverSettings {
 	}
 	ss.batch, ss.tokens = vals[settingBatch], vals[settingTokens]
 	if ss.accelerators == 0 {
-		if par := max(vals[settingTP], 1) * max(vals[settingPP], 1) * max(vals[settingDPLocal], 1); par > 1 {
-			ss.accelerators = par
+		// In floating point: three sizes up to 2^24 each can wrap an int.
+		if par := float64(max(vals[settingTP], 1)) * float64(max(vals[settingPP], 1)) * float64(max(vals[settingDPLocal], 1)); par > 1 {
+			ss.accelerators = int(min(par, math.MaxInt32))
 			ss.from[settingAccs] = "the parallel sizes of the server's arguments"
 		}
+	}
+	if ss.accelerators > engine.MaxAcceleratorsPerReplica {
+		ss.problems = append(ss.problems, fmt.Sprintf("%s ask for %d accelerators per replica, more than %d", ss.from[settingAccs], ss.accelerators, engine.MaxAcceleratorsPerReplica))
+		ss.accelerators = 0
+		delete(ss.from, settingAccs)
 	}
 	return ss
 }

@@ -69,6 +69,11 @@ func TestReadServerSettings(t *testing.T) {
 		"a fractional GPU count is not counted": {&corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "vllm",
 			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("500m")}}}}}}, 0, 0, 0, ""},
 		"no template": {nil, 0, 0, 0, ""},
+		// 354782 × 10271146 × 15186598 wrapped an int to 8.
+		"parallel sizes whose product wraps": {template(container("vllm", nil, []string{"-tp", "354782", "-pp", "10271146", "--data-parallel-size-local", "15186598"}, nil)), 0, 0, 0,
+			"the parallel sizes of the server's arguments ask for 2147483647 accelerators per replica, more than 1024"},
+		"more GPUs than a replica may have": {template(container("vllm", nil, nil, map[string]int64{"nvidia.com/gpu": 4096})), 0, 0, 0,
+			"container vllm's accelerator resources ask for 4096 accelerators per replica, more than 1024"},
 	} {
 		ss := readServerSettings(tc.tpl)
 		if ss.batch != tc.batch || ss.tokens != tc.tokens || ss.accelerators != tc.accs {
