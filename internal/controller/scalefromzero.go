@@ -101,13 +101,7 @@ func fastModel(t collector.Target, cs []candidate, waiting, rate float64) engine
 		cur := int(c.d.SpecReplicas)
 		v := engine.Variant{Name: c.va.Name, Accelerator: acceleratorOf(c.va, c.d), Cost: c.cost, CurrentReplicas: cur,
 			ReadyReplicas: min(int(c.d.ReadyReplicas), cur)}
-		if lo := c.va.Spec.MinReplicas; lo != nil {
-			n := int(*lo)
-			v.MinReplicas = &n
-		}
-		if hi := c.va.Spec.MaxReplicas; hi != nil {
-			v.MaxReplicas = int(*hi)
-		}
+		v.MinReplicas, v.MaxReplicas = replicaBounds(c.va) // as the cycle's snapshot bounds them
 		m.Variants = append(m.Variants, v)
 	}
 	return m

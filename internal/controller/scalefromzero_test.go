@@ -2,14 +2,17 @@ package controller
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wvav1 "github.com/llm-d-incubation/wva/api/v1alpha1"
+	"github.com/llm-d-incubation/wva/internal/collector"
 	"github.com/llm-d-incubation/wva/internal/collector/file"
 	"github.com/llm-d-incubation/wva/internal/engine"
 )
@@ -145,5 +148,18 @@ func TestSurgeAsksForCycle(t *testing.T) {
 	f.clock.Step(5 * time.Second)
 	if asked() {
 		t.Error("surge 5 s after the model's last cycle")
+	}
+}
+
+// TestFastModelBounds: the fast loop bounds a variant's replicas as the
+// cycle's snapshot does (a maxReplicas of 2^31 − 1 let waking from zero
+// aim higher than the next cycle would).
+func TestFastModelBounds(t *testing.T) {
+	huge := int32(math.MaxInt32)
+	va := &wvav1.VariantAutoscaling{ObjectMeta: metav1.ObjectMeta{Name: "v"}, Spec: wvav1.VariantAutoscalingSpec{MinReplicas: &huge, MaxReplicas: &huge}}
+	m := fastModel(collector.Target{Namespace: "n", Model: "m"}, []candidate{{va: va, d: &workload{}}}, 3, 0)
+	v := m.Variants[0]
+	if v.MaxReplicas != engine.MaxReplicaCount || v.MinReplicas == nil || *v.MinReplicas != engine.MaxReplicaCount {
+		t.Errorf("bounds %v / %d, want both %d", v.MinReplicas, v.MaxReplicas, engine.MaxReplicaCount)
 	}
 }

@@ -42,13 +42,7 @@ func engineVariant(v *variant, set settings, owners map[string]podInfo) snapshot
 	if r := va.Spec.Role; r == "prefill" || r == "decode" {
 		ev.Role = r
 	}
-	if va.Spec.MinReplicas != nil {
-		minR := min(int(*va.Spec.MinReplicas), engine.MaxReplicaCount)
-		ev.MinReplicas = &minR
-	}
-	if va.Spec.MaxReplicas != nil {
-		ev.MaxReplicas = min(int(*va.Spec.MaxReplicas), engine.MaxReplicaCount) // a huge bound means none
-	}
+	ev.MinReplicas, ev.MaxReplicas = replicaBounds(va)
 	if l := va.Spec.ScaleUpLimit; l != nil {
 		if l.Replicas != nil {
 			ev.ScaleUpLimitReplicas = min(int(*l.Replicas), engine.MaxReplicaCount)
@@ -350,4 +344,18 @@ func actuatorName(va *wvav1.VariantAutoscaling) string {
 		return wvav1.ActuatorMetricsOnly
 	}
 	return va.Spec.Actuator
+}
+
+// replicaBounds are a VariantAutoscaling's minReplicas and maxReplicas as
+// the engine takes them: clamped to engine.MaxReplicaCount (a larger
+// maximum means none, as the engine's own cap does).
+func replicaBounds(va *wvav1.VariantAutoscaling) (lo *int, hi int) {
+	if va.Spec.MinReplicas != nil {
+		n := min(int(*va.Spec.MinReplicas), engine.MaxReplicaCount)
+		lo = &n
+	}
+	if va.Spec.MaxReplicas != nil {
+		hi = min(int(*va.Spec.MaxReplicas), engine.MaxReplicaCount)
+	}
+	return lo, hi
 }
