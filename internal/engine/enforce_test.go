@@ -23,6 +23,7 @@ func TestHoldsOnBadMetrics(t *testing.T) {
 	}{
 		{"missing", func(p *Pod) { p.Missing = true }, "missing"},
 		{"stale", func(p *Pod) { p.SampledAt = t0.Add(-10 * time.Minute) }, "stale (sampled 600 s ago)"},
+		{"future", func(p *Pod) { p.SampledAt = t0.Add(time.Hour) }, "sampled 3600 s in the future (a clock is wrong)"},
 		{"NaN", func(p *Pod) { p.KVCacheUsage = math.NaN() }, "kvCacheUsage is NaN"},
 		{"negative", func(p *Pod) { p.WaitingRequests = -1 }, "waitingRequests is -1"},
 	} {

@@ -395,8 +395,14 @@ func (c *cycle) podProblem(p *Pod) (HoldCause, string) {
 		return HoldMissing, "missing"
 	}
 	if !p.SampledAt.IsZero() {
-		if age := c.now.Sub(p.SampledAt).Seconds(); age > c.cfg.MetricsMaxAgeSeconds {
+		age := c.now.Sub(p.SampledAt).Seconds()
+		if age > c.cfg.MetricsMaxAgeSeconds {
 			return HoldStale, fmt.Sprintf("stale (sampled %.0f s ago)", age)
+		}
+		// A clock ahead by more than the staleness bound: such metrics
+		// would never go stale.
+		if -age > c.cfg.MetricsMaxAgeSeconds {
+			return HoldInvalid, fmt.Sprintf("sampled %.0f s in the future (a clock is wrong)", -age)
 		}
 	}
 	if bad := InvalidMetrics(p); len(bad) > 0 {

@@ -268,12 +268,30 @@ func fill(sc servermetrics.Schema, p *engine.Pod, v map[string]float64, cache ca
 	}
 	fillCache(p, v, cache, &problems)
 	if ts, ok := v[qSampled]; ok {
-		sec, frac := math.Modf(ts)
-		p.SampledAt = time.Unix(int64(sec), int64(frac*1e9)).UTC()
+		fillSampledAt(p, ts, &problems)
 	}
 	problems = append(problems, collector.InvalidPod(p)...)
 	collector.SortProblems(problems)
 	return problems
+}
+
+// maxTimestamp bounds a sample's time (the year 2286): beyond it, or not
+// positive, or not finite, the time cannot be a scrape's.
+const maxTimestamp = 1e10
+
+// fillSampledAt sets when the pod's metrics were sampled, from the series'
+// timestamp in seconds; one that cannot be a time makes the pod Missing,
+// with an invalid-metrics problem (converted, NaN or 1e300 gave a time
+// that differs by platform, and a time in the future is never stale).
+func fillSampledAt(p *engine.Pod, ts float64, problems *[]collector.Problem) {
+	if !(ts > 0 && ts <= maxTimestamp) {
+		p.Missing = true
+		*problems = append(*problems, collector.Problem{Pod: p.Name, Metric: "sampledAt", Kind: engine.HoldInvalid,
+			Detail: fmt.Sprintf("the samples' timestamp is %v s, not a time", ts)})
+		return
+	}
+	sec, frac := math.Modf(ts)
+	p.SampledAt = time.Unix(int64(sec), int64(frac*1e9)).UTC()
 }
 
 // fillCache sets the pod's KV cache's size: from the info series' labels,
