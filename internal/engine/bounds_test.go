@@ -177,6 +177,12 @@ func TestCountBounds(t *testing.T) {
 		{"accelerators per replica", func(_ *Snapshot, v *Variant) { v.AcceleratorsPerReplica = huge }, "acceleratorsPerReplica: must be between 1 and 1024"},
 		{"inventory", func(s *Snapshot, _ *Variant) { s.Inventory = map[string]int{"H100": huge} }, "inventory.H100: must be between 0 and 1073741824"},
 		{"empty inventory type", func(s *Snapshot, _ *Variant) { s.Inventory = map[string]int{"": 2} }, "inventory: an accelerator type must not be empty"},
+		{"spare trigger above the threshold", func(s *Snapshot, _ *Variant) { s.Saturation = &SaturationConfig{KVSpareTrigger: 0.9} },
+			"models[0].saturation: kvSpareTrigger 0.9 must be below kvCacheThreshold 0.8"},
+		{"model's threshold below the snapshot's trigger", func(s *Snapshot, _ *Variant) {
+			s.Saturation = &SaturationConfig{KVSpareTrigger: 0.5}
+			s.Models[0].Saturation = &SaturationConfig{KVCacheThreshold: 0.4}
+		}, "models[0].saturation: kvSpareTrigger 0.5 must be below kvCacheThreshold 0.4"},
 		{"cost", func(_ *Snapshot, v *Variant) { v.Cost = 1e300 }, "cost: must be at most 1e+12 per replica"},
 		{"tiny parameter", func(_ *Snapshot, v *Variant) { p := *v.Params; p.Gamma = 1e-300; v.Params = &p }, "gamma must be between 1e-09 and 1e+09"},
 	} {

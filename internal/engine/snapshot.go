@@ -304,9 +304,14 @@ func (c Config) withDefaults() Config {
 // analyzer counts a replica as saturated, unless configured.
 const DefaultKVCacheThreshold = 0.80
 
+// DefaultKVSpareTrigger is the spare KV-cache share below which the
+// saturation analyzer scales up, unless configured; a KV threshold must
+// lie above it.
+const DefaultKVSpareTrigger = 0.10
+
 // defaultSaturation are the WVA saturation guide's thresholds.
 var defaultSaturation = SaturationConfig{
-	KVCacheThreshold: DefaultKVCacheThreshold, QueueLengthThreshold: 5, KVSpareTrigger: 0.10, QueueSpareTrigger: 3,
+	KVCacheThreshold: DefaultKVCacheThreshold, QueueLengthThreshold: 5, KVSpareTrigger: DefaultKVSpareTrigger, QueueSpareTrigger: 3,
 	MinNonSaturatedReplicasForScaleDown: 1,
 }
 

@@ -148,6 +148,16 @@ func (v *validator) scaleUpLimit(p string, factor float64, replicas int) {
 	}
 }
 
+// spareBelowThreshold checks a model's saturation settings in force (the
+// defaults, the snapshot's, the model's): the KV spare trigger must be
+// below the KV threshold, as the ConfigMap requires, or the analyzer
+// divides by a capacity of zero or less.
+func (v *validator) spareBelowThreshold(p string, c SaturationConfig) {
+	if !(c.KVSpareTrigger < c.KVCacheThreshold) {
+		v.add(p, "kvSpareTrigger %v must be below kvCacheThreshold %v (with the defaults and the snapshot's settings)", c.KVSpareTrigger, c.KVCacheThreshold)
+	}
+}
+
 func (v *validator) saturation(p string, c *SaturationConfig) {
 	if c == nil {
 		return
@@ -181,6 +191,7 @@ func (v *validator) model(p string, s *Snapshot, m *Model) {
 		v.add(p+".sloMultiplier", "must be > 1, got %v", m.SLOMultiplier)
 	}
 	v.saturation(p+".saturation", m.Saturation)
+	v.spareBelowThreshold(p+".saturation", defaultSaturation.merged(s.Saturation).merged(m.Saturation))
 	v.finiteNonNeg(p+".gatewayWaitingRequests", m.GatewayWaitingRequests)
 	if m.IdleSeconds != nil {
 		v.finiteNonNeg(p+".idleSeconds", *m.IdleSeconds)

@@ -233,6 +233,8 @@ func TestScenarioFieldValidation(t *testing.T) {
 			s.Inventory, s.Models[0].Variants[0].InitialReplicas = map[string]int{"H100": 3}, 2
 			s.Models[0].Variants[0].AcceleratorsPerReplica = 2
 		}, `inventory.H100: 3 accelerators cannot hold the variants' initial replicas, which need 4`},
+		{"KV threshold below the spare trigger", func(s *Scenario) { s.Autoscalers.WVA.KVCacheThreshold = 0.05 },
+			"autoscalers.wva.kvCacheThreshold: must be a KV-cache utilisation in (0.1, 1], above the analyzer's spare trigger (0: the default 0.8), got 0.05"},
 		{"limited without inventory", func(s *Scenario) { s.Autoscalers.WVA.Optimizer = "limited" },
 			`inventory: the limited optimizer needs every variant's accelerator type listed; "H100" is not`},
 	} {

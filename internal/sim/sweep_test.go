@@ -64,7 +64,7 @@ func TestParseGrid(t *testing.T) {
 	if err != nil || key != "hpa.kvTarget" || len(vs) != 2 || vs[1] != 0.6 {
 		t.Fatalf("got %q %v %v", key, vs, err)
 	}
-	for _, bad := range []string{"hpa.kvTarget", "nope=1", "hpa.kvTarget=x", "hpa.kvTarget=1.5", "wva.spareQuantile=1", "clairvoyant.margin=-1", "hpa.kvTarget=NaN"} {
+	for _, bad := range []string{"hpa.kvTarget", "nope=1", "hpa.kvTarget=x", "hpa.kvTarget=1.5", "wva.spareQuantile=1", "clairvoyant.margin=-1", "hpa.kvTarget=NaN", "wva.kvCacheThreshold=0.05"} {
 		if _, _, err := ParseGrid(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

@@ -269,8 +269,9 @@ func validateWVA(p string, w WVAConfig, add func(string, string, ...any)) {
 		}
 	}
 	validateDrain(p, w, add)
-	if !(w.KVCacheThreshold >= 0 && w.KVCacheThreshold <= 1) {
-		add(p+".kvCacheThreshold", "must be a KV-cache utilisation in (0, 1] (0: the default 0.8), got %v", w.KVCacheThreshold)
+	if !(w.KVCacheThreshold == 0 || w.KVCacheThreshold > engine.DefaultKVSpareTrigger && w.KVCacheThreshold <= 1) {
+		add(p+".kvCacheThreshold", "must be a KV-cache utilisation in (%g, 1], above the analyzer's spare trigger (0: the default 0.8), got %v",
+			engine.DefaultKVSpareTrigger, w.KVCacheThreshold)
 	}
 	if w.MinNonSaturatedReplicas < 0 || w.MinNonSaturatedReplicas > MaxReplicasPerVariant {
 		add(p+".minNonSaturatedReplicas", "must be between 0 and %d (0: the default), got %d", MaxReplicasPerVariant, w.MinNonSaturatedReplicas)

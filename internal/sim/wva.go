@@ -74,10 +74,19 @@ func init() {
 			"ttftAttainment": {[]float64{0, 0.99},
 				func(a *Autoscalers) *float64 { return &a.WVA.TTFTAttainment }, 0, fromZero(1, false, true)},
 			"kvCacheThreshold": {[]float64{0.7, 0.8, 0.9},
-				func(a *Autoscalers) *float64 { return &a.WVA.KVCacheThreshold }, engine.DefaultKVCacheThreshold, fromZero(1, true, false)},
+				func(a *Autoscalers) *float64 { return &a.WVA.KVCacheThreshold }, engine.DefaultKVCacheThreshold, kvThreshold},
 			"drainTimeoutSeconds": {nil,
 				drainTimeout, 0, fromZero(MaxDrainTimeoutSeconds, false, false)},
 		}})
+}
+
+// kvThreshold checks a KV threshold: above the analyzer's spare trigger,
+// at most 1.
+func kvThreshold(v float64) error {
+	if !(v > engine.DefaultKVSpareTrigger && v <= 1) {
+		return fmt.Errorf("must be in (%g, 1], above the saturation analyzer's spare trigger, got %g", engine.DefaultKVSpareTrigger, v)
+	}
+	return nil
 }
 
 // drainTimeout is the knob's field: the scenario's drain timeout, the
