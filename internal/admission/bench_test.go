@@ -141,3 +141,24 @@ func BenchmarkCalibratorObserve(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkCalibratorObserveAtBound: one observation where the bounds
+// bind — requests that take no time however many tokens miss — so that
+// every update projects the fit onto them.
+func BenchmarkCalibratorObserveAtBound(b *testing.B) {
+	rng := rand.New(rand.NewPCG(25, 1))
+	c, err := NewCalibrator(CalibratorConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	obs := make([]Observation, 256)
+	for i := range obs {
+		obs[i] = Observation{TTFT: 1e-3 * rng.Float64(), Miss: rng.IntN(100000), Ahead: rng.IntN(1000), StepTime: 0.01 + 0.02*rng.Float64()}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		c.Observe(obs[i%len(obs)])
+		i++
+	}
+}

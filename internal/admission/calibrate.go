@@ -8,35 +8,45 @@ import "math"
 //	TTFT = β0 + β1·miss + Queue·(ahead·step) + noise
 //
 // are linear in the regressors x = (1, miss, ahead·step), so recursive least
-// squares fits them exactly, observation by observation. The filter is RLS
-// in its Kalman form, with exponential forgetting (Haykin, Adaptive Filter
-// Theory, 5th ed., 2014, the RLS chapter and its correspondence with the
-// Kalman filter; Ljung & Söderström, Theory and Practice of Recursive
-// Identification, 1983):
+// squares fits them exactly, observation by observation: the fit θ
+// minimises
 //
-//	s = xᵀPx + R              the prediction's variance
-//	e = y − θᵀx               the innovation, clipped to ±k·√s
-//	K = Px / s
-//	θ ← θ + K·e               then projected onto [0, Max] along P
-//	P ← (P − K xᵀP) / λ       then each variance capped at its prior
+//	prior + Σ_i λ^(age_i)·(y_i − θᵀx_i)² / R_i
 //
-// P is θ's covariance (its square-rooted diagonal is the standard errors),
-// R the residual variance, estimated as the running mean of the clipped
-// e² over the last min(1/(1−λ), 1000) observations. λ < 1 forgets old data
-// geometrically, so the fit follows a server whose speed changes (a new
-// vLLM version, a changed batch mix). Clipping rather than rejecting the
-// large innovations (Huber's M-estimator; Huber & Ronchetti, Robust
-// Statistics, 2nd ed., 2009) bounds what one outlier can do — it moves the
-// prediction by at most k·√(xᵀPx) — while a real step change, whose
-// residuals stay large, still pulls the fit over, faster as R grows. The
-// cap on P is the usual guard against covariance wind-up under forgetting
-// when a regressor does not vary (Ljung & Söderström): an unexcited
-// coefficient keeps its prior uncertainty and its value.
+// over the observations (x_i, y_i), the older ones forgotten geometrically
+// (λ < 1) so that the fit follows a server whose speed changes (a new vLLM
+// version, a changed batch mix), the prior (Initial ± PriorStd) forgotten
+// with them — except that no coefficient's variance may exceed its
+// prior's: where the data do not vary a regressor (nobody ever waits), its
+// coefficient keeps its value and its prior uncertainty, the usual guard
+// against covariance wind-up under forgetting (Ljung & Söderström, Theory
+// and Practice of Recursive Identification, 1983). The coefficients
+// reported are the minimiser within the bounds [0, Max]: θ projected onto
+// them in the metric of P⁻¹, P being θ's covariance (calibrate_linalg.go).
+//
+// The filter is a square-root information filter (Bierman, Factorization
+// Methods for Discrete Sequential Estimation, 1977): it keeps G, upper
+// triangular with GᵀG = P⁻¹, and z = G·θ, and folds each observation in
+// by Givens rotations. The regressors span fifteen orders of magnitude,
+// and P⁻¹ a condition number of 10²⁰ and more: the Kalman form's update
+// P ← P − K·xᵀP loses P's positive definiteness to rounding, forgetting
+// then grows the negative eigenvalue by 1/λ per observation, until the
+// standard errors are NaN and the fit runs to its bounds. G stays exact to
+// rounding, and is what the projection needs.
+//
+// R_i is R, the residual variance — the running mean of the reported
+// coefficients' squared residuals over the last min(1/(1−λ), 1000)
+// observations — except for an outlier: an observation whose residual
+// exceeds k·√s, s = xᵀPx + R being the prediction's variance, is clipped
+// rather than rejected (Huber's M-estimator; Huber & Ronchetti, Robust
+// Statistics, 2nd ed., 2009). It counts with the weight k·√s/|residual|,
+// which bounds what one outlier can do — it moves the prediction by at
+// most k·√(xᵀPx) — while a real step change, whose residuals stay large,
+// still pulls the fit over as forgetting widens P and R grows.
 //
 // The project's Extended Kalman Filter (internal/kalman) would fit this
 // model too, but it works on gonum matrices and allocates per update; the
-// admission path needs a three-parameter linear update without allocation,
-// which is fifteen lines of arithmetic.
+// admission path needs a three-parameter linear update without allocation.
 
 const (
 	// beta1Scale: θ holds β1 per thousand tokens, so that the three
@@ -48,7 +58,15 @@ const (
 	DefaultNoiseStd   = 5e-3 // seconds
 	DefaultClipSigma  = 3.0
 	maxNoiseWindow    = 1000
-	minNoiseVar       = 1e-12 // s²: a microsecond
+	// MaxObservedMiss and MaxObservedWait bound an observation's miss
+	// tokens and wait ahead, seconds: 10⁶ times any server's, and a
+	// regressor ratio of 10⁹ at most, which keeps every variance the
+	// filter computes accurate to 10⁻⁷. Beyond 10¹⁵, rounding made β0's
+	// standard error 10 % larger than its prior's, the cap it may not
+	// exceed.
+	MaxObservedMiss = 1e12
+	MaxObservedWait = 1e9
+	minNoiseVar     = 1e-12 // s²: a microsecond
 )
 
 // DefaultMaxCoefficients bound the fit: 10 s of fixed prefill cost, 10 ms
@@ -98,6 +116,9 @@ func (c CalibratorConfig) Validate() error {
 }
 
 // Observation is one request's outcome, as the calibrator learns from it.
+// NaN, infinite or negative fields make it invalid, and so do more than
+// MaxObservedMiss miss tokens or a wait ahead (Ahead × StepTime) of more
+// than MaxObservedWait seconds.
 type Observation struct {
 	TTFT     float64 // seconds, as measured at the gateway or the server
 	Miss     int     // prompt tokens not found in the prefix cache
@@ -113,20 +134,24 @@ type Fit struct {
 	// ResidualStd is √R, the residual's standard deviation, seconds.
 	ResidualStd float64
 	// Used counts the observations that updated the fit, Clipped those of
-	// them whose innovation was clipped, Ignored those that did not (NaN,
-	// ±Inf or negative fields, or an update that would not stay finite).
+	// them whose innovation was clipped, Ignored those that did not (an
+	// invalid observation, or an update that would not stay finite).
 	Used, Clipped, Ignored int64
 }
 
 // Calibrator learns Coefficients online. It is not safe for concurrent use.
 type Calibrator struct {
-	theta, hi [3]float64
-	p         [3][3]float64
-	p0        [3]float64 // prior variances: the cap on diag P
-	r         float64
-	lambda, k float64
-	window    float64
-	fit       Fit
+	// g is the upper-triangular square root of θ's information P⁻¹, and
+	// z = g·θ; theta is θ, the unconstrained fit, and coef its projection
+	// onto the box [0, hi]: the coefficients reported.
+	g               [3][3]float64
+	z               [3]float64
+	theta, coef, hi [3]float64
+	p0              [3]float64 // prior variances: the cap on diag P
+	r               float64
+	lambda, sqrtLam float64
+	k, window       float64
+	fit             Fit
 }
 
 // NewCalibrator returns a calibrator at cfg.Initial with the prior
@@ -138,6 +163,7 @@ func NewCalibrator(cfg CalibratorConfig) (*Calibrator, error) {
 	init := cfg.Initial.withDefaults()
 	std, hi := cfg.PriorStd.or(init), cfg.Max.or(DefaultMaxCoefficients)
 	c := &Calibrator{lambda: or(cfg.Forgetting, DefaultForgetting), k: or(cfg.ClipSigma, DefaultClipSigma)}
+	c.sqrtLam = math.Sqrt(c.lambda)
 	c.r = math.Pow(or(cfg.NoiseStd, DefaultNoiseStd), 2)
 	c.window = maxNoiseWindow
 	if c.lambda < 1 {
@@ -145,97 +171,136 @@ func NewCalibrator(cfg CalibratorConfig) (*Calibrator, error) {
 	}
 	for i := range 3 {
 		c.theta[i], c.hi[i] = scaled(i, init.at(i)), scaled(i, hi.at(i))
+		c.coef[i] = c.theta[i]
 		c.p0[i] = math.Max(math.Pow(scaled(i, std.at(i)), 2), minNoiseVar)
-		c.p[i][i] = c.p0[i]
+		c.g[i][i] = 1 / math.Sqrt(c.p0[i])
+		c.z[i] = c.g[i][i] * c.theta[i]
 	}
 	return c, nil
 }
 
 // Observe updates the fit with o and reports whether it was used.
 func (c *Calibrator) Observe(o Observation) bool {
-	if !finite(o.TTFT) || o.TTFT < 0 || o.Miss < 0 || o.Ahead < 0 || !finite(o.StepTime) || o.StepTime < 0 {
+	if !o.valid() {
 		c.fit.Ignored++
 		return false
 	}
 	x := [3]float64{1, float64(o.Miss) / beta1Scale, float64(o.Ahead) * o.StepTime}
-	var px [3]float64
-	xpx := 0.0
-	for i := range 3 {
-		for j := range 3 {
-			px[i] += c.p[i][j] * x[j]
-		}
-		xpx += x[i] * px[i]
-	}
+	xpx := predictionVariance(&c.g, x)
 	s := xpx + c.r
-	e := o.TTFT - dot(c.theta, x)
-	if lim := c.k * math.Sqrt(s); math.Abs(e) > lim {
-		e = math.Copysign(lim, e)
-		c.fit.Clipped++
+	// An observation is an outlier when neither θ nor the reported
+	// coefficients explain it. θ alone can be far off where a bound holds
+	// the coefficients back — a negative β1 fitting long prompts predicts
+	// short ones below 0 — and the coefficients alone where the bounds
+	// make the observations inconsistent with each other: judged by either
+	// alone, a whole kind of request looked like outliers, was all but
+	// ignored, and mispredicted by seconds for thousands of requests.
+	res := math.Min(math.Abs(o.TTFT-dot(c.theta, x)), math.Abs(o.TTFT-dot(c.coef, x)))
+	lim := c.k * math.Sqrt(s)
+	r, clipped := c.r, res > lim
+	if clipped {
+		// Huber's weight lim/|res| on the observation, as the variance
+		// R' = s·|res|/lim − xᵀPx: where the bounds do not bind, θ then
+		// moves by exactly the step of the innovation clipped to ±lim, and
+		// its information grows only as much as that step earned. Counting
+		// the whole observation, as the Kalman form with a clipped
+		// innovation does, made the filter sure of a prediction it had not
+		// moved to: one clipped request with 3·10⁴ miss tokens left it
+		// predicting 238 s for it, ±10⁻⁸ s, and deaf to every later one.
+		r = s*res/lim - xpx
 	}
-	theta, p := c.theta, c.p
-	for i := range 3 {
-		theta[i] += px[i] / s * e
-		for j := range 3 {
-			p[i][j] = (p[i][j] - px[i]*px[j]/s) / c.lambda
-		}
-	}
-	symmetrise(&p)
-	capVariances(&p, c.p0)
-	c.project(&theta, &p)
-	if !allFinite(theta, p) {
+	g, z := c.g, c.z
+	w := 1 / math.Sqrt(r)
+	rotateIn(&g, &z, [3]float64{x[0] * w, x[1] * w, x[2] * w}, o.TTFT*w, 0)
+	theta := c.forget(&g, &z)
+	// A TTFT near the largest float overflows R' or the rotations.
+	if !finite(s) || !finite(r) || !allFinite(&g, z, theta) {
 		c.fit.Ignored++
 		return false
 	}
-	c.theta, c.p = theta, p
+	c.g, c.z, c.theta = g, z, theta
+	c.coef = c.project()
 	c.fit.Used++
-	rho := 1 - 1/math.Min(float64(c.fit.Used+1), c.window)
-	if r := rho*c.r + (1-rho)*e*e; finite(r) {
-		c.r = math.Max(r, minNoiseVar)
+	if clipped {
+		c.fit.Clipped++
 	}
+	c.learnNoise(o.TTFT - dot(c.coef, x))
 	return true
 }
 
-// project moves theta onto the box [0, hi] along P: for the coefficient
-// furthest outside, θ ← θ − P[:,i]/P[i][i]·(θ_i − bound), the closest point
-// on the bound in the metric of P⁻¹ (Simon, Kalman filtering with state
-// constraints: a survey, IET Control Theory & Applications 4(8), 2010),
-// so that the coefficients correlated with it take up what it
-// cannot (β0 absorbs a slope β1 may not take below 0). P is left as it is,
-// so a coefficient can leave its bound when the data say so. A final clamp
-// guards against rounding.
-func (c *Calibrator) project(theta *[3]float64, p *[3][3]float64) {
-	for range 3 {
-		worst, bound, over := -1, 0.0, 0.0
-		for i := range 3 {
-			b := math.Min(math.Max(theta[i], 0), c.hi[i])
-			if d := math.Abs(theta[i] - b); d > over && p[i][i] > 0 {
-				worst, bound, over = i, b, d
-			}
-		}
-		if worst < 0 {
-			break
-		}
-		v := theta[worst] - bound
-		for j := range 3 {
-			theta[j] -= p[j][worst] / p[worst][worst] * v
-		}
-		theta[worst] = bound
-	}
+// forget discounts the information (g, z) by λ, then caps each
+// coefficient's variance at its prior's, and returns the fit θ. The cap
+// adds the information that brings the variance back down, as an
+// observation of the coefficient at its reported value: a prior,
+// renewed, centred where the fit is. It turns no information the data
+// gave. (Scaling P's row and column down, as the Kalman form of the
+// calibrator did, turns the information about x into information about a
+// slightly different direction; with θ's terms cancelling by the
+// thousand, as an unconstrained fit's do where a bound binds, that small
+// turn moved the reported coefficients by seconds.) At the reported
+// value, not θ's: where a bound binds, θ's is no estimate of anything, and
+// anchoring there would hold the reported coefficients off the bounded
+// least-squares fit.
+func (c *Calibrator) forget(g *[3][3]float64, z *[3]float64) [3]float64 {
 	for i := range 3 {
-		theta[i] = math.Min(math.Max(theta[i], 0), c.hi[i])
+		for j := i; j < 3; j++ {
+			g[i][j] *= c.sqrtLam
+		}
+		z[i] *= c.sqrtLam
+	}
+	v := variances(g)
+	for i := range 3 {
+		if v[i] > c.p0[i] {
+			w := math.Sqrt(1/c.p0[i] - 1/v[i])
+			var row [3]float64
+			row[i] = w
+			rotateIn(g, z, row, w*c.coef[i], i)
+			v = variances(g)
+		}
+	}
+	return solveUpper(g, *z)
+}
+
+// valid: NaN, ±Inf and negative fields, and misses and waits beyond
+// any server's, are not observations.
+func (o Observation) valid() bool {
+	return finite(o.TTFT) && o.TTFT >= 0 && o.Miss >= 0 && o.Ahead >= 0 && finite(o.StepTime) && o.StepTime >= 0 &&
+		float64(o.Miss) <= MaxObservedMiss && float64(o.Ahead)*o.StepTime <= MaxObservedWait
+}
+
+// learnNoise updates R, the running mean of the squared residuals of
+// the updated coefficients, each clipped to ±k·√R: the scatter of the
+// observations about the model the calibrator reports. Residuals, not
+// innovations: while the fit is uncertain the innovation is mostly its
+// own error, of variance xᵀPx, and counting that as noise made the
+// calibrator deaf to its data — a configured β0 of 1 s, with all TTFTs 0,
+// gave R ≈ 6·10⁵ s² after one observation, and β0 stayed at 1 s. Clipped
+// at k·√R, not at k·√s: a fit far off, whose update was clipped, leaves a
+// residual of about its error, and the error is not noise either — one
+// prompt of 4·10⁷ tokens, predicted at 700 s by the default prior and
+// clipped at 1σ, made R 2.5·10⁵ s² and the fit deaf for thousands of
+// requests. R still grows by up to a factor of k² per window when the
+// noise is larger than it thought, or the server changed.
+func (c *Calibrator) learnNoise(res float64) {
+	lim := c.k * math.Sqrt(c.r)
+	res = math.Max(-lim, math.Min(res, lim))
+	rho := 1 - 1/math.Min(float64(c.fit.Used+1), c.window)
+	if r := rho*c.r + (1-rho)*res*res; finite(r) {
+		c.r = math.Max(r, minNoiseVar)
 	}
 }
 
 // Coefficients is the current fit.
 func (c *Calibrator) Coefficients() Coefficients {
-	return Coefficients{Beta0: c.theta[0], Beta1: c.theta[1] / beta1Scale, Queue: c.theta[2]}
+	return Coefficients{Beta0: c.coef[0], Beta1: c.coef[1] / beta1Scale, Queue: c.coef[2]}
 }
 
 // Fit is the current fit with its uncertainty and counts.
 func (c *Calibrator) Fit() Fit {
 	f := c.fit
 	f.Coefficients = c.Coefficients()
-	f.StdErr = Coefficients{Beta0: math.Sqrt(c.p[0][0]), Beta1: math.Sqrt(c.p[1][1]) / beta1Scale, Queue: math.Sqrt(c.p[2][2])}
+	p := covariance(&c.g)
+	f.StdErr = Coefficients{Beta0: math.Sqrt(p[0][0]), Beta1: math.Sqrt(p[1][1]) / beta1Scale, Queue: math.Sqrt(p[2][2])}
 	f.ResidualStd = math.Sqrt(c.r)
 	return f
 }
@@ -243,10 +308,10 @@ func (c *Calibrator) Fit() Fit {
 // Covariance is the coefficients' covariance, in the units of Coefficients
 // (β0, β1, Queue order).
 func (c *Calibrator) Covariance() [3][3]float64 {
-	var cov [3][3]float64
+	cov := covariance(&c.g)
 	for i := range 3 {
 		for j := range 3 {
-			cov[i][j] = c.p[i][j] / (unit(i) * unit(j))
+			cov[i][j] /= unit(i) * unit(j)
 		}
 	}
 	return cov
@@ -279,44 +344,3 @@ func unit(i int) float64 {
 func scaled(i int, v float64) float64 { return v * unit(i) }
 
 func dot(a, b [3]float64) float64 { return a[0]*b[0] + a[1]*b[1] + a[2]*b[2] }
-
-func symmetrise(p *[3][3]float64) {
-	for i := range 3 {
-		for j := i + 1; j < 3; j++ {
-			m := (p[i][j] + p[j][i]) / 2
-			p[i][j], p[j][i] = m, m
-		}
-	}
-}
-
-// capVariances scales row and column i of p by √(cap_i/p_ii) where p_ii
-// exceeds cap_i: a congruence D·P·D with D diagonal and positive, so P
-// stays symmetric positive semi-definite.
-func capVariances(p *[3][3]float64, caps [3]float64) {
-	var d [3]float64
-	for i := range 3 {
-		d[i] = 1
-		if p[i][i] > caps[i] {
-			d[i] = math.Sqrt(caps[i] / p[i][i])
-		}
-	}
-	for i := range 3 {
-		for j := range 3 {
-			p[i][j] *= d[i] * d[j]
-		}
-	}
-}
-
-func allFinite(theta [3]float64, p [3][3]float64) bool {
-	for i := range 3 {
-		if !finite(theta[i]) {
-			return false
-		}
-		for j := range 3 {
-			if !finite(p[i][j]) {
-				return false
-			}
-		}
-	}
-	return true
-}

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -253,5 +254,166 @@ func TestCalibratorAllocatesNothing(t *testing.T) {
 	i := 0
 	if n := testing.AllocsPerRun(1000, func() { c.Observe(obs[i%len(obs)]); i++ }); n != 0 {
 		t.Errorf("Observe allocates %v times", n)
+	}
+}
+
+// hostile is a worst case of the calibrator's, found by sweeping feature
+// scales: n observations, the kinds in obs in turn, or in blocks of n/len
+// each, all TTFTs of at most 5 ms, from requests with large cache misses
+// and queues ahead.
+type hostile struct {
+	name   string
+	cfg    CalibratorConfig
+	obs    []Observation
+	n      int
+	blocks bool
+}
+
+func (h hostile) at(i int) Observation {
+	if h.blocks {
+		return h.obs[i*len(h.obs)/h.n]
+	}
+	return h.obs[i%len(h.obs)]
+}
+
+var hostileCases = []hostile{
+	// The report: the default calibrator, one kind of request, over and
+	// over. The old projection ratcheted β0 to 0.71 s, and a standard
+	// request's 0.5 s budget was gone.
+	{"identical, 0 s", CalibratorConfig{}, []Observation{{TTFT: 0, Miss: 10000, Ahead: 10, StepTime: 0.01}}, 5000, false},
+	{"identical, 2 ms", CalibratorConfig{}, []Observation{{TTFT: 2e-3, Miss: 10000, Ahead: 10, StepTime: 0.01}}, 5000, false},
+	{"identical, 7 000 misses, 90 ahead", CalibratorConfig{}, []Observation{{TTFT: 0, Miss: 7000, Ahead: 90, StepTime: 1e-3}}, 5000, false},
+	// A configured prior of 1 s, 1 ms per token and 10 steps per request
+	// ahead: the old calibrator kept β0 at 1 s, or ran it to its bound 10 s.
+	{"configured 1 s, identical", CalibratorConfig{Initial: Coefficients{Beta0: 1, Beta1: 1e-3, Queue: 10}},
+		[]Observation{{TTFT: 0, Miss: 10000, Ahead: 100, StepTime: 0.01}}, 500, false},
+	// Two kinds of request, one after the other, with fast forgetting: the
+	// old Kalman update lost P's positive definiteness, and β0 ran to 10 s.
+	{"two blocks, λ 0.9", CalibratorConfig{Forgetting: 0.9},
+		[]Observation{{TTFT: 0.004098601661016028, Miss: 10000, Ahead: 3, StepTime: 1e-3},
+			{TTFT: 0.0017919961319715683, Miss: 3000, Ahead: 60000, StepTime: 0.1}}, 1117, true},
+	// Correlated features, the queue growing with the misses, in blocks.
+	{"correlated blocks", CalibratorConfig{},
+		[]Observation{{TTFT: 2.6e-3, Miss: 10000, Ahead: 100, StepTime: 0.01}, {TTFT: 1.3e-3, Miss: 50000, Ahead: 500, StepTime: 0.01},
+			{TTFT: 4e-3, Miss: 110000, Ahead: 1100, StepTime: 0.01}}, 3000, true},
+	{"correlated blocks, λ 0.9", CalibratorConfig{Forgetting: 0.9},
+		[]Observation{{TTFT: 2.6e-3, Miss: 10000, Ahead: 100, StepTime: 0.01}, {TTFT: 1.3e-3, Miss: 50000, Ahead: 500, StepTime: 0.01},
+			{TTFT: 4e-3, Miss: 110000, Ahead: 1100, StepTime: 0.01}}, 3000, true},
+}
+
+// TestCalibratorLearnsNothingFromNothing: requests that all took at most
+// 5 ms teach the calibrator no TTFT above 10 ms, for them or for a light
+// request (100 tokens, nobody ahead) — however large their misses and
+// queues. Measured: 4 ms at most; the old calibrator learned up to 10 s.
+func TestCalibratorLearnsNothingFromNothing(t *testing.T) {
+	for _, h := range hostileCases {
+		t.Run(h.name, func(t *testing.T) {
+			c := mustCalibrator(t, h.cfg)
+			for i := range h.n {
+				c.Observe(h.at(i))
+				nonNegative(t, c)
+			}
+			f := c.Fit()
+			co := f.Coefficients
+			t.Logf("%+v ± %+v, residual %.3g s", co, f.StdErr, f.ResidualStd)
+			if !finite(f.StdErr.Beta0) || !finite(f.StdErr.Beta1) || !finite(f.StdErr.Queue) {
+				t.Errorf("standard errors %+v", f.StdErr)
+			}
+			if light := co.TTFT(100, 0, 0.01); light > 0.01 {
+				t.Errorf("a light request's TTFT is %.3g s, from observed TTFTs of at most 5 ms (β0 %.3g s)", light, co.Beta0)
+			}
+			for _, o := range h.obs {
+				if got := co.TTFT(o.Miss, o.Ahead, o.StepTime); got > 0.01 {
+					t.Errorf("%+v: predicted %.3g s", o, got)
+				}
+			}
+		})
+	}
+}
+
+// sweepConfigs are the calibrator configurations the sweeps run: the
+// defaults, fast and no forgetting, tight and loose clipping, a noise
+// guess 5× small and 200× large, configured priors 15× to 150× off and
+// wide, and tight bounds.
+var sweepConfigs = []CalibratorConfig{
+	{}, {Forgetting: 0.9}, {Forgetting: 1}, {ClipSigma: 10}, {ClipSigma: 1}, {NoiseStd: 1e-3}, {NoiseStd: 1},
+	{Initial: Coefficients{Beta0: 0.1, Beta1: 1e-4, Queue: 2}},
+	{Initial: Coefficients{Beta0: 1, Beta1: 1e-3, Queue: 10}},
+	{PriorStd: Coefficients{Beta0: 1, Beta1: 1e-3, Queue: 10}},
+	{Initial: Coefficients{Beta0: 0.05}, ClipSigma: 10, Forgetting: 0.9},
+	{Max: Coefficients{Beta0: 0.5, Beta1: 1e-3, Queue: 10}},
+}
+
+// randomHostile draws one to four kinds of request — misses from 0 to
+// 9·10⁷ tokens, 0 to 9·10⁴ requests ahead, steps from 1 ms to 1 s, orders
+// of magnitude apart — with TTFTs in [lo, hi], and how many observations
+// of them: 2 000 in turn, or 300 to 2 300 in blocks.
+func randomHostile(rng *rand.Rand, cfg CalibratorConfig, lo, hi float64, blocks bool) hostile {
+	misses := []int{0, 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000}
+	aheads := []int{0, 1, 10, 100, 1000, 10000}
+	steps := []float64{1e-3, 1e-2, 0.1, 1}
+	h := hostile{cfg: cfg, n: 2000, blocks: blocks}
+	for range 1 + rng.IntN(4) {
+		h.obs = append(h.obs, Observation{TTFT: lo + (hi-lo)*rng.Float64(), Miss: misses[rng.IntN(len(misses))] * (1 + rng.IntN(9)),
+			Ahead: aheads[rng.IntN(len(aheads))] * (1 + rng.IntN(9)), StepTime: steps[rng.IntN(len(steps))]})
+	}
+	if blocks {
+		h.n = 300 + rng.IntN(2000)
+	}
+	return h
+}
+
+// TestCalibratorStaysNearObservedTTFTs: whatever the features and the
+// configuration, TTFTs in [lo, hi] teach the calibrator no prediction
+// outside [lo − margin, hi + margin] for the requests it observed — every
+// kind when they come in turn, the last kind when they come in blocks
+// (forgetting may drop the earlier ones, and the Huber clip follows a
+// jump of many standard deviations at its own pace) — and its
+// coefficients stay within their bounds throughout. Measured: within
+// 0.3 ms of [0, 5 ms], within 20 ms of [0.2, 0.3] s; the old calibrator
+// predicted up to 7·10³ s.
+func TestCalibratorStaysNearObservedTTFTs(t *testing.T) {
+	ranges := []struct {
+		lo, hi, margin float64
+		blocks         bool
+	}{{0, 5e-3, 0.01, false}, {0, 5e-3, 0.01, true}, {0.2, 0.3, 0.1, false}}
+	for _, rg := range ranges {
+		for ci, cfg := range sweepConfigs {
+			rng := rand.New(rand.NewPCG(uint64(ci), 17))
+			for trial := range 12 {
+				h := randomHostile(rng, cfg, rg.lo, rg.hi, rg.blocks)
+				h.name = fmt.Sprintf("config %d, trial %d, TTFTs in [%v, %v], blocks %v", ci, trial, rg.lo, rg.hi, rg.blocks)
+				checkStaysNear(t, h, rg.lo-rg.margin, rg.hi+rg.margin)
+			}
+		}
+	}
+}
+
+func checkStaysNear(t *testing.T, h hostile, lo, hi float64) {
+	t.Helper()
+	c := mustCalibrator(t, h.cfg)
+	limit := h.cfg.Max.or(DefaultMaxCoefficients)
+	for i := range h.n {
+		c.Observe(h.at(i))
+		co := c.Coefficients()
+		for k := range 3 {
+			if v := co.at(k); !(v >= 0 && v <= limit.at(k)) {
+				t.Fatalf("%s: observation %d: coefficient %d = %v, outside [0, %v]", h.name, i, k, v, limit.at(k))
+			}
+		}
+	}
+	f := c.Fit()
+	co := f.Coefficients
+	if !finite(f.StdErr.Beta0) || !finite(f.StdErr.Beta1) || !finite(f.StdErr.Queue) || !finite(f.ResidualStd) {
+		t.Errorf("%s: non-finite fit %+v", h.name, f)
+	}
+	seen := h.obs
+	if h.blocks {
+		seen = h.obs[len(h.obs)-1:]
+	}
+	for _, o := range seen {
+		if p := co.TTFT(o.Miss, o.Ahead, o.StepTime); !(p >= lo && p <= hi) {
+			t.Errorf("%s: %+v predicted %.4g s, outside [%.3g, %.3g]; kinds %+v, fit %+v", h.name, o, p, lo, hi, h.obs, co)
+		}
 	}
 }

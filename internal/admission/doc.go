@@ -28,8 +28,10 @@
 // time, instead of the whole queue at a fixed average step.
 //
 // β0, β1 and κ are learned online by a Calibrator: recursive least squares
-// with forgetting over observed (TTFT, miss, ahead · step), robust to
-// outliers by clipping, with the coefficients' standard errors exposed.
+// with forgetting over observed (TTFT, miss, ahead · step), in square-root
+// information form, its fit projected exactly onto the coefficients'
+// bounds, robust to outliers by clipping, with the coefficients' standard
+// errors exposed.
 //
 // cached_i comes from the prefix Index, the router's estimate of each
 // instance's prefix cache after vLLM's automatic prefix caching: prompts
@@ -61,7 +63,11 @@
 //   - S. Haykin, Adaptive Filter Theory, 5th ed., Pearson, 2014, ch. 10
 //     (recursive least squares, its Kalman form, forgetting);
 //     L. Ljung, T. Söderström, Theory and Practice of Recursive
-//     Identification, MIT Press, 1983.
+//     Identification, MIT Press, 1983; G. J. Bierman, Factorization Methods
+//     for Discrete Sequential Estimation, Academic Press, 1977 (the
+//     square-root information filter); D. Simon, Kalman filtering with
+//     state constraints: a survey, IET Control Theory & Applications 4(8),
+//     2010 (estimate projection).
 //   - P. J. Huber, E. M. Ronchetti, Robust Statistics, 2nd ed., Wiley, 2009
 //     (clipped residuals).
 //   - J. Heinanen, R. Guerin, A Single Rate Three Color Marker, RFC 2697,
