@@ -31,9 +31,14 @@ func classOf(priority, critical int) admission.Class {
 	return admission.Standard
 }
 
+// maxPromptTokens bounds promptTokens' estimate: 2⁵³, a float64's whole
+// numbers, and far beyond any model's context.
+const maxPromptTokens = 1 << 53
+
 // promptTokens is the request's prompt length: the tokenizer's count when
 // the endpoint picker tokenized the prompt, else its characters (or, without
-// a parsed body, the body's bytes) over charsPerToken, rounded up.
+// a parsed body, the body's bytes) over charsPerToken, rounded up, at most
+// maxPromptTokens.
 func promptTokens(req *fwksched.LLMRequest, charsPerToken float64) int {
 	if req.TokenizedPrompt != nil {
 		return len(req.TokenizedPrompt.TokenIDs)
@@ -44,7 +49,11 @@ func promptTokens(req *fwksched.LLMRequest, charsPerToken float64) int {
 			chars = len(text)
 		}
 	}
-	return int(math.Ceil(float64(max(chars, 0)) / charsPerToken))
+	// A charsPerToken of 1e-300 passes validation, and makes the quotient
+	// exceed every int; Go converts such a float to an implementation-
+	// defined int — math.MinInt64 on amd64 — and a huge prompt was read
+	// as a negative one, estimated at no cache miss at all (FuzzParameters).
+	return int(math.Min(math.Ceil(float64(max(chars, 0))/charsPerToken), maxPromptTokens))
 }
 
 // cachedTokens is the prefix of the request's prompt that ep is estimated

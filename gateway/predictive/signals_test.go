@@ -47,6 +47,8 @@ func TestPromptTokens(t *testing.T) {
 		{"another characters-per-token", *request("r").tokens(300).obj(), 3, 400},
 		{"the body's size without a prompt", fwksched.LLMRequest{RequestSizeBytes: 4000}, 4, 1000},
 		{"nothing", fwksched.LLMRequest{}, 4, 0},
+		{"a vanishing characters-per-token", *request("r").tokens(1000).obj(), 1e-300, maxPromptTokens},
+		{"the smallest characters-per-token", fwksched.LLMRequest{RequestSizeBytes: 1}, 5e-324, maxPromptTokens},
 	}
 	for _, tt := range tests {
 		if got := promptTokens(&tt.req, tt.charsPerToken); got != tt.want {
