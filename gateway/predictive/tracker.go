@@ -139,12 +139,19 @@ func (e *engine) finish(id string, f *flight, st *endpointState, resp *requestco
 	}
 }
 
+// maxTokensPerChunk bounds the completion tokens a response's usage may
+// report per streamed chunk (speculative decoding sends a few tokens in a
+// chunk; 64 is far above that): a usage beyond it is implausible, and the
+// chunks are counted instead (a server reporting 10^9 tokens would
+// otherwise teach a step time of almost nothing).
+const maxTokensPerChunk = 64
+
 // learnStep averages the response's inter-token latency into the
 // endpoint's step time: the time from its first chunk to its last over its
 // completion tokens (from the usage, else the chunks) less one.
 func (e *engine) learnStep(f *flight, st *endpointState, tokens int) {
 	intervals := f.chunks - 1
-	if tokens > 1 {
+	if tokens > 1 && tokens <= maxTokensPerChunk*max(f.chunks, 1) {
 		intervals = tokens - 1
 	}
 	if intervals <= 0 {

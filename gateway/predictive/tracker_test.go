@@ -132,6 +132,25 @@ func TestStepTimeIsLearnedFromStreamedResponses(t *testing.T) {
 	}
 }
 
+// TestImplausibleUsageIgnored: a usage of far more completion tokens than
+// the chunks could carry is not believed; the chunks are counted.
+func TestImplausibleUsageIgnored(t *testing.T) {
+	c := newClock()
+	f := newTestFilter(t, Parameters{}, c)
+	pod := endpoint("pod-a")
+	req := request("r").stream().obj()
+	f.PreRequest(ctx, req, scheduled(pod.obj()))
+	c.advance(100 * time.Millisecond)
+	f.ResponseBody(ctx, req, chunk("r", false, 0), nil)
+	for i := 1; i < 11; i++ {
+		c.advance(30 * time.Millisecond)
+		f.ResponseBody(ctx, req, chunk("r", i == 10, 1_000_000_000), nil)
+	}
+	if got := f.endpoints[nameOf(pod.obj())].step; math.Abs(got-0.030) > 1e-9 {
+		t.Errorf("step = %v, want the chunks' 0.030", got)
+	}
+}
+
 // TestCalibrationLearnsTheServersCoefficients runs the plugin against a
 // server whose TTFT follows the model with coefficients 2–3× the defaults
 // and 2 ms of noise: the calibrated coefficients end within 5 % of them,
