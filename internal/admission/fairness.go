@@ -30,6 +30,7 @@ const (
 	DefaultFloorGroups  = 4096
 	maxFloorBuckets     = 1000
 	maxFloorGroups      = 1 << 20
+	maxFloorCells       = 1 << 22 // (groups + 1) × buckets: 32 MiB of counters
 )
 
 // FloorConfig configures a Floor. A zero field means its default.
@@ -57,6 +58,10 @@ func (c FloorConfig) Validate() error {
 	}
 	if c.MaxGroups < 0 || c.MaxGroups > maxFloorGroups {
 		v.add("fairness.maxGroups", "must be in [1, %d] (0 means the default %d), got %d", maxFloorGroups, DefaultFloorGroups, c.MaxGroups)
+	} else if cells := (or(c.MaxGroups, DefaultFloorGroups) + 1) * or(c.Buckets, DefaultFloorBuckets); c.Buckets >= 0 && c.Buckets <= maxFloorBuckets && cells > maxFloorCells {
+		// Each group keeps two counters per bucket, allocated up front.
+		v.add("fairness", "maxGroups × buckets must be at most %d (the window's counters take 8 bytes each), got (%d + 1) × %d",
+			maxFloorCells, or(c.MaxGroups, DefaultFloorGroups), or(c.Buckets, DefaultFloorBuckets))
 	}
 	return v.err()
 }

@@ -160,6 +160,10 @@ func TestFloorConfigErrors(t *testing.T) {
 	wantFieldErrors(t, FloorConfig{Share: 1, WindowSeconds: -1, Buckets: -1, MaxGroups: -1}.Validate(),
 		"fairness.share", "fairness.windowSeconds", "fairness.buckets", "fairness.maxGroups")
 	wantFieldErrors(t, FloorConfig{Buckets: 5000, MaxGroups: 1 << 30}.Validate(), "fairness.buckets", "fairness.maxGroups")
+	// Each within its range, together 2.1e9 counters (8.4 GB allocated at
+	// once before the bound).
+	wantFieldErrors(t, FloorConfig{Buckets: 1000, MaxGroups: 1 << 20}.Validate(), "fairness")
+	wantFieldErrors(t, FloorConfig{Buckets: 1000, MaxGroups: 4000}.Validate())
 	if _, err := NewFloor(AlwaysAdmit{}, FloorConfig{Share: -0.1}); err == nil {
 		t.Error("NewFloor accepted a negative share")
 	}
