@@ -211,6 +211,12 @@ fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 	$(GO) test -run '^$$' -fuzz '^FuzzAnalyzer$$' -fuzztime $(FUZZTIME) ./internal/queueing
 	$(GO) test -run '^$$' -fuzz '^FuzzScenario$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./internal/sim
 	$(GO) test -run '^$$' -fuzz '^FuzzSnapshot$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./internal/cli
+	$(GO) test -run '^$$' -fuzz '^FuzzParsers$$' -fuzztime $(FUZZTIME) ./internal/config
+	$(GO) test -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) ./internal/drain
+	$(GO) test -run '^$$' -fuzz '^FuzzIndex$$' -fuzztime $(FUZZTIME) ./internal/admission
+	$(GO) test -run '^$$' -fuzz '^FuzzPredictive$$' -fuzztime $(FUZZTIME) ./internal/admission
+	$(GO) test -run '^$$' -fuzz '^FuzzCalibrator$$' -fuzztime $(FUZZTIME) ./internal/admission
+	cd gateway && $(GO) test -run '^$$' -fuzz '^FuzzParameters$$' -fuzztime $(FUZZTIME) ./predictive
 
 .PHONY: study
 study: ## rerun the tuner convergence study into docs/tuner-study
