@@ -7,8 +7,9 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/llm-d-incubation/wva/internal/boundedio"
 	"github.com/spf13/cobra"
+
+	"github.com/llm-d-incubation/wva/internal/boundedio"
 )
 
 // maxInputBytes bounds a file a command reads whole: a snapshot (plan), a

@@ -353,8 +353,9 @@ func (o *simulateOptions) validateSources(cmd *cobra.Command) error {
 // autoscalerHelp is the help's paragraph on the registered autoscalers,
 // wrapped at 76 columns.
 func autoscalerHelp() string {
-	var parts []string
-	for _, b := range sim.Baselines() {
+	bs := sim.Baselines()
+	parts := make([]string, 0, len(bs))
+	for _, b := range bs {
 		name := b.Name
 		if b.Param != nil {
 			name += ":N"

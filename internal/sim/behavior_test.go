@@ -59,6 +59,10 @@ func TestBehaviorGuides(t *testing.T) {
 	if got := b.normalize(20, Behavior{}, 7, 50, 1, 8); got != 8 {
 		t.Errorf("capped at maxReplicaCount: %d", got)
 	}
+	var floor hpaState
+	if got := floor.normalize(400, Behavior{}, 6, 1, 3, 8); got != 3 { // minReplicaCount 3
+		t.Errorf("scale-down below minReplicaCount: %d", got)
+	}
 	off := Behavior{ScaleDown: &ScalingRules{SelectPolicy: "Disabled"}}
 	var c hpaState
 	if got := c.normalize(0, off, 5, 1, 1, 8); got != 5 {
@@ -95,7 +99,7 @@ func TestBehaviorValidation(t *testing.T) {
 	b := Behavior{ScaleUp: &ScalingRules{StabilizationWindowSeconds: ptr(-1.0), SelectPolicy: "Most",
 		Policies: []ScalingPolicy{{Type: "Replicas", Value: 0, PeriodSeconds: 0}}}}
 	var got []string
-	b.validate("autoscalers.x.behavior", func(p, f string, a ...any) { got = append(got, p) })
+	b.validate("autoscalers.x.behavior", func(p, _ string, _ ...any) { got = append(got, p) })
 	want := "autoscalers.x.behavior.scaleUp.stabilizationWindowSeconds autoscalers.x.behavior.scaleUp.selectPolicy " +
 		"autoscalers.x.behavior.scaleUp.policies[0].type autoscalers.x.behavior.scaleUp.policies[0].value autoscalers.x.behavior.scaleUp.policies[0].periodSeconds"
 	if strings.Join(got, " ") != want {

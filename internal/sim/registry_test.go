@@ -6,17 +6,22 @@ import (
 	"testing"
 )
 
-// TestRegistry: every registered autoscaler builds under its name for
-// every shipped scenario, its runs carry that name, and its knobs are
-// under its own prefix with a valid default grid; names resolve with their
-// parameter in canonical form, and an unknown name lists the known ones.
-func TestRegistry(t *testing.T) {
+// TestRegistryNames: the registered names in order, and the defaults.
+func TestRegistryNames(t *testing.T) {
 	if got := AutoscalerNames(); !slices.Equal(got, []string{"wva", "hpa", "keda", "clairvoyant", "oracle", "static:N"}) {
 		t.Errorf("names %v", got)
 	}
 	if got := DefaultAutoscalers(); !slices.Equal(got, []string{"wva", "hpa", "clairvoyant"}) {
 		t.Errorf("defaults %v", got)
 	}
+	if baselineOf("oracle") == nil || !instant("oracle") || instant("clairvoyant") || !baselineOf("clairvoyant").Bound {
+		t.Error("oracle is the instant bound; clairvoyant a bound that is not instant")
+	}
+}
+
+// TestRegistryBuilds: every registered autoscaler builds under its name
+// for a shipped scenario, and its runs carry that name.
+func TestRegistryBuilds(t *testing.T) {
 	sc := builtin(t, "staircase", 0)
 	for _, name := range ExampleNames() {
 		a, err := NewAutoscaler(name, &sc)
@@ -27,6 +32,11 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("%s: built %q with interval %v", name, a.Name(), a.Interval())
 		}
 	}
+}
+
+// TestRegistryKnobs: every knob is under its autoscaler's prefix, with a
+// valid default grid.
+func TestRegistryKnobs(t *testing.T) {
 	for key, k := range knobs {
 		b := baselineOf(knobAutoscaler(key))
 		if b == nil || b.Knobs[strings.TrimPrefix(key, b.Name+".")].field == nil {
@@ -38,6 +48,12 @@ func TestRegistry(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRegistryLookup: names resolve with their parameter in canonical
+// form; an unknown name lists the known ones.
+func TestRegistryLookup(t *testing.T) {
+	sc := builtin(t, "staircase", 0)
 	if b, arg, err := lookup("static:007"); err != nil || b.Name != "static" || arg != "7" {
 		t.Errorf("static:007: %v %q %v", b, arg, err)
 	}
@@ -48,8 +64,5 @@ func TestRegistry(t *testing.T) {
 	}
 	if _, err := NewAutoscaler("turbo", &sc); err == nil || !strings.Contains(err.Error(), "want wva, hpa, keda, clairvoyant, oracle or static:N") {
 		t.Errorf("unknown: %v", err)
-	}
-	if baselineOf("oracle") == nil || !instant("oracle") || instant("clairvoyant") || !baselineOf("clairvoyant").Bound {
-		t.Error("oracle is the instant bound; clairvoyant a bound that is not instant")
 	}
 }

@@ -184,18 +184,9 @@ func readTrace(path string) ([]traceRow, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading the header: %w", path, err)
 	}
-	col := map[string]int{}
-	for i, h := range head {
-		name := strings.TrimSpace(h)
-		if _, dup := col[name]; dup && name != "" {
-			return nil, fmt.Errorf("%s: the header names column %q twice (columns %d and %d)", path, name, col[name]+1, i+1)
-		}
-		col[name] = i
-	}
-	for _, c := range []string{"seconds", "input_tokens", "output_tokens"} {
-		if _, ok := col[c]; !ok {
-			return nil, fmt.Errorf("%s: the header lacks %q (want seconds,input_tokens,output_tokens[,class][,prefix])", path, c)
-		}
+	col, err := traceColumns(head, path)
+	if err != nil {
+		return nil, err
 	}
 	var rows []traceRow
 	last := 0.0
@@ -234,6 +225,25 @@ func readTrace(path string) ([]traceRow, error) {
 		return nil, fmt.Errorf("%s: no requests", path)
 	}
 	return rows, nil
+}
+
+// traceColumns maps a trace header's column names to their indexes: the
+// three required ones present, none named twice.
+func traceColumns(head []string, path string) (map[string]int, error) {
+	col := map[string]int{}
+	for i, h := range head {
+		name := strings.TrimSpace(h)
+		if _, dup := col[name]; dup && name != "" {
+			return nil, fmt.Errorf("%s: the header names column %q twice (columns %d and %d)", path, name, col[name]+1, i+1)
+		}
+		col[name] = i
+	}
+	for _, c := range []string{"seconds", "input_tokens", "output_tokens"} {
+		if _, ok := col[c]; !ok {
+			return nil, fmt.Errorf("%s: the header lacks %q (want seconds,input_tokens,output_tokens[,class][,prefix])", path, c)
+		}
+	}
+	return col, nil
 }
 
 // parseRow reads one trace record; at names the line in errors, which do

@@ -235,6 +235,15 @@ func (s *Scenario) validateInventory(add func(string, string, ...any)) {
 	}
 }
 
+// validateKVThreshold checks WVA's KV threshold: 0 (the default) or above
+// the saturation analyzer's spare trigger, at most 1.
+func validateKVThreshold(p string, v float64, add func(string, string, ...any)) {
+	if !(v == 0 || v > engine.DefaultKVSpareTrigger && v <= 1) {
+		add(p+".kvCacheThreshold", "must be a KV-cache utilisation in (%g, 1], above the analyzer's spare trigger (0: the default 0.8), got %v",
+			engine.DefaultKVSpareTrigger, v)
+	}
+}
+
 // validateWVA checks the engine settings a scenario passes to WVA, so that a
 // bad one is an error at load time rather than a run where every cycle
 // fails.
@@ -269,10 +278,7 @@ func validateWVA(p string, w WVAConfig, add func(string, string, ...any)) {
 		}
 	}
 	validateDrain(p, w, add)
-	if !(w.KVCacheThreshold == 0 || w.KVCacheThreshold > engine.DefaultKVSpareTrigger && w.KVCacheThreshold <= 1) {
-		add(p+".kvCacheThreshold", "must be a KV-cache utilisation in (%g, 1], above the analyzer's spare trigger (0: the default 0.8), got %v",
-			engine.DefaultKVSpareTrigger, w.KVCacheThreshold)
-	}
+	validateKVThreshold(p, w.KVCacheThreshold, add)
 	if w.MinNonSaturatedReplicas < 0 || w.MinNonSaturatedReplicas > MaxReplicasPerVariant {
 		add(p+".minNonSaturatedReplicas", "must be between 0 and %d (0: the default), got %d", MaxReplicasPerVariant, w.MinNonSaturatedReplicas)
 	}
