@@ -30,6 +30,7 @@ func (s *Sim) arrive(m int) {
 	s.fill(q)
 	s.res.Arrived++
 	s.res.class(q.model, q.class).Arrived++
+	s.res.PerModel[m].Arrived++
 	s.inFlight++
 	s.bucket.arrivals++
 	s.streams[m].count++

@@ -156,6 +156,8 @@ func (s *Sim) fail(q *request, cause string) {
 	s.res.Failed++
 	s.res.FailedBy.add(cause)
 	s.res.class(q.model, q.class).Failed++
+	s.res.PerModel[q.model].Failed++
+	s.res.PerModel[q.model].FailedBy.add(cause)
 	s.inFlight--
 	s.bucket.failed++
 }

@@ -29,10 +29,52 @@ func WriteTable(w io.Writer, rs []*Result) error {
 	if err := writeServerTable(w, rs); err != nil {
 		return err
 	}
+	if err := writeModelTable(w, rs); err != nil {
+		return err
+	}
 	if err := writeClassTable(w, rs); err != nil {
 		return err
 	}
 	return writeAdmissionTable(w, rs)
+}
+
+// multiModel says whether the results are of a fleet of several models
+// (the per-model table and models.csv say what the fleet's figures hide).
+func multiModel(rs []*Result) bool { return len(rs) > 0 && len(rs[0].PerModel) > 1 }
+
+// writeModelTable prints each model's figures, when there are several.
+func writeModelTable(w io.Writer, rs []*Result) error {
+	if !multiModel(rs) {
+		return nil
+	}
+	fmt.Fprintln(w, "\nper model:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "AUTOSCALER\tMODEL\tARRIVED\tCOMPLETED\tFAILED\tGOODPUT rps\tSLO %\tGPU-h\tCOST\tFAILED: TIMEOUT\tREJECTED\tSHED\tTERMINATED\tUNSERVABLE\t")
+	for _, r := range rs {
+		for _, m := range r.PerModel {
+			f := m.FailedBy
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.3f\t%.1f\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%d\t\n", r.Autoscaler, m.Model, m.Arrived, m.Completed, m.Failed,
+				m.EffectiveThroughput, 100*m.SLOAttainment, m.GPUHours, m.Cost, f.Timeout, f.Rejected, f.Shed, f.Terminated, f.Unservable)
+		}
+	}
+	return tw.Flush()
+}
+
+// writeModelCSV writes models.csv: one row per autoscaler and model.
+func writeModelCSV(w io.Writer, rs []*Result) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"autoscaler", "model", "arrived", "completed", "failed", "within_slo", "slo_attainment", "effective_throughput_rps",
+		"gpu_hours", "cost", "failed_timeout", "failed_rejected", "failed_shed", "failed_terminated", "failed_unservable", "failed_admission"})
+	i := func(v int64) string { return strconv.FormatInt(v, 10) }
+	for _, r := range rs {
+		for _, m := range r.PerModel {
+			fb := m.FailedBy
+			_ = cw.Write([]string{r.Autoscaler, m.Model, i(m.Arrived), i(m.Completed), i(m.Failed), i(m.WithinSLO), f(m.SLOAttainment),
+				f(m.EffectiveThroughput), f(m.GPUHours), f(m.Cost), i(fb.Timeout), i(fb.Rejected), i(fb.Shed), i(fb.Terminated), i(fb.Unservable), i(fb.Admission)})
+		}
+	}
+	cw.Flush()
+	return cw.Error()
 }
 
 // writeServerTable prints the servers' side: throughput, preemptions,
@@ -119,8 +161,9 @@ func WriteJSON(w io.Writer, rs []*Result) error {
 	return enc.Encode(rs)
 }
 
-// WriteFiles writes results.json, summary.csv, classes.csv (when the
-// scenario has SLO classes) and one series CSV per autoscaler to dir.
+// WriteFiles writes results.json, summary.csv, models.csv (one row per
+// autoscaler and model), classes.csv (when the scenario has SLO classes)
+// and one series CSV per autoscaler to dir.
 func WriteFiles(dir string, rs []*Result) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, err
@@ -142,6 +185,9 @@ func WriteFiles(dir string, rs []*Result) ([]string, error) {
 		return nil, err
 	}
 	if err := write("summary.csv", func(w io.Writer) error { return writeSummaryCSV(w, rs) }); err != nil {
+		return nil, err
+	}
+	if err := write("models.csv", func(w io.Writer) error { return writeModelCSV(w, rs) }); err != nil {
 		return nil, err
 	}
 	if len(classNames(rs)) > 0 {

@@ -60,6 +60,9 @@ type Result struct {
 	// Classes are the per-SLO-class figures ("model/class"), when the
 	// scenario has classes.
 	Classes map[string]*ClassStats `json:"classes,omitempty"`
+	// PerModel are each model's figures, in the scenario's order: a
+	// fleet's attainment can hide a model far below it.
+	PerModel []ModelStats `json:"perModel"`
 	// PrefixHits counts admissions that found cached blocks.
 	PrefixHits int64 `json:"prefixHits,omitempty"`
 	// Admission is the gateway's admission control, when the scenario has
@@ -77,6 +80,23 @@ type Result struct {
 	classTTFTs        [][]float64   // each class's TTFTs in seconds (as classKeys), for the admission figures and the matrix
 	classBase         []int         // per model: its first class in classKeys, -1 for none
 	noClass           ClassStats
+}
+
+// ModelStats are one model's figures: its requests, their SLO
+// attainment (the share of its arrived requests completed within both
+// targets) and goodput, failures by cause, and what its variants' replicas
+// cost.
+type ModelStats struct {
+	Model               string   `json:"model"`
+	Arrived             int64    `json:"arrived"`
+	Completed           int64    `json:"completed"`
+	Failed              int64    `json:"failed"`
+	WithinSLO           int64    `json:"withinSlo"`
+	SLOAttainment       float64  `json:"sloAttainment"`
+	EffectiveThroughput float64  `json:"effectiveThroughputRps"`
+	GPUHours            float64  `json:"gpuHours"`
+	Cost                float64  `json:"cost"`
+	FailedBy            Failures `json:"failedBy"`
 }
 
 // ClassStats are one SLO class's figures.
@@ -157,7 +177,10 @@ type bucket struct {
 }
 
 func newResult(name string, sc *Scenario) *Result {
-	r := &Result{Autoscaler: name, Scenario: sc.Name, Seed: sc.Seed}
+	r := &Result{Autoscaler: name, Scenario: sc.Name, Seed: sc.Seed, PerModel: make([]ModelStats, len(sc.Models))}
+	for i, m := range sc.Models {
+		r.PerModel[i].Model = m.Name
+	}
 	for _, m := range sc.Models {
 		base := -1
 		if len(m.Workload.Classes) > 0 {
@@ -203,14 +226,16 @@ func (r *Result) record(q *request, now, a2 float64, slo *SLO) {
 	if okI {
 		r.ITLMet++
 	}
-	cs := r.class(q.model, q.class)
+	cs, ms := r.class(q.model, q.class), &r.PerModel[q.model]
 	cs.Completed++
+	ms.Completed++
 	if b := r.classBase[q.model]; b >= 0 {
 		r.classTTFTs[b+q.class] = append(r.classTTFTs[b+q.class], ttft)
 	}
 	if okT && okI {
 		r.WithinSLO++
 		cs.WithinSLO++
+		ms.WithinSLO++
 	}
 }
 
@@ -254,6 +279,8 @@ func (s *Sim) finish() {
 	for _, v := range s.variants {
 		r.GPUHours += v.gpuSeconds / 3600
 		r.Cost += v.costSeconds / 3600 * v.cfg.Cost
+		r.PerModel[v.model].GPUHours += v.gpuSeconds / 3600
+		r.PerModel[v.model].Cost += v.costSeconds / 3600 * v.cfg.Cost
 		for _, rep := range v.replicas {
 			r.addCounters(&rep.c)
 		}
@@ -265,6 +292,15 @@ func (s *Sim) finish() {
 	for _, c := range r.Classes {
 		if c.Arrived > 0 {
 			c.SLOAttainment = float64(c.WithinSLO) / float64(c.Arrived)
+		}
+	}
+	for i := range r.PerModel {
+		m := &r.PerModel[i]
+		if m.Arrived > 0 {
+			m.SLOAttainment = float64(m.WithinSLO) / float64(m.Arrived)
+		}
+		if r.DurationSecs > 0 {
+			m.EffectiveThroughput = float64(m.WithinSLO) / r.DurationSecs
 		}
 	}
 	if r.DurationSecs > 0 {
