@@ -116,6 +116,11 @@ type SweepPoint struct {
 	// Frontier marks the points no other point of the same autoscaler
 	// beats on both mean SLO attainment and mean cost.
 	Frontier bool `json:"frontier"`
+	// WorstModelAttainment is, per seed, the lowest of the models' SLO
+	// attainments (percent); WorstModelFrontier marks the frontier on it.
+	// For one model they are the fleet's figures.
+	WorstModelAttainment Stat `json:"worstModelSloAttainmentPct"`
+	WorstModelFrontier   bool `json:"worstModelFrontier"`
 }
 
 // AtAttainment is an autoscaler's cost at a given SLO attainment, read off
@@ -151,6 +156,10 @@ type SweepResult struct {
 	Points       []SweepPoint   `json:"points"`
 	AtAttainment []AtAttainment `json:"atAttainment"`
 	Dominance    []Dominance    `json:"dominance,omitempty"`
+	// WorstModelAtAttainment and WorstModelDominance are the same on the
+	// worst model's attainment, for a scenario of several models.
+	WorstModelAtAttainment []AtAttainment `json:"worstModelAtAttainment,omitempty"`
+	WorstModelDominance    []Dominance    `json:"worstModelDominance,omitempty"`
 	// Interrupted: the run was stopped; points missing a seed are left out.
 	Interrupted bool `json:"interrupted,omitempty"`
 }
@@ -261,19 +270,20 @@ func Sweep(ctx context.Context, sc Scenario, spec SweepSpec, progress func(done,
 		return nil, err
 	}
 	points, scs := sweepPoints(sc, spec)
-	slo, cost, term, done, err := runPoints(ctx, points, scs, spec)
+	m, err := runPoints(ctx, points, scs, spec)
 	if err != nil {
 		return nil, err
 	}
 	res := &SweepResult{Scenario: sc.Name, Seeds: spec.Seeds, Interrupted: ctx.Err() != nil}
 	for i, p := range points {
-		if !allTrue(done[i]) {
+		if !allTrue(m.done[i]) {
 			continue
 		}
-		p.SLOAttainment, p.Cost, p.Terminated = statOf(slo[i]), statOf(cost[i]), statOf(term[i])
+		p.SLOAttainment, p.Cost, p.Terminated = statOf(m.slo[i]), statOf(m.cost[i]), statOf(m.term[i])
+		p.WorstModelAttainment = statOf(m.worst[i])
 		res.Points = append(res.Points, p)
 	}
-	res.compare(spec)
+	res.compare(spec, len(sc.Models))
 	return res, nil
 }
 
@@ -332,31 +342,52 @@ feed:
 	return first
 }
 
+// pointRuns are the figures of every point's runs, by point and seed.
+type pointRuns struct {
+	slo, worst, cost, term [][]float64
+	done                   [][]bool
+}
+
 // runPoints runs every point with every seed; done says which runs
 // finished (all of them unless ctx was cancelled).
-func runPoints(ctx context.Context, points []SweepPoint, scs []Scenario, spec SweepSpec) (slo, cost, term [][]float64, done [][]bool, err error) {
+func runPoints(ctx context.Context, points []SweepPoint, scs []Scenario, spec SweepSpec) (pointRuns, error) {
 	n := len(spec.Seeds)
-	slo = make([][]float64, len(points))
-	cost = make([][]float64, len(points))
-	term = make([][]float64, len(points))
-	done = make([][]bool, len(points))
+	grid := func() [][]float64 {
+		g := make([][]float64, len(points))
+		for i := range g {
+			g[i] = make([]float64, n)
+		}
+		return g
+	}
+	m := pointRuns{slo: grid(), worst: grid(), cost: grid(), term: grid(), done: make([][]bool, len(points))}
 	// Point by point, so that an interrupted sweep leaves whole points.
 	jobs := make([]job, 0, len(points)*n)
 	for i := range points {
-		slo[i] = make([]float64, n)
-		cost[i] = make([]float64, n)
-		term[i] = make([]float64, n)
-		done[i] = make([]bool, n)
+		m.done[i] = make([]bool, n)
 		for _, seed := range spec.Seeds {
 			s := scs[i]
 			s.Seed = seed
 			jobs = append(jobs, job{sc: s, autoscaler: points[i].Autoscaler})
 		}
 	}
-	err = runJobs(ctx, jobs, spec.Parallel, spec.progress, func(k int, r *Result) {
+	err := runJobs(ctx, jobs, spec.Parallel, spec.progress, func(k int, r *Result) {
 		i, j := k/n, k%n
-		slo[i][j], cost[i][j], done[i][j] = 100*r.SLOAttainment, r.Cost, true
-		term[i][j] = float64(r.FailedBy.Terminated)
+		m.slo[i][j], m.cost[i][j], m.done[i][j] = 100*r.SLOAttainment, r.Cost, true
+		m.term[i][j] = float64(r.FailedBy.Terminated)
+		m.worst[i][j] = 100 * worstModel(r)
 	})
-	return slo, cost, term, done, err
+	return m, err
+}
+
+// worstModel is the lowest of a run's models' SLO attainments (the fleet's
+// without per-model figures).
+func worstModel(r *Result) float64 {
+	if len(r.PerModel) == 0 {
+		return r.SLOAttainment
+	}
+	w := r.PerModel[0].SLOAttainment
+	for _, m := range r.PerModel[1:] {
+		w = min(w, m.SLOAttainment)
+	}
+	return w
 }

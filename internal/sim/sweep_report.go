@@ -27,15 +27,16 @@ func WriteSweepTable(w io.Writer, r *SweepResult) error {
 		return err
 	}
 	fmt.Fprintln(w, "\ncost at equal SLO attainment (interpolated on each frontier; ≤: the cheapest setting already exceeds it)")
-	if err := writeAtAttainment(w, r); err != nil {
+	if err := writeAtAttainment(w, r.AtAttainment); err != nil {
 		return err
 	}
-	for _, d := range r.Dominance {
-		if d.Dominates {
-			fmt.Fprintf(w, "%s's frontier dominates %s's\n", d.A, d.B)
-			continue
+	writeDominance(w, r.Dominance, "")
+	if len(r.WorstModelAtAttainment) > 0 {
+		fmt.Fprintln(w, "\ncost at equal SLO attainment of the worst model (each run's lowest model attainment; frontiers drawn on it)")
+		if err := writeAtAttainment(w, r.WorstModelAtAttainment); err != nil {
+			return err
 		}
-		fmt.Fprintf(w, "%s's frontier does not dominate %s's: %d of its points are cheaper, e.g. %s\n", d.A, d.B, len(d.Beaten), d.Beaten[0])
+		writeDominance(w, r.WorstModelDominance, " on the worst model")
 	}
 	if r.Interrupted {
 		fmt.Fprintln(w, "interrupted: points missing a seed are left out")
@@ -69,9 +70,20 @@ func writeFrontierPoints(w io.Writer, r *SweepResult) error {
 	return tw.Flush()
 }
 
+// writeDominance prints the dominance checks.
+func writeDominance(w io.Writer, ds []Dominance, on string) {
+	for _, d := range ds {
+		if d.Dominates {
+			fmt.Fprintf(w, "%s's frontier dominates %s's%s\n", d.A, d.B, on)
+			continue
+		}
+		fmt.Fprintf(w, "%s's frontier does not dominate %s's%s: %d of its points are cheaper, e.g. %s\n", d.A, d.B, on, len(d.Beaten), d.Beaten[0])
+	}
+}
+
 // writeAtAttainment prints each autoscaler's cost at the target
 // attainments.
-func writeAtAttainment(w io.Writer, r *SweepResult) error {
+func writeAtAttainment(w io.Writer, r []AtAttainment) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	targets := attainmentTargets(r)
 	fmt.Fprint(tw, "AUTOSCALER\t")
@@ -101,9 +113,9 @@ func formatAt(a AtAttainment, ok bool) string {
 	return strconv.FormatFloat(a.Cost, 'f', 3, 64)
 }
 
-func attainmentTargets(r *SweepResult) []float64 {
+func attainmentTargets(r []AtAttainment) []float64 {
 	var ts []float64
-	for _, a := range r.AtAttainment {
+	for _, a := range r {
 		if !containsFloat(ts, a.TargetPct) {
 			ts = append(ts, a.TargetPct)
 		}
@@ -112,9 +124,9 @@ func attainmentTargets(r *SweepResult) []float64 {
 	return ts
 }
 
-func attainmentNames(r *SweepResult) []string {
+func attainmentNames(r []AtAttainment) []string {
 	var ns []string
-	for _, a := range r.AtAttainment {
+	for _, a := range r {
 		if len(ns) == 0 || ns[len(ns)-1] != a.Autoscaler {
 			ns = append(ns, a.Autoscaler)
 		}
@@ -122,8 +134,8 @@ func attainmentNames(r *SweepResult) []string {
 	return ns
 }
 
-func findAt(r *SweepResult, name string, t float64) (AtAttainment, bool) {
-	for _, a := range r.AtAttainment {
+func findAt(r []AtAttainment, name string, t float64) (AtAttainment, bool) {
+	for _, a := range r {
 		if a.Autoscaler == name && a.TargetPct == t {
 			return a, true
 		}
@@ -136,12 +148,13 @@ func WriteSweepCSV(w io.Writer, r *SweepResult) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"autoscaler", "settings", "default", "frontier", "seeds",
 		"slo_attainment_pct_mean", "slo_attainment_pct_sd", "slo_attainment_pct_min", "slo_attainment_pct_max",
-		"cost_mean", "cost_sd", "cost_min", "cost_max", "terminated_mean", "terminated_max"})
+		"cost_mean", "cost_sd", "cost_min", "cost_max", "terminated_mean", "terminated_max",
+		"worst_model_slo_attainment_pct_mean", "worst_model_slo_attainment_pct_sd", "worst_model_slo_attainment_pct_min", "worst_model_frontier"})
 	for _, p := range r.Points {
-		s, c := p.SLOAttainment, p.Cost
+		s, c, wm := p.SLOAttainment, p.Cost, p.WorstModelAttainment
 		_ = cw.Write([]string{p.Autoscaler, p.Label, strconv.FormatBool(p.Default), strconv.FormatBool(p.Frontier),
 			strconv.Itoa(len(r.Seeds)), f(s.Mean), f(s.SD), f(s.Min), f(s.Max), f(c.Mean), f(c.SD), f(c.Min), f(c.Max),
-			f(p.Terminated.Mean), f(p.Terminated.Max)})
+			f(p.Terminated.Mean), f(p.Terminated.Max), f(wm.Mean), f(wm.SD), f(wm.Min), strconv.FormatBool(p.WorstModelFrontier)})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -151,13 +164,20 @@ func WriteSweepCSV(w io.Writer, r *SweepResult) error {
 // attainment (empty when not reached).
 func WriteAttainmentCSV(w io.Writer, r *SweepResult) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"autoscaler", "target_slo_attainment_pct", "reached", "cost", "upper_bound"})
-	for _, a := range r.AtAttainment {
-		c := ""
+	_ = cw.Write([]string{"autoscaler", "target_slo_attainment_pct", "reached", "cost", "upper_bound",
+		"worst_model_reached", "worst_model_cost", "worst_model_upper_bound"})
+	cost := func(a AtAttainment) string {
 		if a.Reached {
-			c = f(a.Cost)
+			return f(a.Cost)
 		}
-		_ = cw.Write([]string{a.Autoscaler, f(a.TargetPct), strconv.FormatBool(a.Reached), c, strconv.FormatBool(a.UpperBound)})
+		return ""
+	}
+	for _, a := range r.AtAttainment {
+		row := []string{a.Autoscaler, f(a.TargetPct), strconv.FormatBool(a.Reached), cost(a), strconv.FormatBool(a.UpperBound), "", "", ""}
+		if wm, ok := findAt(r.WorstModelAtAttainment, a.Autoscaler, a.TargetPct); ok {
+			row[5], row[6], row[7] = strconv.FormatBool(wm.Reached), cost(wm), strconv.FormatBool(wm.UpperBound)
+		}
+		_ = cw.Write(row)
 	}
 	cw.Flush()
 	return cw.Error()
@@ -188,7 +208,7 @@ func WriteSweepPlot(dir string, r *SweepResult) (files []string, err error) {
 			return nil, err
 		}
 	}
-	for _, t := range attainmentTargets(r) {
+	for _, t := range attainmentTargets(r.AtAttainment) {
 		if t < lo || t > hi {
 			continue
 		}
@@ -223,7 +243,7 @@ func plotFrontier(p *plot.Plot, points []SweepPoint, name string, c color.Color,
 		return lo, hi, err
 	}
 	var fr plotter.XYs
-	for _, pt := range frontier(points, name) {
+	for _, pt := range frontier(points, name, fleetBasis) {
 		fr = append(fr, plotter.XY{X: pt.SLOAttainment.Mean, Y: pt.Cost.Mean})
 	}
 	return lo, hi, line(p, name, fr, c, false)

@@ -20,14 +20,14 @@ func TestFrontierByHand(t *testing.T) {
 		pt("a", 90, 4), pt("a", 95, 6), pt("a", 99, 10), pt("a", 94, 7), // (94, 7) is beaten by (95, 6)
 		pt("b", 96, 5), pt("b", 99.5, 12), pt("b", 92, 5), // (92, 5) ties (96, 5) on cost: beaten
 	}
-	markFrontiers(ps)
+	markFrontiers(ps, fleetBasis)
 	wantFrontier := []bool{true, true, true, false, true, true, false}
 	for i, p := range ps {
 		if p.Frontier != wantFrontier[i] {
 			t.Errorf("point %d (%s %.1f%% @ %.1f): frontier %v", i, p.Autoscaler, p.SLOAttainment.Mean, p.Cost.Mean, p.Frontier)
 		}
 	}
-	fa := frontier(ps, "a")
+	fa := frontier(ps, "a", fleetBasis)
 	for _, c := range []struct {
 		target, cost     float64
 		reached, atFloor bool
@@ -37,24 +37,24 @@ func TestFrontierByHand(t *testing.T) {
 		{85, 4, true, true},     // the cheapest already exceeds it
 		{99.5, 0, false, false}, // never reached
 	} {
-		got := costAt(fa, "a", c.target)
+		got := costAt(fa, "a", c.target, fleetBasis)
 		if got.Reached != c.reached || got.UpperBound != c.atFloor || math.Abs(got.Cost-c.cost) > 1e-12 {
 			t.Errorf("a at %.1f%%: %+v, want cost %v reached %v upper bound %v", c.target, got, c.cost, c.reached, c.atFloor)
 		}
 	}
 	// b's (96, 5): a costs 6.8 there; b's (99.5, 12): a never reaches it.
-	d, ok := dominance(ps, "a", "b")
+	d, ok := dominance(ps, "a", "b", fleetBasis)
 	if !ok || d.Dominates || len(d.Beaten) != 2 {
 		t.Errorf("a over b: %+v", d)
 	}
 	// a's points against b: at 90 % b's cheapest costs 5 > 4; at 95 % 5 ≤ 6;
 	// at 99 % b costs 5 + 7·3/3.5 = 11 > 10.
-	if d, _ := dominance(ps, "b", "a"); d.Dominates || len(d.Beaten) != 2 || !strings.HasPrefix(d.Beaten[0], "90.00%") || !strings.HasPrefix(d.Beaten[1], "99.00%") {
+	if d, _ := dominance(ps, "b", "a", fleetBasis); d.Dominates || len(d.Beaten) != 2 || !strings.HasPrefix(d.Beaten[0], "90.00%") || !strings.HasPrefix(d.Beaten[1], "99.00%") {
 		t.Errorf("b over a: %+v", d)
 	}
 	ps = append(ps, pt("c", 99.9, 1))
-	markFrontiers(ps)
-	if d, _ := dominance(ps, "c", "a"); !d.Dominates {
+	markFrontiers(ps, fleetBasis)
+	if d, _ := dominance(ps, "c", "a", fleetBasis); !d.Dominates {
 		t.Errorf("c (99.9 %% at 1) over a: %+v", d)
 	}
 }
@@ -131,5 +131,40 @@ func TestSweepParallelDeterministic(t *testing.T) {
 	files, err := WriteSweepPlot(dir, r)
 	if err != nil || len(files) != 2 {
 		t.Errorf("plot: %v %v", files, err)
+	}
+}
+
+// TestWorstModelFrontier: on the worst model's attainment the frontier
+// and the cost at equal attainment can differ from the fleet's: a setting
+// that is cheap and good for the fleet can starve one model.
+func TestWorstModelFrontier(t *testing.T) {
+	wp := func(name string, fleet, worst, cost float64) SweepPoint {
+		p := pt(name, fleet, cost)
+		p.WorstModelAttainment = Stat{Mean: worst}
+		return p
+	}
+	ps := []SweepPoint{wp("a", 98, 80, 4), wp("a", 97, 96, 6), wp("a", 99, 98, 9)}
+	res := &SweepResult{Points: ps}
+	res.compare(SweepSpec{Autoscalers: []string{"a"}, Targets: []float64{95}}, 2)
+	// Fleet: (98, 4) beats (97, 6); worst model: (80, 4), (96, 6) and (98, 9)
+	// are all on the frontier.
+	if f := [3]bool{res.Points[0].Frontier, res.Points[1].Frontier, res.Points[2].Frontier}; f != [3]bool{true, false, true} {
+		t.Errorf("fleet frontier %v", f)
+	}
+	if f := [3]bool{res.Points[0].WorstModelFrontier, res.Points[1].WorstModelFrontier, res.Points[2].WorstModelFrontier}; f != [3]bool{true, true, true} {
+		t.Errorf("worst-model frontier %v", f)
+	}
+	// 95 %: the fleet's cheapest point already reaches it (4); the worst
+	// model needs 4 + 2·15/16 = 5.875.
+	if a := res.AtAttainment[0]; !a.Reached || a.Cost != 4 || !a.UpperBound {
+		t.Errorf("fleet at 95 %%: %+v", a)
+	}
+	if a := res.WorstModelAtAttainment[0]; !a.Reached || math.Abs(a.Cost-5.875) > 1e-12 {
+		t.Errorf("worst model at 95 %%: %+v", a)
+	}
+	one := &SweepResult{Points: []SweepPoint{wp("a", 98, 98, 4)}}
+	one.compare(SweepSpec{Autoscalers: []string{"a"}}, 1)
+	if one.WorstModelAtAttainment != nil {
+		t.Error("one model: no worst-model figures expected")
 	}
 }
