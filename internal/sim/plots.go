@@ -61,7 +61,7 @@ func newPanel(title, ylabel string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	p.Y.Label.Text = ylabel
-	p.X.Label.Text = "time (s)"
+	p.X.Label.Text = "time (min)"
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Add(plotter.NewGrid())
@@ -88,7 +88,7 @@ func line(p *plot.Plot, name string, xys plotter.XYs, c color.Color, dashed bool
 func series(r *Result, y func(Point) float64) plotter.XYs {
 	xys := make(plotter.XYs, 0, len(r.Series))
 	for _, p := range r.Series {
-		xys = append(xys, plotter.XY{X: p.T, Y: y(p)})
+		xys = append(xys, plotter.XY{X: p.T / 60, Y: y(p)})
 	}
 	return xys
 }
@@ -189,9 +189,7 @@ func saveFigure(dir, base string, panels []*plot.Plot, w, h vg.Length) ([]string
 			grid[i] = []*plot.Plot{p}
 		}
 		canvases := plot.Align(grid, tiles, c)
-		for i, p := range panels {
-			p.Draw(canvases[i][0])
-		}
+		drawBesideLegends(panels, canvases)
 		name := base + "." + kind
 		file, err := os.Create(filepath.Join(dir, name))
 		if err != nil {
@@ -207,4 +205,31 @@ func saveFigure(dir, base string, panels []*plot.Plot, w, h vg.Length) ([]string
 		names = append(names, name)
 	}
 	return names, nil
+}
+
+// drawBesideLegends draws each panel with its legend to the right of its
+// data, not over it: every panel gives up the width of the widest legend
+// (so that the panels' time axes stay aligned), and a panel without a
+// legend keeps the strip empty.
+func drawBesideLegends(panels []*plot.Plot, canvases [][]draw.Canvas) {
+	width := vg.Length(0)
+	for i, p := range panels {
+		if r := p.Legend.Rectangle(canvases[i][0]); r.Max.X > r.Min.X { // no entries: no width
+			width = max(width, r.Max.X-r.Min.X+vg.Points(12))
+		}
+	}
+	for i, p := range panels {
+		c := canvases[i][0]
+		if width == 0 {
+			p.Draw(c)
+			continue
+		}
+		legend := p.Legend
+		p.Legend = plot.NewLegend()
+		p.Draw(draw.Crop(c, 0, -width, 0, 0))
+		legend.Top, legend.Left = true, true
+		legend.XOffs = vg.Points(8)
+		legend.Draw(draw.Crop(c, c.Max.X-c.Min.X-width, 0, 0, 0))
+		p.Legend = legend
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"text/tabwriter"
@@ -189,7 +190,7 @@ func WriteAttainmentCSV(w io.Writer, r *SweepResult) error {
 func WriteSweepPlot(dir string, r *SweepResult) (files []string, err error) {
 	defer recoverPlot(&err)
 	p := plot.New()
-	p.Title.Text = r.Scenario + ": cost against SLO attainment (frontier lines; defaults ringed)"
+	p.Title.Text = r.Scenario + ": cost against SLO attainment (frontier lines; defaults ringed; bars ± 1 sd over seeds)"
 	p.X.Label.Text = "SLO attainment (%), mean over seeds"
 	p.Y.Label.Text = "cost, mean over seeds"
 	p.Legend.Top = true
@@ -218,7 +219,78 @@ func WriteSweepPlot(dir string, r *SweepResult) (files []string, err error) {
 		}
 	}
 	p.Y.Min = 0
+	zoom(p, r)
 	return saveFigure(dir, "frontier", []*plot.Plot{p}, 9*vg.Inch, 6*vg.Inch)
+}
+
+// zoom narrows the attainment axis to where the comparison is: from just
+// below the lowest frontier point, but no lower than 5 points under the
+// lowest target attainment, to just above the highest point. Settings far
+// below would squeeze the part that matters into a corner; they are
+// clipped, and the title says how many.
+func zoom(p *plot.Plot, r *SweepResult) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, pt := range r.Points {
+		hi = max(hi, pt.SLOAttainment.Mean+pt.SLOAttainment.SD)
+		if pt.Frontier {
+			lo = min(lo, pt.SLOAttainment.Mean-pt.SLOAttainment.SD)
+		}
+	}
+	if ts := attainmentTargets(r.AtAttainment); len(ts) > 0 {
+		lo = max(lo, ts[0]-5)
+	}
+	if math.IsInf(lo, 0) || math.IsInf(hi, 0) || !(hi > lo) {
+		return
+	}
+	pad := (hi - lo) * 0.05
+	p.X.Min, p.X.Max = lo-pad, min(hi+pad, 100.5)
+	clipped := 0
+	for _, pt := range r.Points {
+		if pt.SLOAttainment.Mean < p.X.Min {
+			clipped++
+		}
+	}
+	if clipped > 0 {
+		p.Title.Text += fmt.Sprintf("\n%d setting(s) below %.1f %% not shown", clipped, p.X.Min)
+	}
+}
+
+// spread is the points' mean ± one standard deviation over the seeds, on
+// both axes, for error bars.
+type spread struct {
+	plotter.XYs
+	x, y plotter.Errors
+}
+
+func (s spread) XError(i int) (float64, float64) { return s.x[i].Low, s.x[i].High }
+func (s spread) YError(i int) (float64, float64) { return s.y[i].Low, s.y[i].High }
+
+// errorBars adds the seeds' spread of each of an autoscaler's points.
+func errorBars(p *plot.Plot, points []SweepPoint, name string, c color.Color) error {
+	var s spread
+	for _, pt := range points {
+		if pt.Autoscaler != name {
+			continue
+		}
+		s.XYs = append(s.XYs, plotter.XY{X: pt.SLOAttainment.Mean, Y: pt.Cost.Mean})
+		s.x = append(s.x, struct{ Low, High float64 }{pt.SLOAttainment.SD, pt.SLOAttainment.SD})
+		s.y = append(s.y, struct{ Low, High float64 }{pt.Cost.SD, pt.Cost.SD})
+	}
+	if len(s.XYs) == 0 {
+		return nil
+	}
+	xb, err := plotter.NewXErrorBars(s)
+	if err != nil {
+		return err
+	}
+	yb, err := plotter.NewYErrorBars(s)
+	if err != nil {
+		return err
+	}
+	xb.Color, yb.Color = c, c
+	xb.CapWidth, yb.CapWidth = vg.Points(3), vg.Points(3)
+	p.Add(xb, yb)
+	return nil
 }
 
 // plotFrontier adds an autoscaler's points (its defaults' ringed) and its
@@ -237,6 +309,9 @@ func plotFrontier(p *plot.Plot, points []SweepPoint, name string, c color.Color,
 		lo, hi = min(lo, xy.X), max(hi, xy.X)
 	}
 	if err := scatter(p, all, c, draw.CircleGlyph{}, 2.5); err != nil {
+		return lo, hi, err
+	}
+	if err := errorBars(p, points, name, c); err != nil {
 		return lo, hi, err
 	}
 	if err := scatter(p, def, c, draw.RingGlyph{}, 6); err != nil {
