@@ -356,11 +356,7 @@ func autoscalerHelp() string {
 	bs := sim.Baselines()
 	parts := make([]string, 0, len(bs))
 	for _, b := range bs {
-		name := b.Name
-		if b.Param != nil {
-			name += ":N"
-		}
-		parts = append(parts, name+" ("+b.Summary+")")
+		parts = append(parts, b.Usage()+" ("+b.Summary+")")
 	}
 	text := "Autoscalers: " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1] + "."
 	var out, line strings.Builder

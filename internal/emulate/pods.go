@@ -182,24 +182,25 @@ func (e *Emulator) podMarks(ctx context.Context, t Target, fresh bool) (costs ma
 // listPods returns the emulated pods of a namespace by name, from the
 // informer's cache or, fresh, from the API server.
 func (e *Emulator) listPods(ctx context.Context, ns string, fresh bool) (map[string]*corev1.Pod, error) {
+	var pods []*corev1.Pod
 	if !fresh && e.podLister != nil {
-		pods, err := e.podLister.Pods(ns).List(labels.SelectorFromSet(labels.Set{EmulatedLabel: "true"}))
+		var err error
+		// The pod informer watches the emulated pods only.
+		if pods, err = e.podLister.Pods(ns).List(labels.Everything()); err != nil {
+			return nil, err
+		}
+	} else {
+		list, err := e.kc.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: EmulatedLabel + "=true"})
 		if err != nil {
 			return nil, err
 		}
-		byName := make(map[string]*corev1.Pod, len(pods))
-		for _, p := range pods {
-			byName[p.Name] = p
+		for i := range list.Items {
+			pods = append(pods, &list.Items[i])
 		}
-		return byName, nil
 	}
-	list, err := e.kc.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: EmulatedLabel + "=true"})
-	if err != nil {
-		return nil, err
-	}
-	byName := make(map[string]*corev1.Pod, len(list.Items))
-	for i := range list.Items {
-		byName[list.Items[i].Name] = &list.Items[i]
+	byName := make(map[string]*corev1.Pod, len(pods))
+	for _, p := range pods {
+		byName[p.Name] = p
 	}
 	return byName, nil
 }

@@ -71,9 +71,9 @@ func Baselines() []Baseline {
 	return out
 }
 
-// usage is how a baseline is written: its name, or NAME:N for one with a
+// Usage is how a baseline is written: its name, or NAME:N for one with a
 // parameter.
-func (b *Baseline) usage() string {
+func (b *Baseline) Usage() string {
 	if b.Param != nil {
 		return b.Name + ":N"
 	}
@@ -84,7 +84,7 @@ func (b *Baseline) usage() string {
 func AutoscalerNames() []string {
 	out := make([]string, len(baselines))
 	for i, b := range baselines {
-		out[i] = b.usage()
+		out[i] = b.Usage()
 	}
 	return out
 }

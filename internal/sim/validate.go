@@ -238,7 +238,7 @@ func (s *Scenario) validateInventory(add func(string, string, ...any)) {
 // validateKVThreshold checks WVA's KV threshold: 0 (the default) or above
 // the saturation analyzer's spare trigger, at most 1.
 func validateKVThreshold(p string, v float64, add func(string, string, ...any)) {
-	if !(v == 0 || v > engine.DefaultKVSpareTrigger && v <= 1) {
+	if v != 0 && !kvThresholdOK(v) {
 		add(p+".kvCacheThreshold", "must be a KV-cache utilisation in (%g, 1], above the analyzer's spare trigger (0: the default 0.8), got %v",
 			engine.DefaultKVSpareTrigger, v)
 	}

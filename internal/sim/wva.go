@@ -80,10 +80,13 @@ func init() {
 		}})
 }
 
-// kvThreshold checks a KV threshold: above the analyzer's spare trigger,
-// at most 1.
+// kvThresholdOK says whether a KV threshold lies above the saturation
+// analyzer's spare trigger and at most 1.
+func kvThresholdOK(v float64) bool { return v > engine.DefaultKVSpareTrigger && v <= 1 }
+
+// kvThreshold checks a sweep's KV threshold (kvThresholdOK).
 func kvThreshold(v float64) error {
-	if !(v > engine.DefaultKVSpareTrigger && v <= 1) {
+	if !kvThresholdOK(v) {
 		return fmt.Errorf("must be in (%g, 1], above the saturation analyzer's spare trigger, got %g", engine.DefaultKVSpareTrigger, v)
 	}
 	return nil
