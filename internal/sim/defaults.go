@@ -52,6 +52,7 @@ func (p Scrape) withDefaults() Scrape {
 	setDefault(&p.IntervalSeconds, 15)
 	setDefault(&p.WindowSeconds, 60)
 	setDefault(&p.DelaySeconds, 15)
+	setDefault(&p.EPPIntervalSeconds, 10)
 	return p
 }
 
@@ -62,6 +63,10 @@ func (a Autoscalers) withDefaults() Autoscalers {
 	a.WVA = a.WVA.withDefaults()
 	a.HPA = a.HPA.withDefaults()
 	a.KEDA = a.KEDA.withDefaults()
+	a.KEDAQueue = a.KEDAQueue.withDefaults()
+	a.KEDASaturation = a.KEDASaturation.withDefaults()
+	a.KEDATokens = a.KEDATokens.withDefaults()
+	a.KEDASLO = a.KEDASLO.withDefaults()
 	if len(a.Default) == 0 {
 		a.Default = DefaultAutoscalers()
 	}

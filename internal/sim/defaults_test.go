@@ -40,12 +40,19 @@ func TestDefaultsFillACopy(t *testing.T) {
 		{"gateway", *c.Gateway.Weights, ScorerWeights{KV: 1, Queue: 1, Batch: 1, Prefix: 1}},
 		{"gateway.router", c.Gateway.Router, "least-loaded"}, {"gateway.timeoutSeconds", c.Gateway.TimeoutSeconds, 120.0},
 		{"gateway.saturation", *c.Gateway.Saturation, Saturation{QueueThreshold: 5, KVThreshold: 0.8}},
-		{"scrape", c.Scrape, Scrape{IntervalSeconds: 15, WindowSeconds: 60, DelaySeconds: 15}},
+		{"scrape", c.Scrape, Scrape{IntervalSeconds: 15, WindowSeconds: 60, DelaySeconds: 15, EPPIntervalSeconds: 10}},
 		{"oracleIntervalSeconds", c.Autoscalers.OracleIntervalSeconds, 60.0},
 		{"wva", c.Autoscalers.WVA, WVAConfig{IntervalSeconds: 30, ScaleFromZeroIntervalSeconds: 2, Mode: "hybrid", Optimizer: "unlimited", DrainTimeoutSeconds: &drainTimeout}},
 		{"hpa", c.Autoscalers.HPA, HPAConfig{SyncSeconds: 15, QueueTarget: 7, KVTarget: 0.5, Tolerance: 0.1, StabilizationSeconds: 300}},
 		{"keda", c.Autoscalers.KEDA, KEDAConfig{PollingSeconds: 30, CooldownSeconds: 300, StabilizationSecs: 300, ThresholdFraction: 1}},
 		{"default", c.Autoscalers.Default, []string{"wva", "hpa", "clairvoyant"}},
+		{"kedaQueue", c.Autoscalers.KEDAQueue, KEDAQueueConfig{EPPScaler: EPPScaler{SyncSeconds: 15, Tolerance: 0.1, MinReplicaCount: 1,
+			Behavior: &Behavior{ScaleUp: &ScalingRules{StabilizationWindowSeconds: ptr(300.0), SelectPolicy: "Max",
+				Policies: []ScalingPolicy{{Type: "Percent", Value: 100, PeriodSeconds: 15}}},
+				ScaleDown: &ScalingRules{StabilizationWindowSeconds: ptr(300.0), SelectPolicy: "Max",
+					Policies: []ScalingPolicy{{Type: "Percent", Value: 100, PeriodSeconds: 15}}}}},
+			QueueThreshold: 1, RunningThreshold: 16}},
+		{"kedaSlo", [2]float64{c.Autoscalers.KEDASLO.ThetaUp, c.Autoscalers.KEDASLO.ThetaDown}, [2]float64{0.55, 0.40}},
 	} {
 		if !reflect.DeepEqual(f.got, f.want) {
 			t.Errorf("%s: got %+v, want %+v", f.name, f.got, f.want)

@@ -23,6 +23,7 @@ const (
 	evStep // an idle server starts an iteration once the arrivals of the instant are in
 	evGatewayTimeout
 	evScrape
+	evEPPScrape
 	evAutoscale
 	evFast
 	evRecord

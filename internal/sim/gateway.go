@@ -47,6 +47,7 @@ func (s *Sim) route(q *request) {
 		return
 	}
 	q.routed = true
+	s.eppDispatched(q, s.cands[k])
 	if s.gate != nil {
 		s.dispatched(q, k)
 	}
@@ -153,6 +154,7 @@ func (s *Sim) dropFromGateway(q *request) {
 
 func (s *Sim) fail(q *request, cause string) {
 	q.failed = true
+	s.eppReleased(q)
 	s.res.Failed++
 	s.res.FailedBy.add(cause)
 	s.res.class(q.model, q.class).Failed++
@@ -167,6 +169,13 @@ func (s *Sim) fail(q *request, cause string) {
 func (s *Sim) complete(q *request, a2 float64) {
 	s.inFlight--
 	s.res.record(q, s.now, a2, s.sloOf(q))
+	if s.epp != nil {
+		itl := 0.0
+		if q.output > 1 {
+			itl = (s.now-q.firstToken)/float64(q.output-1) + a2
+		}
+		s.eppObserve(q, q.firstToken-q.arrive+a2, itl)
+	}
 	if s.done != nil {
 		s.done(s, q)
 	}

@@ -103,6 +103,9 @@ type View struct {
 	// Unlike the sum over pods it includes requests served by pods that
 	// have since been removed.
 	GatewayArrivalRPS []float64
+	// EPP reads the endpoint picker's metrics, for an autoscaler that
+	// uses them (nil otherwise).
+	EPP *EPPMetrics
 }
 
 // VariantView is one variant as seen by an autoscaler.
@@ -154,6 +157,9 @@ func (s *Sim) view(pods bool) *View {
 	v := &View{Now: s.now, Scenario: &s.sc, GatewayWaiting: make([]int, len(s.sc.Models)), GatewayArrivalRPS: make([]float64, len(s.sc.Models))}
 	for m := range s.sc.Models {
 		v.GatewayArrivalRPS[m] = s.gatewayRate(m)
+	}
+	if s.epp != nil {
+		v.EPP = &EPPMetrics{st: s.epp, now: s.now, delay: s.sc.Scrape.DelaySeconds}
 	}
 	for m, g := range s.gateway {
 		for _, q := range g {

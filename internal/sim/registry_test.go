@@ -8,7 +8,7 @@ import (
 
 // TestRegistryNames: the registered names in order, and the defaults.
 func TestRegistryNames(t *testing.T) {
-	if got := AutoscalerNames(); !slices.Equal(got, []string{"wva", "hpa", "keda", "clairvoyant", "oracle", "static:N"}) {
+	if got := AutoscalerNames(); !slices.Equal(got, []string{"wva", "hpa", "keda", "keda-queue", "keda-saturation", "keda-tokens", "keda-slo", "clairvoyant", "oracle", "static:N"}) {
 		t.Errorf("names %v", got)
 	}
 	if got := DefaultAutoscalers(); !slices.Equal(got, []string{"wva", "hpa", "clairvoyant"}) {
@@ -62,7 +62,7 @@ func TestRegistryLookup(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if _, err := NewAutoscaler("turbo", &sc); err == nil || !strings.Contains(err.Error(), "want wva, hpa, keda, clairvoyant, oracle or static:N") {
+	if _, err := NewAutoscaler("turbo", &sc); err == nil || !strings.Contains(err.Error(), "want wva, hpa, keda, keda-queue, keda-saturation, keda-tokens, keda-slo, clairvoyant, oracle or static:N") {
 		t.Errorf("unknown: %v", err)
 	}
 }

@@ -273,6 +273,9 @@ type Scrape struct {
 	IntervalSeconds float64 `json:"intervalSeconds,omitempty"` // default 15
 	WindowSeconds   float64 `json:"windowSeconds,omitempty"`   // rate and max_over_time window, default 60
 	DelaySeconds    float64 `json:"delaySeconds,omitempty"`    // query delay, default 15
+	// EPPIntervalSeconds: how often Prometheus scrapes the endpoint
+	// picker (default 10, the llm-d router chart's ServiceMonitor).
+	EPPIntervalSeconds float64 `json:"eppIntervalSeconds,omitempty"`
 }
 
 // Autoscalers configures the autoscalers a run may compare.
@@ -280,6 +283,11 @@ type Autoscalers struct {
 	WVA  WVAConfig  `json:"wva,omitempty"`
 	HPA  HPAConfig  `json:"hpa,omitempty"`
 	KEDA KEDAConfig `json:"keda,omitempty"`
+	// llm-d's KEDA + endpoint-picker paths (kedaepp.go).
+	KEDAQueue      KEDAQueueConfig      `json:"kedaQueue,omitempty"`
+	KEDASaturation KEDASaturationConfig `json:"kedaSaturation,omitempty"`
+	KEDATokens     KEDATokensConfig     `json:"kedaTokens,omitempty"`
+	KEDASLO        KEDASLOConfig        `json:"kedaSlo,omitempty"`
 	// OracleIntervalSeconds: how often the oracle and the clairvoyant
 	// bound re-provision (default 60).
 	OracleIntervalSeconds float64 `json:"oracleIntervalSeconds,omitempty"`

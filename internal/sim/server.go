@@ -23,6 +23,9 @@ type request struct {
 	cached        int
 	everScheduled bool
 	failed        bool
+	// eppTokens are the uncached prompt tokens the endpoint picker counts
+	// in flight for it, until its first token (epp.go).
+	eppTokens float64
 
 	// Server state of the current run (reset by a preemption).
 	computed   int     // token slots whose KV is computed
@@ -302,6 +305,7 @@ func (r *replica) endIteration(s *Sim) {
 		if q.generated > q.emitted {
 			if q.emitted == 0 {
 				q.firstToken = now
+				s.eppReleased(q)
 				r.c.ttftSum += now - q.atServer + a2
 				r.c.ttftCount++
 				r.c.promptTokens += float64(q.input)

@@ -49,7 +49,10 @@ type Sim struct {
 	// gate is gateway.admission's state (nil without); cands the current
 	// request's routing candidates; prefixLookups counts the prefix
 	// matches computed for them (gate.go).
-	gate          *gate
+	gate *gate
+	// epp holds the endpoint picker's metrics for an autoscaler that
+	// reads them (nil otherwise).
+	epp           *eppState
 	cands         []candidate
 	prefixLookups int64
 	// check, when set (by tests), runs after every event; done after every
@@ -65,6 +68,9 @@ func New(sc Scenario, a Autoscaler) *Sim {
 	s.res = newResult(a.Name(), &sc)
 	s.instant = instant(a.Name())
 	s.gate = newGate(&sc, s.res)
+	if _, ok := a.(eppReader); ok {
+		s.epp = newEPPState(&sc)
+	}
 	for m, mod := range sc.Models {
 		var vs []*variantRT
 		for _, v := range mod.Variants {
@@ -119,6 +125,9 @@ func (s *Sim) start() {
 		s.nextArrival(m, 0)
 	}
 	s.schedule(&event{t: s.sc.Scrape.IntervalSeconds, kind: evScrape})
+	if s.epp != nil {
+		s.schedule(&event{t: s.sc.Scrape.EPPIntervalSeconds, kind: evEPPScrape})
+	}
 	s.schedule(&event{t: 0, kind: evAutoscale})
 	if f, ok := s.scaler.(FastLooper); ok && f.FastInterval() > 0 {
 		s.schedule(&event{t: f.FastInterval(), kind: evFast})
@@ -262,6 +271,9 @@ func (s *Sim) dispatchLoop(e *event) {
 	case evScrape:
 		s.scrape()
 		s.schedule(&event{t: s.now + s.sc.Scrape.IntervalSeconds, kind: evScrape})
+	case evEPPScrape:
+		s.eppScrape()
+		s.schedule(&event{t: s.now + s.sc.Scrape.EPPIntervalSeconds, kind: evEPPScrape})
 	case evAutoscale:
 		s.autoscale()
 		s.schedule(&event{t: s.now + math.Max(s.scaler.Interval(), 1), kind: evAutoscale})

@@ -61,6 +61,7 @@ func (s *Scenario) checkFields(add func(path, format string, args ...any)) {
 	}
 	validateWVA("autoscalers.wva", s.Autoscalers.WVA, add)
 	validateBaselines(s.Autoscalers, add)
+	validateKEDAEPP(s.Autoscalers, add)
 	if m := s.Autoscalers.ClairvoyantMargin; !(m >= 0 && m <= MaxClairvoyantMargin) {
 		add("autoscalers.clairvoyantMargin", "must be a number between 0 and %d, got %v", MaxClairvoyantMargin, m)
 	}
@@ -174,6 +175,7 @@ func (s *Scenario) validatePeriods(add func(string, string, ...any)) {
 	}{
 		{"recordSeconds", s.RecordSeconds, true}, {"scrape.intervalSeconds", s.Scrape.IntervalSeconds, true},
 		{"scrape.windowSeconds", s.Scrape.WindowSeconds, true}, {"scrape.delaySeconds", s.Scrape.DelaySeconds, false},
+		{"scrape.eppIntervalSeconds", s.Scrape.EPPIntervalSeconds, true},
 		{"autoscalers.oracleIntervalSeconds", a.OracleIntervalSeconds, true},
 		{"autoscalers.wva.intervalSeconds", a.WVA.IntervalSeconds, true},
 		{"autoscalers.wva.scaleFromZeroIntervalSeconds", a.WVA.ScaleFromZeroIntervalSeconds, true},
