@@ -60,6 +60,7 @@ func (p Scrape) withDefaults() Scrape {
 // list of autoscalers.
 func (a Autoscalers) withDefaults() Autoscalers {
 	setDefault(&a.OracleIntervalSeconds, 60)
+	setDefault(&a.ClairvoyantAttainment, DefaultBoundAttainment)
 	a.WVA = a.WVA.withDefaults()
 	a.HPA = a.HPA.withDefaults()
 	a.KEDA = a.KEDA.withDefaults()

@@ -1,6 +1,9 @@
 package sim
 
-import "math"
+import (
+	"context"
+	"math"
+)
 
 // sample is one scrape of a pod, like Prometheus storing vLLM's metrics.
 type sample struct {
@@ -106,6 +109,9 @@ type View struct {
 	// EPP reads the endpoint picker's metrics, for an autoscaler that
 	// uses them (nil otherwise).
 	EPP *EPPMetrics
+	// ctx is the run's: an autoscaler that does long work in Decide (the
+	// bounds' capacity measurements) stops when the run is cancelled.
+	ctx context.Context
 }
 
 // VariantView is one variant as seen by an autoscaler.
@@ -154,7 +160,7 @@ type PodMetrics struct {
 // view is what the autoscalers see now; without pods, the pods' metrics
 // are left out (the fast loop's view).
 func (s *Sim) view(pods bool) *View {
-	v := &View{Now: s.now, Scenario: &s.sc, GatewayWaiting: make([]int, len(s.sc.Models)), GatewayArrivalRPS: make([]float64, len(s.sc.Models))}
+	v := &View{Now: s.now, Scenario: &s.sc, ctx: s.ctx, GatewayWaiting: make([]int, len(s.sc.Models)), GatewayArrivalRPS: make([]float64, len(s.sc.Models))}
 	for m := range s.sc.Models {
 		v.GatewayArrivalRPS[m] = s.gatewayRate(m)
 	}

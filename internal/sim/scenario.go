@@ -294,6 +294,9 @@ type Autoscalers struct {
 	// ClairvoyantMargin: the clairvoyant bound provisions for its peak
 	// rate times 1 + margin (default 0).
 	ClairvoyantMargin float64 `json:"clairvoyantMargin,omitempty"`
+	// ClairvoyantAttainment: the share of requests within the SLO the
+	// clairvoyant bound and the oracle size for (default 0.99).
+	ClairvoyantAttainment float64 `json:"clairvoyantAttainment,omitempty"`
 	// Default lists the autoscalers run when none is asked for
 	// (default: wva, hpa, clairvoyant).
 	Default []string `json:"default,omitempty"`

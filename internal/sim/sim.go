@@ -52,7 +52,9 @@ type Sim struct {
 	gate *gate
 	// epp holds the endpoint picker's metrics for an autoscaler that
 	// reads them (nil otherwise).
-	epp           *eppState
+	epp *eppState
+	// ctx is the run's (Run), handed to the autoscalers' views.
+	ctx           context.Context
 	cands         []candidate
 	prefixLookups int64
 	// check, when set (by tests), runs after every event; done after every
@@ -98,6 +100,7 @@ const cancelCheckEvents = 4096
 // Run simulates until the scenario's end (or ctx is cancelled: the result
 // then covers the time simulated so far) and returns the result.
 func (s *Sim) Run(ctx context.Context, progress func(simTime float64)) *Result {
+	s.ctx = ctx
 	s.start()
 	s.loop(ctx, progress)
 	if !s.drained() && !s.res.Interrupted {

@@ -59,14 +59,23 @@ func (s *Scenario) checkFields(add func(path, format string, args ...any)) {
 	if s.Matrix != nil {
 		validateMatrix(s, add)
 	}
-	validateWVA("autoscalers.wva", s.Autoscalers.WVA, add)
-	validateBaselines(s.Autoscalers, add)
-	validateKEDAEPP(s.Autoscalers, add)
-	if m := s.Autoscalers.ClairvoyantMargin; !(m >= 0 && m <= MaxClairvoyantMargin) {
+	validateAutoscalers(s.Autoscalers, add)
+}
+
+// validateAutoscalers checks every autoscaler's settings and the default
+// list.
+func validateAutoscalers(a Autoscalers, add func(path, format string, args ...any)) {
+	validateWVA("autoscalers.wva", a.WVA, add)
+	validateBaselines(a, add)
+	validateKEDAEPP(a, add)
+	if m := a.ClairvoyantMargin; !(m >= 0 && m <= MaxClairvoyantMargin) {
 		add("autoscalers.clairvoyantMargin", "must be a number between 0 and %d, got %v", MaxClairvoyantMargin, m)
 	}
-	if len(s.Autoscalers.Default) > 0 {
-		if err := CheckAutoscalers(s.Autoscalers.Default); err != nil {
+	if p := a.ClairvoyantAttainment; !(p >= 0 && p < 1) {
+		add("autoscalers.clairvoyantAttainment", "must be a share in (0, 1) (0: the default %g), got %v", DefaultBoundAttainment, p)
+	}
+	if len(a.Default) > 0 {
+		if err := CheckAutoscalers(a.Default); err != nil {
 			add("autoscalers.default", "%v", err)
 		}
 	}

@@ -1,0 +1,99 @@
+package sim
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+)
+
+// TestMeasuredCapacityLinear: one replica of a linear-model server that
+// runs one request at a time (max batch 1) under constant arrivals of
+// 100-token prompts and 10-token outputs serves each in exactly 11 ms of
+// prefill (β0 + 100 β1) and 9 decodes of 10.5 ms: 105.5 ms. Below 1/0.1055
+// = 9.48 requests/s nothing waits; above it the queue grows without end,
+// so the capacity at 99 % within a 1-s TTFT target is 9.48 requests/s, to
+// within the bisection's resolution (the queueing model, which the bounds
+// no longer use, gave 0 for a linear server).
+func TestMeasuredCapacityLinear(t *testing.T) {
+	v := linearVariant()
+	v.MaxBatchSize = 1
+	sc := Scenario{Name: "cap", DurationSeconds: 60, Models: []Model{{Name: "m", SLO: SLO{TTFTMs: 1000, ITLMs: 1e6},
+		Workload: Workload{Arrival: "constant", Rate: Rate{Pattern: "constant", RPS: 1},
+			Input: Tokens{Mean: 100}, Output: Tokens{Mean: 10}}, Variants: []Variant{v}}}}
+	d := sc.withDefaults()
+	got := capacityOf(context.Background(), &d, 0, 0, 1, 0.99)
+	if want := 1 / 0.1055; math.Abs(got-want)/want > 0.02 {
+		t.Errorf("capacity %.3f requests/s, want %.3f ± 2 %%", got, want)
+	}
+	// Two replicas behind the router carry twice as much.
+	if got2 := capacityOf(context.Background(), &d, 0, 0, 2, 0.99); math.Abs(got2-2*got)/(2*got) > 0.03 {
+		t.Errorf("two replicas: %.3f requests/s, want about %.3f", got2, 2*got)
+	}
+}
+
+// boundScenario: a chat model (listed first, so that taking the models
+// in turn would serve it first) on H100 (2 per replica, cost 2) or A100
+// (1.5, cost 2.5), and a 70B model that runs only on H100 (1 request/s per
+// replica, cost 3), with 4 H100 in the inventory; capacities are
+// filled in by hand (linear in the fleet) instead of measured.
+func boundScenario(big, chat float64) (*bound, *View) {
+	mk := func(name, acc string, cost float64) Variant {
+		return Variant{Name: name, Accelerator: acc, AcceleratorsPerReplica: 1, Cost: cost, MaxReplicas: 10}
+	}
+	sc := &Scenario{Inventory: map[string]int{"H100": 4}, Models: []Model{
+		{Name: "chat", Workload: Workload{Rate: Rate{Pattern: "constant", RPS: chat}}, Variants: []Variant{mk("h100", "H100", 2), mk("a100", "A100", 2.5)}},
+		{Name: "big", Workload: Workload{Rate: Rate{Pattern: "constant", RPS: big}}, Variants: []Variant{mk("h100", "H100", 3)}},
+	}}
+	b := newBound(sc)
+	for m, per := range [][]float64{{2, 1.5}, {1}} {
+		for j, c := range per {
+			for n := 1; n <= 64; n *= 2 {
+				b.curves[m][j].powers[n] = c * float64(n)
+			}
+		}
+	}
+	v := &View{Scenario: sc}
+	for m, mod := range sc.Models {
+		for _, x := range mod.Variants {
+			v.Variants = append(v.Variants, VariantView{Model: m, Name: x.Name, Cost: x.Cost, MaxReplicas: x.MaxReplicas})
+		}
+	}
+	return b, v
+}
+
+// TestBoundSharesScarceInventory: alone, the chat model's cheapest fleet
+// is 2 H100 (cost 4, against 2 A100 at 5); with the 70B model needing all
+// 4 H100 for 3.5 requests/s, the bound moves chat to A100 (total 12 + 5)
+// rather than starve the 70B model. When the 70B model needs more than
+// the inventory (5.5 requests/s: 6 H100), both get the same, largest,
+// share of their demand that fits, and the inventory is never exceeded.
+func TestBoundSharesScarceInventory(t *testing.T) {
+	for _, tc := range []struct {
+		big, chat float64
+		want      []int // chat/h100, chat/a100, big/h100
+	}{
+		{3.5, 3, []int{0, 2, 4}},
+		{1.5, 3, []int{2, 0, 2}}, // room for both on H100: the cheapest
+		{5.5, 3, []int{0, 2, 4}},
+	} {
+		b, v := boundScenario(tc.big, tc.chat)
+		got := b.provision(v, func(int) float64 { return 60 }, 0)
+		if got[0] != tc.want[0] || got[1] != tc.want[1] || got[2] != tc.want[2] {
+			t.Errorf("demand %v, %v: replicas %v, want %v", tc.big, tc.chat, got, tc.want)
+		}
+		if h100 := got[0] + got[2]; h100 > 4 {
+			t.Errorf("demand %v, %v: %d H100 of 4", tc.big, tc.chat, h100)
+		}
+	}
+}
+
+// TestBoundAttainmentValidated: the bounds' attainment is a share below 1.
+func TestBoundAttainmentValidated(t *testing.T) {
+	for _, bad := range []string{"1", "-0.5", "7"} {
+		_, err := ParseScenario([]byte(strings.Replace(validScenario, "durationSeconds: 600", "durationSeconds: 600\nautoscalers: {clairvoyantAttainment: "+bad+"}", 1)))
+		if err == nil || !strings.Contains(err.Error(), "autoscalers.clairvoyantAttainment: must be a share in (0, 1)") {
+			t.Errorf("clairvoyantAttainment %s: %v", bad, err)
+		}
+	}
+}

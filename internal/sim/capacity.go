@@ -1,0 +1,254 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"sync"
+)
+
+// Measured capacity: the largest constant arrival rate at which N replicas
+// of one variant, alone behind the scenario's gateway, serve at least a
+// share P of a model's requests within its SLO (TTFT and ITL, per
+// request) — found by static-fleet runs of the simulator itself, so that a
+// bound built on it does not depend on WVA's queueing model, and handles
+// every latency model the simulator has.
+//
+// A measurement runs the model's own workload (arrival process, token
+// distributions, classes, shared prefixes; a trace's token counts as an
+// empirical distribution) at a constant rate for long enough to bring
+// capMeasureRequests requests (between capMinSeconds and capMaxSeconds),
+// then lets what is in flight finish. The rate is bracketed by doubling
+// and bisected to capBisections steps, every run from the same seed (the
+// same random numbers at every rate, so that attainment falls smoothly as
+// the rate grows). Capacities at fleet sizes between the powers of two
+// measured are interpolated linearly. Results are cached for the process:
+// a sweep measures a scenario once.
+
+const (
+	capMeasureRequests = 3000
+	capMinSeconds      = 120.0
+	capMaxSeconds      = 1800.0
+	capDrainSeconds    = 600.0
+	capBisections      = 7
+	capMeasureSeed     = 1
+	// capMaxRate bounds the search: a rate beyond it counts as unbounded
+	// capacity (no shipped server comes near).
+	capMaxRate = 1e4
+	// capCacheEntries bounds the process-wide cache.
+	capCacheEntries = 100_000
+)
+
+// capEntry is one cached measurement; its lock is held while it is
+// measured, so that runs in parallel measure it once.
+type capEntry struct {
+	sync.Mutex
+	done bool
+	rate float64
+}
+
+var capCache = struct {
+	sync.Mutex
+	m map[string]*capEntry
+}{m: map[string]*capEntry{}}
+
+// capacityOf measures (or recalls) the capacity of n replicas of variant j
+// of model m of the defaulted scenario sc at attainment p, in requests/s.
+// A measurement cut short by ctx is returned but not kept.
+func capacityOf(ctx context.Context, sc *Scenario, m, j, n int, p float64) float64 {
+	base := measureBase(sc, m, j, n)
+	key, err := json.Marshal(struct {
+		S Scenario
+		P float64
+	}{base, p})
+	if err != nil {
+		return measure(ctx, base, n, p)
+	}
+	capCache.Lock()
+	e, ok := capCache.m[string(key)]
+	if !ok {
+		if len(capCache.m) >= capCacheEntries {
+			capCache.m = map[string]*capEntry{}
+		}
+		e = &capEntry{}
+		capCache.m[string(key)] = e
+	}
+	capCache.Unlock()
+	e.Lock()
+	defer e.Unlock()
+	if !e.done {
+		e.rate = measure(ctx, base, n, p)
+		e.done = ctx.Err() == nil
+	}
+	return e.rate
+}
+
+// measureBase is the static-fleet scenario of a measurement, without its
+// rate and duration: model m with variant j alone at n replicas, the
+// scenario's gateway and metrics pipeline, no inventory.
+func measureBase(sc *Scenario, m, j, n int) Scenario {
+	mod := sc.Models[m]
+	v := mod.Variants[j]
+	v.MinReplicas, v.MaxReplicas, v.InitialReplicas = n, n, n
+	mod.Variants = []Variant{v}
+	w := &mod.Workload
+	if w.rows != nil {
+		w.Input, w.Output = traceTokens(w.rows)
+		w.rows, w.Trace = nil, ""
+		if w.Arrival == "" || w.Arrival == "trace" {
+			w.Arrival = "poisson"
+		}
+	}
+	w.NumRequests = 0
+	w.Rate = Rate{}
+	return Scenario{Name: "capacity", Seed: capMeasureSeed, Models: []Model{mod}, Gateway: sc.Gateway, Scrape: sc.Scrape}
+}
+
+// traceTokens turns a trace's token counts into empirical distributions.
+func traceTokens(rows []traceRow) (in, out Tokens) {
+	in, out = Tokens{Dist: "empirical"}, Tokens{Dist: "empirical"}
+	for _, r := range rows {
+		in.Values = append(in.Values, float64(r.input))
+		out.Values = append(out.Values, float64(r.output))
+	}
+	return in, out
+}
+
+// measure finds the capacity of the base scenario's fleet of n replicas.
+func measure(ctx context.Context, base Scenario, n int, p float64) float64 {
+	ok := func(rate float64) bool { return ctx.Err() == nil && attainmentAt(ctx, base, rate, p) >= p }
+	// Bracket: from half a request per second per replica, double while
+	// the fleet keeps up, or halve until it does.
+	lo, hi := 0.0, 0.5*float64(n)
+	if ok(hi) {
+		for lo = hi; hi < capMaxRate; lo = hi {
+			hi *= 2
+			if !ok(hi) {
+				break
+			}
+		}
+		if hi >= capMaxRate {
+			return capMaxRate
+		}
+	} else {
+		for hi > 1.0/64 {
+			if ok(hi / 2) {
+				lo = hi / 2
+				break
+			}
+			hi /= 2
+		}
+		if lo == 0 {
+			return 0
+		}
+	}
+	for range capBisections {
+		mid := (lo + hi) / 2
+		if ok(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// attainmentAt runs the base scenario at a constant rate and returns the
+// share of its requests completed within the SLO. A run stops early, with
+// 0, once more requests have missed the SLO than a share p of the expected
+// arrivals allows: it cannot reach p.
+func attainmentAt(ctx context.Context, base Scenario, rate, p float64) float64 {
+	sc := base
+	mods := append([]Model(nil), sc.Models...)
+	mods[0].Workload.Rate = Rate{Pattern: "constant", RPS: rate}
+	sc.Models = mods
+	// capMeasureRequests' worth, at least capMinSeconds unless that brings
+	// ten times as many requests (a fast fleet at a high rate).
+	sc.DurationSeconds = math.Min(math.Max(capMeasureRequests/rate, math.Min(capMinSeconds, 10*capMeasureRequests/rate)), capMaxSeconds)
+	sc.DrainSeconds = capDrainSeconds
+	s := New(sc, &Static{n: sc.Models[0].Variants[0].InitialReplicas})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	budget := (1 - p) * rate * sc.DurationSeconds * 1.5 // the arrivals' count varies: stop only well past it
+	hopeless := false
+	s.done = func(s *Sim, _ *request) {
+		if float64(s.res.Completed-s.res.WithinSLO+s.res.Failed) > budget {
+			hopeless = true
+			cancel()
+		}
+	}
+	res := s.Run(ctx, nil)
+	if hopeless || res.Interrupted {
+		return 0
+	}
+	if res.Arrived == 0 {
+		return 1
+	}
+	return float64(res.WithinSLO) / float64(res.Arrived)
+}
+
+// capacityCurve is a variant's measured capacity by fleet size: powers of
+// two measured as needed, sizes between them interpolated.
+type capacityCurve struct {
+	ctx    context.Context // the run's: a cancelled run stops measuring
+	sc     *Scenario
+	m, j   int
+	p      float64
+	maxN   int
+	powers map[int]float64
+}
+
+// at is the capacity of n replicas (0 for none).
+func (c *capacityCurve) at(n int) float64 {
+	if n <= 0 {
+		return 0
+	}
+	lo := 1
+	for lo*2 <= n {
+		lo *= 2
+	}
+	clo := c.power(lo)
+	if lo == n {
+		return clo
+	}
+	chi := c.power(lo * 2)
+	return clo + (chi-clo)*float64(n-lo)/float64(lo)
+}
+
+func (c *capacityCurve) power(n int) float64 {
+	if v, ok := c.powers[n]; ok {
+		return v
+	}
+	v := capacityOf(c.ctx, c.sc, c.m, c.j, n, c.p)
+	if c.ctx.Err() == nil {
+		c.powers[n] = v
+	}
+	return v
+}
+
+// fewest is the fewest replicas (at least lo, at most the variant's
+// maximum) whose capacity covers demand, and whether any does.
+func (c *capacityCurve) fewest(lo int, demand float64) (int, bool) {
+	if demand <= 0 {
+		return lo, true
+	}
+	if lo > c.maxN || c.at(c.maxN) < demand {
+		return c.maxN, false
+	}
+	// Capacity grows with the fleet: find the power-of-two bracket, then
+	// search it.
+	hi := max(lo, 1)
+	for hi < c.maxN && c.at(hi) < demand {
+		hi = min(hi*2, c.maxN)
+	}
+	a := max(lo, hi/2)
+	for a < hi {
+		mid := (a + hi) / 2
+		if c.at(mid) >= demand {
+			hi = mid
+		} else {
+			a = mid + 1
+		}
+	}
+	return hi, true
+}
