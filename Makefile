@@ -74,18 +74,19 @@ run: ## run the main job: the simulator's default scenario (wva vs hpa vs the cl
 	$(GO) run ./cmd/wva simulate
 
 SEEDS := 10
-SCENARIOS := staircase stepped cost-tiering diurnal bursty shared-budget scale-from-zero mixed-slo
+SCENARIOS := staircase stepped cost-tiering diurnal bursty shared-budget scale-from-zero mixed-slo long-outputs compute-bound production-chat flash-crowd hetero-fleet
+EVAL_AUTOSCALERS := wva,hpa,keda,keda-queue,keda-saturation,keda-tokens,keda-slo,clairvoyant,oracle
 
 .PHONY: evaluate
 evaluate: ## rerun every shipped scenario with every autoscaler (seed 1, and SEEDS seeds) into docs/evaluation
 	@mkdir -p $(BIN)
 	@for s in $(SCENARIOS); do \
-		$(GO) run ./cmd/wva simulate --scenario $$s --autoscalers wva,hpa,keda,clairvoyant,oracle --out $(BIN)/evaluation/$$s > $(BIN)/evaluation-$$s.txt || exit 1; \
+		$(GO) run ./cmd/wva simulate --scenario $$s --autoscalers $(EVAL_AUTOSCALERS) --out $(BIN)/evaluation/$$s > $(BIN)/evaluation-$$s.txt || exit 1; \
 		mkdir -p docs/evaluation/$$s; \
 		cp $(BIN)/evaluation-$$s.txt docs/evaluation/$$s/table.txt; \
 		cp $(BIN)/evaluation/$$s/summary.csv $(BIN)/evaluation/$$s/sim-overlay.png $(BIN)/evaluation/$$s/sim-wva.png $(BIN)/evaluation/$$s/sim-hpa.png docs/evaluation/$$s/; \
 		if [ -f $(BIN)/evaluation/$$s/classes.csv ]; then cp $(BIN)/evaluation/$$s/classes.csv docs/evaluation/$$s/; fi; \
-		$(GO) run ./cmd/wva simulate --scenario $$s --autoscalers wva,hpa,keda,clairvoyant,oracle --repeat $(SEEDS) --out $(BIN)/evaluation/$$s-seeds > docs/evaluation/$$s/seeds.txt || exit 1; \
+		$(GO) run ./cmd/wva simulate --scenario $$s --autoscalers $(EVAL_AUTOSCALERS) --repeat $(SEEDS) --out $(BIN)/evaluation/$$s-seeds > docs/evaluation/$$s/seeds.txt || exit 1; \
 		cp $(BIN)/evaluation/$$s-seeds/seeds.csv docs/evaluation/$$s/; \
 	done
 

@@ -109,13 +109,19 @@ func (b *bound) provision(v *View, ahead func(model int) float64, margin float64
 }
 
 // choose picks one plan per model covering share × demand, the cheapest
-// together within the inventory; ok is false when none fits.
+// together within the inventory; ok is false when none fits. A model whose
+// variants cannot carry its demand even at their maxima gets them all at
+// their maxima: only the inventory makes the models share.
 func (b *bound) choose(demand []float64, share float64) ([]*plan, bool) {
 	all := make([][]plan, len(demand))
 	for m := range demand {
 		all[m] = b.plans(m, share*demand[m])
 		if len(all[m]) == 0 {
-			return make([]*plan, len(demand)), false
+			counts := make([]int, len(b.sc.Models[m].Variants))
+			for j, v := range b.sc.Models[m].Variants {
+				counts[j] = v.MaxReplicas
+			}
+			all[m] = []plan{b.planOf(m, counts)}
 		}
 	}
 	if len(b.limited) == 0 {
@@ -212,13 +218,13 @@ func (b *bound) fit(all [][]plan) ([]*plan, bool) {
 					continue
 				}
 				next[k] = &state{use: use, cost: st.cost + p.cost, picks: append(slices.Clip(st.picks), p)}
+				if len(next) > maxStates {
+					return b.greedy(all, inv)
+				}
 			}
 		}
 		if len(next) == 0 {
 			return make([]*plan, len(all)), false
-		}
-		if len(next) > maxStates {
-			return b.greedy(all, inv)
 		}
 		states = next
 	}

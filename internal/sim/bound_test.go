@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -37,7 +38,7 @@ func TestMeasuredCapacityLinear(t *testing.T) {
 // (1.5, cost 2.5), and a 70B model that runs only on H100 (1 request/s per
 // replica, cost 3), with 4 H100 in the inventory; capacities are
 // filled in by hand (linear in the fleet) instead of measured.
-func boundScenario(big, chat float64) (*bound, *View) {
+func boundScenario(big, chat float64, inventory bool) (*bound, *View) {
 	mk := func(name, acc string, cost float64) Variant {
 		return Variant{Name: name, Accelerator: acc, AcceleratorsPerReplica: 1, Cost: cost, MaxReplicas: 10}
 	}
@@ -45,6 +46,9 @@ func boundScenario(big, chat float64) (*bound, *View) {
 		{Name: "chat", Workload: Workload{Rate: Rate{Pattern: "constant", RPS: chat}}, Variants: []Variant{mk("h100", "H100", 2), mk("a100", "A100", 2.5)}},
 		{Name: "big", Workload: Workload{Rate: Rate{Pattern: "constant", RPS: big}}, Variants: []Variant{mk("h100", "H100", 3)}},
 	}}
+	if !inventory {
+		sc.Inventory = nil
+	}
 	b := newBound(sc)
 	for m, per := range [][]float64{{2, 1.5}, {1}} {
 		for j, c := range per {
@@ -77,7 +81,7 @@ func TestBoundSharesScarceInventory(t *testing.T) {
 		{1.5, 3, []int{2, 0, 2}}, // room for both on H100: the cheapest
 		{5.5, 3, []int{0, 2, 4}},
 	} {
-		b, v := boundScenario(tc.big, tc.chat)
+		b, v := boundScenario(tc.big, tc.chat, true)
 		got := b.provision(v, func(int) float64 { return 60 }, 0)
 		if got[0] != tc.want[0] || got[1] != tc.want[1] || got[2] != tc.want[2] {
 			t.Errorf("demand %v, %v: replicas %v, want %v", tc.big, tc.chat, got, tc.want)
@@ -85,6 +89,17 @@ func TestBoundSharesScarceInventory(t *testing.T) {
 		if h100 := got[0] + got[2]; h100 > 4 {
 			t.Errorf("demand %v, %v: %d H100 of 4", tc.big, tc.chat, h100)
 		}
+	}
+}
+
+// TestBoundShortModelAlone: without an inventory, a model whose variants
+// cannot carry its demand even at their maxima (50 requests/s on at most
+// 10 replicas of 1) gets its maxima, and the other model all it needs: a
+// model short of its own replicas does not make the others share.
+func TestBoundShortModelAlone(t *testing.T) {
+	b, v := boundScenario(50, 3, false)
+	if got := b.provision(v, func(int) float64 { return 60 }, 0); !slices.Equal(got, []int{2, 0, 10}) {
+		t.Errorf("replicas %v, want [2 0 10]", got)
 	}
 }
 

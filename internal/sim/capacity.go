@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"math"
 	"sync"
@@ -57,21 +58,23 @@ var capCache = struct {
 // A measurement cut short by ctx is returned but not kept.
 func capacityOf(ctx context.Context, sc *Scenario, m, j, n int, p float64) float64 {
 	base := measureBase(sc, m, j, n)
-	key, err := json.Marshal(struct {
+	data, err := json.Marshal(struct {
 		S Scenario
 		P float64
 	}{base, p})
 	if err != nil {
 		return measure(ctx, base, n, p)
 	}
+	sum := sha256.Sum256(data) // a trace's token counts make long keys
+	key := string(sum[:])
 	capCache.Lock()
-	e, ok := capCache.m[string(key)]
+	e, ok := capCache.m[key]
 	if !ok {
 		if len(capCache.m) >= capCacheEntries {
 			capCache.m = map[string]*capEntry{}
 		}
 		e = &capEntry{}
-		capCache.m[string(key)] = e
+		capCache.m[key] = e
 	}
 	capCache.Unlock()
 	e.Lock()
@@ -121,14 +124,14 @@ func measure(ctx context.Context, base Scenario, n int, p float64) float64 {
 	// the fleet keeps up, or halve until it does.
 	lo, hi := 0.0, 0.5*float64(n)
 	if ok(hi) {
-		for lo = hi; hi < capMaxRate; lo = hi {
+		for lo = hi; ; lo = hi {
+			if hi >= capMaxRate {
+				return capMaxRate
+			}
 			hi *= 2
 			if !ok(hi) {
 				break
 			}
-		}
-		if hi >= capMaxRate {
-			return capMaxRate
 		}
 	} else {
 		for hi > 1.0/64 {
@@ -227,12 +230,14 @@ func (c *capacityCurve) power(n int) float64 {
 }
 
 // fewest is the fewest replicas (at least lo, at most the variant's
-// maximum) whose capacity covers demand, and whether any does.
+// maximum) whose capacity covers demand, and whether any does. It
+// measures upwards from lo, so a small demand never measures a large
+// fleet.
 func (c *capacityCurve) fewest(lo int, demand float64) (int, bool) {
 	if demand <= 0 {
 		return lo, true
 	}
-	if lo > c.maxN || c.at(c.maxN) < demand {
+	if lo > c.maxN {
 		return c.maxN, false
 	}
 	// Capacity grows with the fleet: find the power-of-two bracket, then
@@ -240,6 +245,9 @@ func (c *capacityCurve) fewest(lo int, demand float64) (int, bool) {
 	hi := max(lo, 1)
 	for hi < c.maxN && c.at(hi) < demand {
 		hi = min(hi*2, c.maxN)
+	}
+	if c.at(hi) < demand {
+		return c.maxN, false
 	}
 	a := max(lo, hi/2)
 	for a < hi {

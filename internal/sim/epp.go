@@ -59,8 +59,9 @@ type eppModel struct {
 type eppState struct {
 	models []eppModel
 	// keep is how long scrapes are kept: the longest range an autoscaler
-	// reads (a 1-minute rate evaluated over a 45-s average) plus the
-	// pipeline's delay and slack.
+	// reads (keda-slo's rate window over its average, by default a minute
+	// and 45 s; at least 5 minutes) plus the pipeline's delay and two
+	// scrapes.
 	keep float64
 }
 
@@ -69,7 +70,9 @@ type eppState struct {
 type eppReader interface{ readsEPP() }
 
 func newEPPState(sc *Scenario) *eppState {
-	e := &eppState{models: make([]eppModel, len(sc.Models)), keep: 300 + sc.Scrape.DelaySeconds}
+	slo := sc.Autoscalers.KEDASLO
+	keep := math.Max(300, slo.WindowSeconds+slo.AverageSeconds+slo.RuleSeconds) + sc.Scrape.DelaySeconds + 2*sc.Scrape.EPPIntervalSeconds
+	e := &eppState{models: make([]eppModel, len(sc.Models)), keep: keep}
 	for m := range e.models {
 		e.models[m].ttft = make([]float64, len(eppTTFTBuckets)+1)
 		e.models[m].tpot = make([]float64, len(eppTPOTBuckets)+1)

@@ -19,10 +19,10 @@ import (
 //
 // The guides scale one Deployment per InferencePool. A scenario model with
 // several variants is one pool: its one HPA counts the replicas of all its
-// variants, and its count is spread over them cheapest first, each within
-// its own bounds (the most a user could do with pool-wide metrics; one
-// ScaledObject per variant on the same pool metric would count the demand
-// once per variant).
+// variants, and a change of its count goes to the cheapest variant with
+// room and comes from the dearest (the most a user could do with pool-wide
+// metrics; one ScaledObject per variant on the same pool metric would
+// count the demand once per variant).
 
 // EPPScaler is what the four KEDA + EPP paths share.
 type EPPScaler struct {
@@ -185,10 +185,16 @@ type kedaEPP struct {
 	name string
 	cfg  EPPScaler
 	// triggers reads model m's triggers from the view (ok false: no
-	// metric yet, the HPA keeps the count).
+	// metric yet, the HPA keeps the count); current is the model's spec
+	// count, ready its ready replicas.
 	triggers func(v *View, m int, current, ready int) ([]trigger, bool)
 	hpa      []hpaState
 	order    [][]int // per model: its variants' view indices, cheapest first
+	// spec is, per view variant, the replica count it last set (the
+	// Deployments' spec.replicas, which the HPA reads as the current
+	// count): replicas the inventory holds back stay asked for, as pending
+	// pods do, and start when room frees.
+	spec []int
 }
 
 // Name implements Autoscaler.
@@ -203,19 +209,20 @@ var _ eppReader = (*kedaEPP)(nil)
 
 // Decide implements Autoscaler.
 func (k *kedaEPP) Decide(v *View) []int {
-	out := make([]int, len(v.Variants))
-	for i := range out {
-		out[i] = -1
-	}
 	if k.order == nil {
 		k.order = modelOrder(v)
 		k.hpa = make([]hpaState, len(k.order))
+		k.spec = make([]int, len(v.Variants))
+		for i, vv := range v.Variants {
+			k.spec[i] = min(max(vv.Current, vv.MinReplicas), vv.MaxReplicas)
+		}
 	}
+	out := slices.Clone(k.spec)
 	for m, idx := range k.order {
 		cur, ready, lo, hi := 0, 0, 0, 0
 		for _, i := range idx {
 			vv := &v.Variants[i]
-			cur, ready = cur+vv.Current, ready+vv.Ready
+			cur, ready = cur+out[i], ready+vv.Ready
 			lo, hi = lo+vv.MinReplicas, hi+vv.MaxReplicas
 		}
 		lo = min(max(lo, k.cfg.MinReplicaCount, 1), hi)
@@ -233,8 +240,9 @@ func (k *kedaEPP) Decide(v *View) []int {
 		// KEDA keeps the target within minReplicaCount and maxReplicaCount
 		// (a fleet below its minimum, e.g. at start, is raised at once).
 		n = min(max(n, lo), hi)
-		spreadOver(v, idx, n, out)
+		adjust(v, idx, n-cur, out)
 	}
+	k.spec = out
 	return out
 }
 
@@ -260,19 +268,54 @@ func modelOrder(v *View) [][]int {
 	return out
 }
 
-// spreadOver gives a model's count to its variants: each its minimum, the
-// rest cheapest first up to each one's maximum.
-func spreadOver(v *View, idx []int, n int, out []int) {
-	left := n
-	for _, i := range idx {
-		out[i] = v.Variants[i].MinReplicas
-		left -= out[i]
+// adjust applies a model's change of count to its variants' counts (out,
+// by view index) and leaves the rest as they are: replicas are added to
+// the cheapest variant with room — below its maximum and, under an
+// inventory, with accelerators free of what every variant asks — then to
+// the cheapest below its maximum; they are removed from the dearest first,
+// down to each variant's minimum.
+func adjust(v *View, idx []int, delta int, out []int) {
+	if delta < 0 {
+		for _, i := range slices.Backward(idx) {
+			take := min(-delta, out[i]-v.Variants[i].MinReplicas)
+			out[i] -= max(take, 0)
+			delta += max(take, 0)
+		}
+		return
 	}
-	for _, i := range idx {
-		add := min(max(left, 0), v.Variants[i].MaxReplicas-out[i])
-		out[i] += add
-		left -= add
+	free := freeAccelerators(v, out)
+	for pass := 0; pass < 2 && delta > 0; pass++ {
+		for _, i := range idx {
+			vv := &v.Variants[i]
+			add := min(delta, vv.MaxReplicas-out[i])
+			if f, limited := free[vv.Accelerator]; limited && pass == 0 {
+				add = min(add, f/max(vv.AcceleratorsPerReplica, 1))
+			}
+			if add <= 0 {
+				continue
+			}
+			out[i] += add
+			delta -= add
+			if _, limited := free[vv.Accelerator]; limited {
+				free[vv.Accelerator] -= add * vv.AcceleratorsPerReplica
+			}
+		}
 	}
+}
+
+// freeAccelerators is, per type the inventory limits, what the counts
+// asked for (out) leave free.
+func freeAccelerators(v *View, out []int) map[string]int {
+	free := map[string]int{}
+	for acc, n := range v.Scenario.Inventory {
+		free[acc] = n
+	}
+	for i, vv := range v.Variants {
+		if _, ok := free[vv.Accelerator]; ok {
+			free[vv.Accelerator] -= out[i] * vv.AcceleratorsPerReplica
+		}
+	}
+	return free
 }
 
 func init() {
@@ -408,17 +451,20 @@ func newKEDASLO(sc *Scenario) *kedaEPP {
 	}}
 }
 
-// poolSLO is the SLO pair of a model's pool: the model's, or the strictest
-// of its classes' where it sets none, or the guide's defaults (3 s, 100
-// ms).
+// poolSLO is the SLO pair of a model's pool: with classes (whose SLOs
+// judge the model's requests) the strictest of theirs, else the model's;
+// the guide's defaults (3 s, 100 ms) where none is set.
 func poolSLO(m Model) SLO {
 	s := m.SLO
-	for _, c := range m.Workload.Classes {
-		if s.TTFTMs == 0 || c.SLO.TTFTMs > 0 && c.SLO.TTFTMs < s.TTFTMs {
-			s.TTFTMs = c.SLO.TTFTMs
-		}
-		if s.ITLMs == 0 || c.SLO.ITLMs > 0 && c.SLO.ITLMs < s.ITLMs {
-			s.ITLMs = c.SLO.ITLMs
+	if cs := m.Workload.Classes; len(cs) > 0 {
+		s = cs[0].SLO
+		for _, c := range cs[1:] {
+			if s.TTFTMs == 0 || c.SLO.TTFTMs > 0 && c.SLO.TTFTMs < s.TTFTMs {
+				s.TTFTMs = c.SLO.TTFTMs
+			}
+			if s.ITLMs == 0 || c.SLO.ITLMs > 0 && c.SLO.ITLMs < s.ITLMs {
+				s.ITLMs = c.SLO.ITLMs
+			}
 		}
 	}
 	setDefault(&s.TTFTMs, 3000)

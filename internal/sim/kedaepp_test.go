@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -260,5 +261,61 @@ models:
 	if *b.ScaleDown.StabilizationWindowSeconds != 60 || b.ScaleDown.Policies[0] != (ScalingPolicy{Type: "Pods", Value: 1, PeriodSeconds: 120}) ||
 		*b.ScaleUp.StabilizationWindowSeconds != 30 {
 		t.Errorf("behavior %+v %+v: want the window set and the guide's other settings", *b.ScaleUp, *b.ScaleDown)
+	}
+}
+
+// TestKEDAEPPKeepsTheSplit: a change of a model's count moves only that
+// change: with one replica on each of two variants and the count
+// unchanged, nothing moves (no pod is killed to start a cheaper one); one
+// more goes to the cheapest variant with a free accelerator (the cheap
+// one's type is used up by another model), one less comes from the
+// dearest.
+func TestKEDAEPPKeepsTheSplit(t *testing.T) {
+	vs := []VariantView{
+		{Model: 0, Name: "dear", Accelerator: "A100", AcceleratorsPerReplica: 1, Cost: 4, MaxReplicas: 8, Current: 1},
+		{Model: 0, Name: "cheap", Accelerator: "H100", AcceleratorsPerReplica: 1, Cost: 1, MaxReplicas: 8, Current: 1},
+		{Model: 1, Name: "other", Accelerator: "H100", AcceleratorsPerReplica: 1, Cost: 1, MinReplicas: 3, MaxReplicas: 3, Current: 3},
+	}
+	sc := &Scenario{Inventory: map[string]int{"H100": 4}, Models: []Model{{Name: "a"}, {Name: "b"}}}
+	v := &View{Scenario: sc, Variants: vs}
+	idx := modelOrder(v)[0]
+	for _, tc := range []struct {
+		delta int
+		want  []int
+	}{
+		{0, []int{1, 1, 3}},
+		{1, []int{2, 1, 3}}, // H100 full (1 + 3 of 4): the A100 variant
+		{-1, []int{0, 1, 3}},
+		{-2, []int{0, 0, 3}},
+	} {
+		out := []int{1, 1, 3}
+		adjust(v, idx, tc.delta, out)
+		if !slices.Equal(out, tc.want) {
+			t.Errorf("change %+d: %v, want %v", tc.delta, out, tc.want)
+		}
+	}
+	// With room on H100 the cheap variant takes it; beyond every free
+	// accelerator the rest is asked for anyway (pending pods).
+	sc.Inventory["H100"] = 5
+	out := []int{1, 1, 3}
+	adjust(v, idx, 1, out)
+	if !slices.Equal(out, []int{1, 2, 3}) {
+		t.Errorf("room on H100: %v", out)
+	}
+	sc.Inventory = map[string]int{"H100": 4, "A100": 1}
+	out = []int{1, 1, 3}
+	adjust(v, idx, 2, out)
+	if !slices.Equal(out, []int{1, 3, 3}) {
+		t.Errorf("no room anywhere: %v, want the cheapest asked for", out)
+	}
+}
+
+// TestEPPKeepsLongWindows: the scrapes kept cover keda-slo's longest
+// reading (its rate window over its average) with the pipeline's delay.
+func TestEPPKeepsLongWindows(t *testing.T) {
+	sc := Scenario{Autoscalers: Autoscalers{KEDASLO: KEDASLOConfig{WindowSeconds: 600, AverageSeconds: 900}}}
+	d := sc.withDefaults()
+	if keep := newEPPState(&d).keep; keep < 600+900+15+15 {
+		t.Errorf("keeps %v s of scrapes, want at least %v", keep, 600+900+15+15)
 	}
 }
