@@ -112,3 +112,12 @@ func TestBoundAttainmentValidated(t *testing.T) {
 		}
 	}
 }
+
+// smallMeasurements makes the bounds' capacity measurements small for a
+// test whose subject is not their accuracy; the returned function puts
+// the usual size back.
+func smallMeasurements() func() {
+	old := capMeasure
+	capMeasure = capSettings{Requests: 300, MinSeconds: 30, Bisections: 3}
+	return func() { capMeasure = old }
+}

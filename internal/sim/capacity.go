@@ -18,21 +18,31 @@ import (
 // A measurement runs the model's own workload (arrival process, token
 // distributions, classes, shared prefixes; a trace's token counts as an
 // empirical distribution) at a constant rate for long enough to bring
-// capMeasureRequests requests (between capMinSeconds and capMaxSeconds),
-// then lets what is in flight finish. The rate is bracketed by doubling
-// and bisected to capBisections steps, every run from the same seed (the
+// capMeasure.Requests requests (between capMeasure.MinSeconds and
+// capMaxSeconds), then lets what is in flight finish. The rate is
+// bracketed by doubling and bisected capMeasure.Bisections times, every
+// run from the same seed (the
 // same random numbers at every rate, so that attainment falls smoothly as
 // the rate grows). Capacities at fleet sizes between the powers of two
 // measured are interpolated linearly. Results are cached for the process:
 // a sweep measures a scenario once.
 
+// capSettings size a measurement: Requests' worth of arrivals,
+// at least MinSeconds; Bisections steps of the rate's search.
+type capSettings struct {
+	Requests, MinSeconds float64
+	Bisections           int
+}
+
+// capMeasure is the measurements' size. Tests whose subject is not the
+// bound's accuracy (the invariants, determinism) make it smaller; it is
+// part of the cache's key.
+var capMeasure = capSettings{Requests: 3000, MinSeconds: 120, Bisections: 7}
+
 const (
-	capMeasureRequests = 3000
-	capMinSeconds      = 120.0
-	capMaxSeconds      = 1800.0
-	capDrainSeconds    = 600.0
-	capBisections      = 7
-	capMeasureSeed     = 1
+	capMaxSeconds   = 1800.0
+	capDrainSeconds = 600.0
+	capMeasureSeed  = 1
 	// capMaxRate bounds the search: a rate beyond it counts as unbounded
 	// capacity (no shipped server comes near).
 	capMaxRate = 1e4
@@ -61,7 +71,8 @@ func capacityOf(ctx context.Context, sc *Scenario, m, j, n int, p float64) float
 	data, err := json.Marshal(struct {
 		S Scenario
 		P float64
-	}{base, p})
+		M capSettings
+	}{base, p, capMeasure})
 	if err != nil {
 		return measure(ctx, base, n, p)
 	}
@@ -145,7 +156,7 @@ func measure(ctx context.Context, base Scenario, n int, p float64) float64 {
 			return 0
 		}
 	}
-	for range capBisections {
+	for range capMeasure.Bisections {
 		mid := (lo + hi) / 2
 		if ok(mid) {
 			lo = mid
@@ -165,9 +176,10 @@ func attainmentAt(ctx context.Context, base Scenario, rate, p float64) float64 {
 	mods := append([]Model(nil), sc.Models...)
 	mods[0].Workload.Rate = Rate{Pattern: "constant", RPS: rate}
 	sc.Models = mods
-	// capMeasureRequests' worth, at least capMinSeconds unless that brings
-	// ten times as many requests (a fast fleet at a high rate).
-	sc.DurationSeconds = math.Min(math.Max(capMeasureRequests/rate, math.Min(capMinSeconds, 10*capMeasureRequests/rate)), capMaxSeconds)
+	// capMeasure.Requests' worth, at least capMeasure.MinSeconds unless
+	// that brings ten times as many requests (a fast fleet at a high rate).
+	r := capMeasure.Requests
+	sc.DurationSeconds = math.Min(math.Max(r/rate, math.Min(capMeasure.MinSeconds, 10*r/rate)), capMaxSeconds)
 	sc.DrainSeconds = capDrainSeconds
 	s := New(sc, &Static{n: sc.Models[0].Variants[0].InitialReplicas})
 	ctx, cancel := context.WithCancel(ctx)

@@ -286,7 +286,9 @@ func (r *replica) endIteration(s *Sim) {
 	dur := now - r.iterStart
 	r.endedTokens = r.iterTokens
 	a2 := r.v.tokenOverheadSeconds()
-	r.observeStep(dur + a2)
+	if s.gate != nil {
+		r.observeStep(dur + a2) // only the admission policy reads it
+	}
 	contiguous := 0
 	keep := r.running[:0]
 	for i, q := range r.running {

@@ -29,6 +29,7 @@ func builtin(t testing.TB, name string, seconds float64) Scenario {
 // seed recorded in the JSON set aside: a run that ignored its seed would
 // otherwise differ by that field alone).
 func TestDeterministic(t *testing.T) {
+	defer smallMeasurements()()
 	sc := builtin(t, "bursty", 900)
 	names := ExampleNames() // every registered autoscaler
 	run := func(seed uint64) []*Result {
@@ -87,11 +88,16 @@ func firstDifference(a, b []byte) int {
 // (checkKV); causality of every request. Each runs for 1200 s, or less
 // when its own duration is shorter or its peak rate would bring more than
 // invariantRequests requests (the admission scenarios' hundreds of
-// requests per second).
+// requests per second); under the race detector, which slows a run about
+// tenfold, for 600 s and a quarter of the requests.
 func TestInvariants(t *testing.T) {
 	// A run is bounded by its requests and by its output tokens (a
 	// scenario of long generations has an event per token and batch).
-	const invariantRequests, invariantTokens = 30_000, 15_000_000
+	invariantRequests, invariantTokens, horizon := 30_000.0, 15_000_000.0, 1200.0
+	if raceBuild {
+		invariantRequests, invariantTokens, horizon = 8_000, 4_000_000, 600
+	}
+	defer smallMeasurements()()
 	for _, name := range BuiltinNames(scenarios.FS) {
 		for _, as := range ExampleNames() {
 			t.Run(name+"/"+as, func(t *testing.T) {
@@ -102,7 +108,7 @@ func TestInvariants(t *testing.T) {
 					peak += r
 					tokens += r * max(m.Workload.Output.Mean, 1)
 				}
-				sc.DurationSeconds = min(sc.DurationSeconds, 1200, invariantRequests/peak, invariantTokens/tokens)
+				sc.DurationSeconds = min(sc.DurationSeconds, horizon, invariantRequests/peak, invariantTokens/tokens)
 				a, err := NewAutoscaler(as, &sc)
 				if err != nil {
 					t.Fatal(err)
