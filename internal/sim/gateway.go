@@ -170,11 +170,8 @@ func (s *Sim) complete(q *request, a2 float64) {
 	s.inFlight--
 	s.res.record(q, s.now, a2, s.sloOf(q))
 	if s.epp != nil {
-		itl := 0.0
-		if q.output > 1 {
-			itl = (s.now-q.firstToken)/float64(q.output-1) + a2
-		}
-		s.eppObserve(q, q.firstToken-q.arrive+a2, itl)
+		ttft, itl := q.latencies(s.now, a2)
+		s.eppObserve(q, ttft, itl)
 	}
 	if s.done != nil {
 		s.done(s, q)

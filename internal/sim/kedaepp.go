@@ -123,13 +123,18 @@ func (e EPPScaler) withDefaults(def Behavior) EPPScaler {
 	setDefault(&e.SyncSeconds, 15)
 	setDefault(&e.Tolerance, 0.1)
 	setDefault(&e.MinReplicaCount, 1)
-	b := def
-	if e.Behavior != nil {
-		up, down := e.Behavior.ScaleUp.withDefaults(*def.ScaleUp), e.Behavior.ScaleDown.withDefaults(*def.ScaleDown)
-		b = Behavior{ScaleUp: up.copied(), ScaleDown: down.copied()}
-	}
-	e.Behavior = &b
+	e.Behavior = completed(e.Behavior, def)
 	return e
+}
+
+// completed is b with what it leaves unset taken from def, sharing no
+// pointer with b (def itself when b is nil; def must be fresh).
+func completed(b *Behavior, def Behavior) *Behavior {
+	if b == nil {
+		return &def
+	}
+	up, down := b.ScaleUp.withDefaults(*def.ScaleUp), b.ScaleDown.withDefaults(*def.ScaleDown)
+	return &Behavior{ScaleUp: up.copied(), ScaleDown: down.copied()}
 }
 
 // copied returns a copy of r that shares no pointer with it.
@@ -369,13 +374,8 @@ func init() {
 func scaleWindow(get func(*Autoscalers) *EPPScaler, def func() Behavior, up bool) func(*Autoscalers) *float64 {
 	return func(a *Autoscalers) *float64 {
 		e := get(a)
-		d := def()
-		b := d
-		if e.Behavior != nil {
-			u, w := e.Behavior.ScaleUp.withDefaults(*d.ScaleUp), e.Behavior.ScaleDown.withDefaults(*d.ScaleDown)
-			b = Behavior{ScaleUp: u.copied(), ScaleDown: w.copied()}
-		}
-		e.Behavior = &b
+		e.Behavior = completed(e.Behavior, def())
+		b := e.Behavior
 		if up {
 			return b.ScaleUp.StabilizationWindowSeconds
 		}

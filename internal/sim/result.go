@@ -206,16 +206,23 @@ func newResult(name string, sc *Scenario) *Result {
 	return r
 }
 
+// latencies are a request completed at now as its client saw them, in
+// seconds: TTFT from the gateway, and the mean time per output token after
+// the first (0 for one token), each with the per-token overhead a2.
+func (q *request) latencies(now, a2 float64) (ttft, itl float64) {
+	ttft = q.firstToken - q.arrive + a2
+	if q.output > 1 {
+		itl = (now-q.firstToken)/float64(q.output-1) + a2
+	}
+	return ttft, itl
+}
+
 // record adds a request completed at now; a2 is its replica's per-token
 // overhead, added to every reported latency.
 func (r *Result) record(q *request, now, a2 float64, slo *SLO) {
 	r.Completed++
 	r.outputTokens += int64(q.output)
-	ttft := q.firstToken - q.arrive + a2
-	itl := 0.0
-	if q.output > 1 {
-		itl = (now-q.firstToken)/float64(q.output-1) + a2
-	}
+	ttft, itl := q.latencies(now, a2)
 	r.ttfts = append(r.ttfts, ttft)
 	r.itls = append(r.itls, itl)
 	r.e2es = append(r.e2es, now-q.arrive+float64(q.output)*a2)
