@@ -196,10 +196,10 @@ func (c *classTally) count(admit, hit bool) {
 // group tallies q's prefix group, and the established groups once a new
 // one has started.
 func (t *admissionTally) group(s *Sim, q *request, admit bool) {
-	if q.prefix < 0 {
+	if q.Prefix < 0 {
 		return
 	}
-	key := int64(q.model)<<32 | int64(q.prefix)
+	key := int64(q.model)<<32 | int64(q.Prefix)
 	g := t.groups[key]
 	if g == nil {
 		g = &GroupAdmission{FirstSeconds: s.now}
@@ -207,7 +207,7 @@ func (t *admissionTally) group(s *Sim, q *request, admit bool) {
 	}
 	g.add(admit)
 	switch {
-	case q.prefix >= t.base[q.model]:
+	case q.Prefix >= t.base[q.model]:
 		t.newg.add(admit)
 		t.newg.FirstSeconds = math.Min(t.newg.FirstSeconds, s.now)
 	case s.now >= t.newFrom[q.model]:

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/llm-d-incubation/wva/internal/sim/server"
 )
 
 // The tests in this file pin gateway.admission in the simulator on cases
@@ -138,9 +140,9 @@ func TestPrefixMatchedOnce(t *testing.T) {
 	s.check = func(s *Sim, _ *event) {
 		for _, r := range s.variants[0].replicas {
 			for g := range 7 {
-				probe := &request{id: 1 << 40, input: 300, prefix: g, prefixTokens: 64}
-				if blocks, _ := r.kv.prefixMatch(probe); blocks != len(r.kv.cachedPrefix(probe)) {
-					t.Fatalf("replica %d group %d: prefix match %d blocks, the server finds %d", r.id, g, blocks, len(r.kv.cachedPrefix(probe)))
+				probe := &server.Request{ID: 1 << 40, Input: 300, Prefix: g, PrefixTokens: 64}
+				if blocks, _ := r.PrefixMatch(probe); blocks != r.CachedBlocks(probe) {
+					t.Fatalf("replica %d group %d: prefix match %d blocks, the server finds %d", r.id, g, blocks, r.CachedBlocks(probe))
 				}
 			}
 		}

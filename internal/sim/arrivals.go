@@ -26,7 +26,7 @@ func (s *Sim) nextArrival(m int, t float64) {
 // arrive creates the next request of model m and schedules the one after.
 func (s *Sim) arrive(m int) {
 	s.nextReq++
-	q := &request{id: s.nextReq, model: m, arrive: s.now}
+	q := newRequest(s.nextReq, m, s.now)
 	s.fill(q)
 	s.res.Arrived++
 	s.res.class(q.model, q.class).Arrived++
@@ -43,24 +43,24 @@ func (s *Sim) arrive(m int) {
 func (s *Sim) fill(q *request) {
 	m := q.model
 	w := &s.sc.Models[m].Workload
-	q.prefix = -1
+	q.Prefix = -1
 	if w.rows != nil {
 		row := w.rows[s.streams[m].pos-1]
-		q.input, q.output, q.prefix = row.input, row.output, row.prefix
+		q.Input, q.Output, q.Prefix = row.input, row.output, row.prefix
 		q.class = classIndex(w.Classes, row.class)
 	} else {
 		rng := s.tokenRNG[m]
-		q.input, q.output = w.Input.draw(rng), w.Output.draw(rng)
+		q.Input, q.Output = w.Input.draw(rng), w.Output.draw(rng)
 		q.class = drawClass(w.Classes, s.classRNG[m])
 		if w.PrefixGroups > 0 {
-			q.prefix = drawPrefix(w, s.classRNG[m], s.now)
+			q.Prefix = drawPrefix(w, s.classRNG[m], s.now)
 		}
 	}
 	if len(w.Classes) > 0 {
-		q.priority = w.Classes[q.class].requestPriority()
+		q.Priority = w.Classes[q.class].requestPriority()
 	}
-	if q.prefix >= 0 {
-		q.prefixTokens = min(w.PrefixTokens, q.input-1)
+	if q.Prefix >= 0 {
+		q.PrefixTokens = min(w.PrefixTokens, q.Input-1)
 	}
 }
 

@@ -88,10 +88,10 @@ func (s *Sim) eppDispatched(q *request, c candidate) {
 		return
 	}
 	blocks := c.blocks
-	if q.prefix >= 0 && s.sc.Gateway.Weights.Prefix == 0 && s.gate == nil {
-		blocks, _ = c.r.kv.prefixMatch(q) // the picker's prefix index, which candidates skipped
+	if q.Prefix >= 0 && s.sc.Gateway.Weights.Prefix == 0 && s.gate == nil {
+		blocks, _ = c.r.PrefixMatch(&q.Request) // the picker's prefix index, which candidates skipped
 	}
-	q.eppTokens = float64(max(0, q.input-blocks*c.r.v.cfg.BlockSize))
+	q.eppTokens = float64(max(0, q.Input-blocks*c.r.v.cfg.BlockSize))
 	s.epp.models[q.model].inflightTokens += q.eppTokens
 }
 
@@ -114,7 +114,7 @@ func (s *Sim) eppObserve(q *request, ttft, itl float64) {
 	}
 	g := &s.epp.models[q.model]
 	g.ttft[bucketOf(eppTTFTBuckets, ttft)]++
-	if q.output > 1 {
+	if q.Output > 1 {
 		g.tpot[bucketOf(eppTPOTBuckets, itl)]++
 	}
 }
@@ -159,13 +159,13 @@ func (s *Sim) eppPool(m int) (running, saturation, kvSum float64) {
 	n := 0
 	for _, v := range s.byModel[m] {
 		for _, r := range v.replicas {
-			running += float64(r.inFlight())
+			running += float64(r.InFlight())
 			if r.state != ready || r.draining {
 				continue
 			}
 			n++
-			saturation += math.Max(float64(r.queueLen())/qt, r.kvUsage()/kt)
-			kvSum += r.kvUsage()
+			saturation += math.Max(float64(r.QueueLen())/qt, r.KVUsage()/kt)
+			kvSum += r.KVUsage()
 		}
 	}
 	if n == 0 {

@@ -5,9 +5,10 @@
 //
 // Time is virtual (seconds as float64); randomness comes from seeded
 // sources, one stream per subsystem, so the same scenario and seed give the
-// same bytes. The server follows vLLM's v1 scheduler (chunked prefill, a
-// paged KV cache with prefix caching, preemption; https://docs.vllm.ai/)
-// and the BLIS simulator's rules (https://github.com/inference-sim/inference-sim).
+// same bytes. The server (package server) follows vLLM's v1 scheduler
+// (chunked prefill, a paged KV cache with prefix caching, preemption;
+// https://docs.vllm.ai/) and the BLIS simulator's rules
+// (https://github.com/inference-sim/inference-sim).
 // See docs/evaluation.md; docs/references.md lists the sources.
 package sim
 

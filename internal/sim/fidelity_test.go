@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/llm-d-incubation/wva/internal/queueing"
+	"github.com/llm-d-incubation/wva/internal/sim/server"
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
@@ -27,13 +28,13 @@ func serverLatencies(t *testing.T, sc Scenario) (ttft, itl float64) {
 	t.Helper()
 	s := New(sc, &Static{n: 1})
 	s.Run(context.Background(), nil)
-	var c counters
+	var c server.Counters
 	for _, v := range s.variants {
 		for _, r := range v.replicas {
-			c = r.c
+			c = r.Counters()
 		}
 	}
-	return 1000 * c.ttftSum / c.ttftCount, 1000 * c.itlSum / c.itlCount
+	return 1000 * c.TTFTSum / c.TTFTCount, 1000 * c.ITLSum / c.ITLCount
 }
 
 // TestFidelity compares the simulated replica (vLLM-v1 scheduling: the

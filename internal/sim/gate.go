@@ -32,7 +32,7 @@ type candidate struct {
 // both (s.prefixLookups counts the computations).
 func (s *Sim) candidates(q *request) {
 	s.cands = s.cands[:0]
-	match := q.prefix >= 0 && (s.sc.Gateway.Weights.Prefix != 0 || s.gate != nil)
+	match := q.Prefix >= 0 && (s.sc.Gateway.Weights.Prefix != 0 || s.gate != nil)
 	for _, v := range s.byModel[q.model] {
 		for _, r := range v.replicas {
 			if r.state != ready || r.draining {
@@ -41,7 +41,7 @@ func (s *Sim) candidates(q *request) {
 			c := candidate{r: r}
 			if match {
 				s.prefixLookups++
-				c.blocks, c.share = r.kv.prefixMatch(q)
+				c.blocks, c.share = r.PrefixMatch(&q.Request)
 			}
 			s.cands = append(s.cands, c)
 		}
@@ -104,18 +104,18 @@ func (g *gate) snapshot(cands []candidate, q *request) []admission.Instance {
 	g.fleet, g.waits = g.fleet[:0], g.waits[:0]
 	for _, c := range cands {
 		r := c.r
-		in := admission.Instance{ID: r.id, Running: len(r.running), KVUtil: r.kvUsage(), StepTime: r.stepTime,
-			Cached: c.blocks * r.kv.bs}
-		if r.priority {
-			in.Waiting = r.waits
+		in := admission.Instance{ID: r.id, Running: len(r.Running()), KVUtil: r.KVUsage(), StepTime: r.StepTime(),
+			Cached: c.blocks * r.Config().BlockSize}
+		if r.PriorityPolicy() {
+			in.Waiting = r.Waiting()
 		} else {
-			g.waits = append(g.waits, admission.Waiting{Priority: q.priority, Count: r.queueLen()})
+			g.waits = append(g.waits, admission.Waiting{Priority: q.Priority, Count: r.QueueLen()})
 		}
 		g.fleet = append(g.fleet, in)
 	}
 	k := 0
 	for i := range g.fleet {
-		if !cands[i].r.priority {
+		if !cands[i].r.PriorityPolicy() {
 			g.fleet[i].Waiting = g.waits[k : k+1 : k+1]
 			k++
 		}
@@ -125,12 +125,12 @@ func (g *gate) snapshot(cands []candidate, q *request) []admission.Instance {
 
 // request is q as the policy sees it.
 func (s *Sim) admissionRequest(q *request) admission.Request {
-	req := admission.Request{Class: admission.Standard, Priority: q.priority, InputTokens: q.input}
+	req := admission.Request{Class: admission.Standard, Priority: q.Priority, InputTokens: q.Input}
 	if cs := s.sc.Models[q.model].Workload.Classes; len(cs) > 0 {
 		req.Class = cs[q.class].criticality()
 	}
-	if q.prefix >= 0 {
-		req.Group = uint64(q.model)<<32 | uint64(q.prefix+1) //nolint:gosec // model and prefix indices are ≥ 0 and small
+	if q.Prefix >= 0 {
+		req.Group = uint64(q.model)<<32 | uint64(q.Prefix+1) //nolint:gosec // model and prefix indices are ≥ 0 and small
 	}
 	return req
 }
@@ -158,8 +158,8 @@ func (s *Sim) dispatched(q *request, cand int) {
 	g := s.gate
 	in := &g.fleet[cand]
 	o := &q.obs
-	o.miss = max(q.input-in.Cached, 0)
-	o.ahead = in.Ahead(q.priority)
+	o.miss = max(q.Input-in.Cached, 0)
+	o.ahead = in.Ahead(q.Priority)
 	o.step = in.StepTime
 	if !(o.step > 0) {
 		o.step = g.cfg.stepTimeSeconds() // as the predictive policy assumes

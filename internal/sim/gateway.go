@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/llm-d-incubation/wva/internal/sim/server"
+
 // The gateway: llm-d's endpoint picker in front of each model's pods. It
 // routes every request to a ready pod, holds it while the model has none
 // (or, with saturation-based admission, while every pod is saturated), and
@@ -7,12 +9,12 @@ package sim
 
 // Failure causes, as the results count them.
 const (
-	causeTimeout    = "timeout"    // waited at the gateway longer than gateway.timeoutSeconds
-	causeRejected   = "rejected"   // sheddable, every pod saturated (HTTP 429)
-	causeShed       = "shed"       // sheddable, its pod's queue at gateway.queueThreshold
-	causeTerminated = "terminated" // in flight on a pod that was killed
-	causeUnservable = "unservable" // needs more KV cache than its pod has
-	causeAdmission  = "admission"  // rejected by gateway.admission's policy (HTTP 429)
+	causeTimeout    = "timeout"              // waited at the gateway longer than gateway.timeoutSeconds
+	causeRejected   = "rejected"             // sheddable, every pod saturated (HTTP 429)
+	causeShed       = "shed"                 // sheddable, its pod's queue at gateway.queueThreshold
+	causeTerminated = server.CauseTerminated // in flight on a pod that was killed
+	causeUnservable = server.CauseUnservable // needs more KV cache than its pod has
+	causeAdmission  = "admission"            // rejected by gateway.admission's policy (HTTP 429)
 )
 
 // route sends a request to a ready replica of its model, or holds it at
@@ -29,7 +31,7 @@ func (s *Sim) route(q *request) {
 		}
 	}
 	if anyReady, anyRoom := s.admitting(m); anyReady && !anyRoom {
-		if q.priority < 0 {
+		if q.Priority < 0 {
 			s.fail(q, causeRejected)
 			return
 		}
@@ -42,7 +44,7 @@ func (s *Sim) route(q *request) {
 		return
 	}
 	r := s.cands[k].r
-	if th := s.sc.Gateway.QueueThreshold; th > 0 && r.queueLen() >= th && s.sheddable(q) {
+	if th := s.sc.Gateway.QueueThreshold; th > 0 && r.QueueLen() >= th && s.sheddable(q) {
 		s.fail(q, causeShed)
 		return
 	}
@@ -51,7 +53,7 @@ func (s *Sim) route(q *request) {
 	if s.gate != nil {
 		s.dispatched(q, k)
 	}
-	r.dispatch(s, q)
+	r.Dispatch(&q.Request)
 }
 
 // hold queues a request at the gateway until a pod can take it or
@@ -96,7 +98,7 @@ func (s *Sim) gatewayReleased(r *replica) {
 		g := s.gateway[m]
 		best := 0
 		for i, q := range g {
-			if q.priority > g[best].priority {
+			if q.Priority > g[best].Priority {
 				best = i
 			}
 		}
@@ -118,8 +120,8 @@ func (s *Sim) pick(q *request) int {
 	bestScore := 0.0
 	for i, c := range s.cands {
 		r := c.r
-		sc := w.KV*r.kvUsage() + w.Queue*float64(r.queueLen())/5 + w.Batch*float64(len(r.running))/float64(r.v.cfg.MaxBatchSize)
-		if w.Prefix != 0 && q.prefix >= 0 {
+		sc := w.KV*r.KVUsage() + w.Queue*float64(r.QueueLen())/5 + w.Batch*float64(len(r.Running()))/float64(r.v.cfg.MaxBatchSize)
+		if w.Prefix != 0 && q.Prefix >= 0 {
 			sc -= w.Prefix * c.share
 		}
 		if best < 0 || sc < bestScore {
@@ -176,5 +178,5 @@ func (s *Sim) complete(q *request, a2 float64) {
 	if s.done != nil {
 		s.done(s, q)
 	}
-	s.bucket.ttfts = append(s.bucket.ttfts, q.firstToken-q.arrive+a2)
+	s.bucket.ttfts = append(s.bucket.ttfts, q.FirstToken-q.arrive+a2)
 }

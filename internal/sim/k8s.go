@@ -34,7 +34,7 @@ type Drainer interface {
 // addReplica creates a starting replica of v.
 func (s *Sim) addReplica(v *variantRT) *replica {
 	s.nextRep++
-	r := newReplica(s.nextRep, v, s.now, s.uidRNG.Uint64())
+	r := newReplica(s, s.nextRep, v, s.uidRNG.Uint64())
 	v.replicas = append(v.replicas, r)
 	return r
 }
@@ -51,7 +51,7 @@ func (s *Sim) ready(r *replica) {
 // retire removes a replica whose pod is gone.
 func (s *Sim) retire(r *replica) {
 	r.state = gone
-	s.res.addCounters(&r.c) // the live replicas add theirs at the end
+	s.res.addCounters(r.Counters()) // the live replicas add theirs at the end
 	v := r.v
 	for i, x := range v.replicas {
 		if x == r {
@@ -165,8 +165,8 @@ func (s *Sim) terminate(r *replica) {
 		return
 	}
 	r.state = terminating
-	if r.v.cfg.Shutdown == "abort" || r.inFlight() == 0 {
-		r.abortAll(s)
+	if r.v.cfg.Shutdown == "abort" || r.InFlight() == 0 {
+		r.AbortAll()
 		s.retire(r)
 		return
 	}

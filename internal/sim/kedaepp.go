@@ -430,9 +430,9 @@ func cheapest(vs []Variant) Variant {
 // (maxBatchedTokens) over the TTFT of a chunk-long prompt at light load,
 // the chunk's prefill iteration plus the front end's overheads.
 func prefillSpeed(v Variant) float64 {
-	rt := &variantRT{cfg: v}
+	c := serverConfig(&v)
 	chunk := v.MaxBatchedTokens
-	ttft := rt.iterationSeconds(&work{prefillTokens: chunk}) + rt.overheadSeconds(chunk) + rt.tokenOverheadSeconds()
+	ttft := c.PrefillSeconds(chunk) + c.OverheadSeconds(chunk) + c.TokenOverheadSeconds()
 	if !(ttft > 0) {
 		return math.Inf(1)
 	}

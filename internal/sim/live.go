@@ -179,10 +179,10 @@ func (l *Live) Stats(id int) (ReplicaStats, bool) {
 	if !ok {
 		return ReplicaStats{}, false
 	}
-	c := &r.c
-	return ReplicaStats{Running: len(r.running), Waiting: r.queueLen(), KVUsage: r.kvUsage(), KVBlocks: r.v.cfg.KVBlocks,
-		BlockSize: r.v.cfg.BlockSize, Arrived: c.arrived, Completed: c.completed, PromptTokens: c.promptTokens,
-		GenerationTokens: c.generationTokens, Preempted: c.preempted, PrefixQueries: c.prefixQueries, PrefixHits: c.prefixHitTokens}, true
+	c := r.Counters()
+	return ReplicaStats{Running: len(r.Running()), Waiting: r.QueueLen(), KVUsage: r.KVUsage(), KVBlocks: r.v.cfg.KVBlocks,
+		BlockSize: r.v.cfg.BlockSize, Arrived: c.Arrived, Completed: c.Completed, PromptTokens: c.PromptTokens,
+		GenerationTokens: c.GenerationTokens, Preempted: c.Preempted, PrefixQueries: c.PrefixQueries, PrefixHits: c.PrefixHitTokens}, true
 }
 
 // GatewayWaiting counts model m's requests held at the gateway (no ready
@@ -220,23 +220,23 @@ func (l *Live) afterEvent(s *Sim, e *event) {
 	r := e.replica
 	a2 := r.v.tokenOverheadSeconds()
 	if l.observe != nil {
-		l.observe(Observation{Kind: Iteration, Replica: r.id, Tokens: r.endedTokens})
-		for _, q := range r.running {
-			if q.firstToken == s.now && q.emitted == 1 {
-				l.observe(Observation{Kind: FirstToken, Replica: r.id, TTFTSeconds: q.firstToken - q.atServer + a2, InputTokens: q.input})
+		l.observe(Observation{Kind: Iteration, Replica: r.id, Tokens: r.EndedTokens()})
+		for _, q := range r.Running() {
+			if q.FirstToken == s.now && q.Emitted == 1 {
+				l.observe(Observation{Kind: FirstToken, Replica: r.id, TTFTSeconds: q.FirstToken - q.AtServer + a2, InputTokens: q.Input})
 			}
 		}
 		for _, q := range l.done {
-			ttft := q.firstToken - q.atServer + a2
-			if q.firstToken == s.now {
-				l.observe(Observation{Kind: FirstToken, Replica: r.id, TTFTSeconds: ttft, InputTokens: q.input})
+			ttft := q.FirstToken - q.AtServer + a2
+			if q.FirstToken == s.now {
+				l.observe(Observation{Kind: FirstToken, Replica: r.id, TTFTSeconds: ttft, InputTokens: q.Input})
 			}
-			o := Observation{Kind: Finished, Replica: r.id, TTFTSeconds: ttft, InputTokens: q.input, OutputTokens: q.output,
-				QueueSeconds: q.scheduled - q.atServer, CachedTokens: q.cached}
-			if q.output > 1 {
-				o.ITLSeconds = (s.now-q.firstToken)/float64(q.output-1) + a2
+			o := Observation{Kind: Finished, Replica: r.id, TTFTSeconds: ttft, InputTokens: q.Input, OutputTokens: q.Output,
+				QueueSeconds: q.Scheduled - q.AtServer, CachedTokens: q.Cached}
+			if q.Output > 1 {
+				o.ITLSeconds = (s.now-q.FirstToken)/float64(q.Output-1) + a2
 			}
-			o.E2ESeconds = ttft + o.ITLSeconds*float64(q.output-1)
+			o.E2ESeconds = ttft + o.ITLSeconds*float64(q.Output-1)
 			l.observe(o)
 		}
 	}

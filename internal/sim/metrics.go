@@ -3,12 +3,14 @@ package sim
 import (
 	"context"
 	"math"
+
+	"github.com/llm-d-incubation/wva/internal/sim/server"
 )
 
 // sample is one scrape of a pod, like Prometheus storing vLLM's metrics.
 type sample struct {
 	t        float64
-	c        counters
+	c        server.Counters
 	kv       float64
 	waiting  float64
 	running  float64
@@ -23,8 +25,8 @@ func (s *Sim) scrape() {
 			if r.state != ready && r.state != terminating {
 				continue
 			}
-			r.samples = append(r.samples, sample{t: s.now, c: r.c, kv: r.kvUsage(),
-				waiting: float64(r.queueLen()), running: float64(len(r.running)), kvBlocks: v.cfg.KVBlocks})
+			r.samples = append(r.samples, sample{t: s.now, c: r.Counters(), kv: r.KVUsage(),
+				waiting: float64(r.QueueLen()), running: float64(len(r.Running())), kvBlocks: v.cfg.KVBlocks})
 			r.samples = prune(r.samples, s.now-keep)
 		}
 	}
@@ -219,23 +221,23 @@ func (s *Sim) podMetrics(r *replica) (PodMetrics, bool) {
 	if dt := s1.t - s0.t; dt > 0 {
 		pm.HasRates = true
 		d := diff(s1.c, s0.c)
-		pm.ArrivalRateRPS = d.arrived / dt
-		if d.ttftCount > 0 {
-			pm.AvgTTFTMs = 1000 * d.ttftSum / d.ttftCount
-			pm.AvgInputTokens = d.promptTokens / d.ttftCount
+		pm.ArrivalRateRPS = d.Arrived / dt
+		if d.TTFTCount > 0 {
+			pm.AvgTTFTMs = 1000 * d.TTFTSum / d.TTFTCount
+			pm.AvgInputTokens = d.PromptTokens / d.TTFTCount
 		}
-		if d.itlCount > 0 {
-			pm.AvgITLMs = 1000 * d.itlSum / d.itlCount
+		if d.ITLCount > 0 {
+			pm.AvgITLMs = 1000 * d.ITLSum / d.ITLCount
 		}
-		if d.completed > 0 {
-			pm.AvgOutputTokens = d.generationTokens / d.completed
+		if d.Completed > 0 {
+			pm.AvgOutputTokens = d.GenerationTokens / d.Completed
 		}
 	}
 	return pm, true
 }
 
-func diff(a, b counters) counters {
-	return counters{arrived: a.arrived - b.arrived, completed: a.completed - b.completed, ttftSum: a.ttftSum - b.ttftSum,
-		ttftCount: a.ttftCount - b.ttftCount, itlSum: a.itlSum - b.itlSum, itlCount: a.itlCount - b.itlCount,
-		promptTokens: a.promptTokens - b.promptTokens, generationTokens: a.generationTokens - b.generationTokens}
+func diff(a, b server.Counters) server.Counters {
+	return server.Counters{Arrived: a.Arrived - b.Arrived, Completed: a.Completed - b.Completed, TTFTSum: a.TTFTSum - b.TTFTSum,
+		TTFTCount: a.TTFTCount - b.TTFTCount, ITLSum: a.ITLSum - b.ITLSum, ITLCount: a.ITLCount - b.ITLCount,
+		PromptTokens: a.PromptTokens - b.PromptTokens, GenerationTokens: a.GenerationTokens - b.GenerationTokens}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/llm-d-incubation/wva/internal/sim/server"
 )
 
 // Result is one autoscaler's run of a scenario.
@@ -210,9 +212,9 @@ func newResult(name string, sc *Scenario) *Result {
 // seconds: TTFT from the gateway, and the mean time per output token after
 // the first (0 for one token), each with the per-token overhead a2.
 func (q *request) latencies(now, a2 float64) (ttft, itl float64) {
-	ttft = q.firstToken - q.arrive + a2
-	if q.output > 1 {
-		itl = (now-q.firstToken)/float64(q.output-1) + a2
+	ttft = q.FirstToken - q.arrive + a2
+	if q.Output > 1 {
+		itl = (now-q.FirstToken)/float64(q.Output-1) + a2
 	}
 	return ttft, itl
 }
@@ -221,11 +223,11 @@ func (q *request) latencies(now, a2 float64) (ttft, itl float64) {
 // overhead, added to every reported latency.
 func (r *Result) record(q *request, now, a2 float64, slo *SLO) {
 	r.Completed++
-	r.outputTokens += int64(q.output)
+	r.outputTokens += int64(q.Output)
 	ttft, itl := q.latencies(now, a2)
 	r.ttfts = append(r.ttfts, ttft)
 	r.itls = append(r.itls, itl)
-	r.e2es = append(r.e2es, now-q.arrive+float64(q.output)*a2)
+	r.e2es = append(r.e2es, now-q.arrive+float64(q.Output)*a2)
 	okT, okI := ttft*1000 <= slo.TTFTMs, itl*1000 <= slo.ITLMs
 	if okT {
 		r.TTFTMet++
@@ -263,7 +265,7 @@ func (s *Sim) record() {
 		for _, r := range v.replicas {
 			if r.state == ready {
 				nReady++
-				kv += r.kvUsage()
+				kv += r.KVUsage()
 				n++
 			}
 		}
@@ -289,7 +291,7 @@ func (s *Sim) finish() {
 		r.PerModel[v.model].GPUHours += v.gpuSeconds / 3600
 		r.PerModel[v.model].Cost += v.costSeconds / 3600 * v.cfg.Cost
 		for _, rep := range v.replicas {
-			r.addCounters(&rep.c)
+			r.addCounters(rep.Counters())
 		}
 	}
 	if r.prefixQueries > 0 {
@@ -336,11 +338,11 @@ func (s *Sim) finish() {
 }
 
 // addCounters adds a replica's preemption and prefix-cache counters.
-func (r *Result) addCounters(c *counters) {
-	r.Preemptions += int64(c.preempted)
-	r.PrefixHits += int64(c.prefixHits)
-	r.prefixHitTokens += c.prefixHitTokens
-	r.prefixQueries += c.prefixQueries
+func (r *Result) addCounters(c server.Counters) {
+	r.Preemptions += int64(c.Preempted)
+	r.PrefixHits += int64(c.PrefixHits)
+	r.prefixHitTokens += c.PrefixHitTokens
+	r.prefixQueries += c.PrefixQueries
 }
 
 // warn notes what makes a run's figures suspect.

@@ -84,7 +84,7 @@ type Variant struct {
 	// SchedulingPolicy is the server's order of its waiting requests
 	// (vLLM's --scheduling-policy): "fcfs" (the default) or
 	// "priority-fcfs" (vLLM's "priority": the highest request priority
-	// first, then the earliest arrival; sched.go).
+	// first, then the earliest arrival; server/sched.go).
 	SchedulingPolicy string `json:"schedulingPolicy,omitempty"`
 }
 

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"testing"
+
+	"github.com/llm-d-incubation/wva/internal/sim/server"
 )
 
 // runOrder replays rows on one replica with the scheduling policy and
@@ -36,7 +38,7 @@ func TestPriorityFCFSOrder(t *testing.T) {
 	for _, tc := range []struct {
 		policy string
 		want   []int64
-	}{{"", []int64{1, 2, 3, 4}}, {schedFCFS, []int64{1, 2, 3, 4}}, {schedPriority, []int64{3, 4, 2, 1}}} {
+	}{{"", []int64{1, 2, 3, 4}}, {server.PolicyFCFS, []int64{1, 2, 3, 4}}, {server.PolicyPriority, []int64{3, 4, 2, 1}}} {
 		if got, _, _ := runOrder(t, v, tc.policy, rows); !slices.Equal(got, tc.want) {
 			t.Errorf("%q: completion order %v, want %v", tc.policy, got, tc.want)
 		}
@@ -51,7 +53,7 @@ func TestPriorityDoesNotPreemptRunning(t *testing.T) {
 	v.MaxBatchSize = 1
 	rows := []traceRow{classRow(0, 100, 10, "sheddable", -1), classRow(0.005, 100, 10, "standard", -1),
 		classRow(0.02, 100, 10, "critical", -1)}
-	order, got, res := runOrder(t, v, schedPriority, rows)
+	order, got, res := runOrder(t, v, server.PolicyPriority, rows)
 	if res.Preemptions != 0 || !slices.Equal(order, []int64{1, 3, 2}) {
 		t.Fatalf("order %v, %d preemptions", order, res.Preemptions)
 	}
@@ -70,11 +72,11 @@ func TestPriorityPreemptionVictim(t *testing.T) {
 	v := linearVariant()
 	v.KVBlocks = 16
 	rows := []traceRow{classRow(0, 96, 40, "sheddable", -1), classRow(0, 96, 100, "critical", -1)}
-	_, fcfs, res := runOrder(t, v, schedFCFS, rows)
+	_, fcfs, res := runOrder(t, v, server.PolicyFCFS, rows)
 	if res.Preemptions != 1 {
 		t.Fatalf("fcfs: %d preemptions", res.Preemptions)
 	}
-	_, prio, res := runOrder(t, v, schedPriority, rows)
+	_, prio, res := runOrder(t, v, server.PolicyPriority, rows)
 	if res.Preemptions < 1 {
 		t.Fatalf("priority-fcfs: %d preemptions", res.Preemptions)
 	}
@@ -93,25 +95,16 @@ func TestPriorityPreemptionVictim(t *testing.T) {
 func TestWaitCounts(t *testing.T) {
 	sc := builtin(t, "admission-matrix", 10)
 	sc.Models[0].Workload.Rate.RPS = 1100
-	sc.Models[0].Variants[0].SchedulingPolicy = schedPriority
+	sc.Models[0].Variants[0].SchedulingPolicy = server.PolicyPriority
 	sc.Models[0].Variants[0].KVBlocks = 3000
 	s := New(sc, &Static{n: 8})
 	checked := 0
 	s.check = func(s *Sim, _ *event) {
 		for _, r := range s.variants[0].replicas {
-			n := 0
-			for _, w := range r.waits {
-				n += w.Count
+			if err := r.CheckWaiting(); err != nil {
+				t.Fatalf("replica %d: %v", r.id, err)
 			}
-			if n != r.queueLen() {
-				t.Fatalf("replica %d: %d waiting by priority, queue %d", r.id, n, r.queueLen())
-			}
-			for i := r.head + 1; i < len(r.waiting); i++ {
-				if runsBefore(r.waiting[i], r.waiting[i-1]) {
-					t.Fatalf("replica %d: waiting queue out of order at %d", r.id, i)
-				}
-			}
-			checked += r.queueLen()
+			checked += r.QueueLen()
 		}
 	}
 	res := s.Run(context.Background(), nil)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"testing"
+
+	"github.com/llm-d-incubation/wva/internal/sim/server"
 )
 
 // The tests in this file pin the server, Kubernetes and gateway semantics
@@ -42,11 +44,11 @@ func runRows(t *testing.T, v Variant, rows []traceRow, a Autoscaler, edit func(*
 	out := map[int64]outcome{}
 	s.done = func(s *Sim, q *request) {
 		a2 := s.variants[0].tokenOverheadSeconds()
-		o := outcome{ttft: 1000 * (q.firstToken - q.arrive + a2), e2e: 1000 * (s.now - q.arrive + float64(q.output)*a2)}
-		if q.output > 1 {
-			o.itl = 1000 * ((s.now-q.firstToken)/float64(q.output-1) + a2)
+		o := outcome{ttft: 1000 * (q.FirstToken - q.arrive + a2), e2e: 1000 * (s.now - q.arrive + float64(q.Output)*a2)}
+		if q.Output > 1 {
+			o.itl = 1000 * ((s.now-q.FirstToken)/float64(q.Output-1) + a2)
 		}
-		out[q.id] = o
+		out[q.ID] = o
 	}
 	s.check = func(s *Sim, _ *event) { checkConservation(t, s) }
 	res := s.Run(context.Background(), nil)
@@ -258,7 +260,7 @@ func TestReplicaSetVictims(t *testing.T) {
 	c := mk("c", ready, 950, 999.5, 3) // ready 0.5 s
 	d := mk("d", starting, 900, 0, 2)  // loading for 100 s
 	e := mk("e", starting, 950, 0, 1)  // loading for 50 s
-	a.running = make([]*request, 50)   // busy: load does not matter
+	busy(t, a, 50)                     // busy: load does not matter
 	order := func(pods ...*replica) string {
 		rankForDeletion(pods, now)
 		s := ""
@@ -288,6 +290,22 @@ func TestReplicaSetVictims(t *testing.T) {
 	y.readyAt = 999.6 // 0.4 s: a lower power of two
 	if got := order(x, y); got != "yx" {
 		t.Errorf("different powers of two: %s, want yx", got)
+	}
+}
+
+// busy gives r a server running n requests.
+func busy(t *testing.T, r *replica, n int) {
+	t.Helper()
+	r.sim = &Sim{}
+	r.Server = *server.New(server.Config{KVBlocks: 1000, BlockSize: 16, MaxBatchSize: n, MaxBatchedTokens: 1000}, r)
+	for i := range n {
+		q := newRequest(int64(i+1), 0, 0)
+		q.Input, q.Output, q.Prefix = 10, 10, -1
+		r.Dispatch(&q.Request)
+	}
+	r.StartIteration()
+	if len(r.Running()) != n {
+		t.Fatalf("%d running, want %d", len(r.Running()), n)
 	}
 }
 

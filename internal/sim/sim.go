@@ -4,11 +4,14 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+
+	"github.com/llm-d-incubation/wva/internal/sim/server"
 )
 
 // variantRT is a variant at run time.
 type variantRT struct {
 	cfg      Variant
+	srv      server.Config // its replicas' servers
 	model    int
 	idx      int // index in Sim.variants
 	key      string
@@ -76,7 +79,7 @@ func New(sc Scenario, a Autoscaler) *Sim {
 	for m, mod := range sc.Models {
 		var vs []*variantRT
 		for _, v := range mod.Variants {
-			rt := &variantRT{cfg: v, model: m, idx: len(s.variants), key: mod.Name + "/" + v.Name}
+			rt := &variantRT{cfg: v, srv: serverConfig(&v), model: m, idx: len(s.variants), key: mod.Name + "/" + v.Name}
 			s.variants = append(s.variants, rt)
 			vs = append(vs, rt)
 		}
@@ -240,28 +243,23 @@ func (s *Sim) dispatchReplica(e *event) {
 	switch e.kind {
 	case evIterationEnd:
 		if e.replica.state != gone { // a killed pod's iteration never ends
-			e.replica.endIteration(s)
+			e.replica.EndIteration()
 		}
 	case evStep:
 		if r := e.replica; r.state != gone {
-			r.stepDue = false
-			if !r.busy {
-				r.startIteration(s)
-			}
+			r.Step()
 		}
 	case evQueued:
-		r := e.replica
-		r.pending--
-		if r.state == gone {
-			s.fail(e.req, causeTerminated) // its pod was killed meanwhile
-			return
+		if r := e.replica; r.state == gone {
+			r.Drop(&e.req.Request) // its pod was killed meanwhile
+		} else {
+			r.Enqueue(&e.req.Request)
 		}
-		r.enqueue(s, e.req)
 	case evReplicaReady:
 		s.ready(e.replica)
 	case evKill:
 		if r := e.replica; r.state == terminating {
-			r.abortAll(s)
+			r.AbortAll()
 			s.retire(r)
 		}
 	}
@@ -291,3 +289,7 @@ func (s *Sim) dispatchLoop(e *event) {
 		s.schedule(&event{t: s.now + s.sc.RecordSeconds, kind: evRecord})
 	}
 }
+
+// tokenOverheadSeconds is the linear model's per-output-token overhead α2
+// (server.Config.TokenOverheadSeconds).
+func (v *variantRT) tokenOverheadSeconds() float64 { return v.srv.TokenOverheadSeconds() }

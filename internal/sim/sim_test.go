@@ -145,9 +145,10 @@ func checkConservation(t *testing.T, s *Sim) {
 	for _, v := range s.variants {
 		for _, r := range v.replicas {
 			checkKV(t, r)
-			for _, q := range r.running {
-				if !(q.arrive <= q.atServer && (q.firstToken == 0 || q.atServer <= q.firstToken)) {
-					t.Fatalf("causality: request %d arrive %v server %v first token %v", q.id, q.arrive, q.atServer, q.firstToken)
+			for _, sq := range r.Running() {
+				q := owner(sq)
+				if !(q.arrive <= q.AtServer && (q.FirstToken == 0 || q.AtServer <= q.FirstToken)) {
+					t.Fatalf("causality: request %d arrive %v server %v first token %v", q.ID, q.arrive, q.AtServer, q.FirstToken)
 				}
 			}
 		}
@@ -161,43 +162,16 @@ func checkConservation(t *testing.T, s *Sim) {
 	}
 }
 
-// checkKV: every block's reference count is the number of running
-// requests holding it; the free list holds exactly the unreferenced
-// blocks; a running request's blocks cover its computed and scheduled
-// tokens and no more than one block beyond; a shared-prefix index entry
-// names a block with that content.
+// checkKV: the KV cache's invariants (server.Server.CheckKV): every
+// block's reference count is the number of running requests holding it;
+// the free list holds exactly the unreferenced blocks; a running request's
+// blocks cover its computed and scheduled tokens and no more than one
+// block beyond; a shared-prefix index entry names a block with that
+// content.
 func checkKV(t *testing.T, r *replica) {
 	t.Helper()
-	c := r.kv
-	refs := make([]int32, len(c.blocks))
-	for _, q := range r.running {
-		slots := q.computed + q.sched
-		if len(q.blocks) != c.blocksFor(slots) {
-			t.Fatalf("replica %d request %d: %d blocks for %d token slots", r.id, q.id, len(q.blocks), slots)
-		}
-		for _, b := range q.blocks {
-			refs[b]++
-		}
-	}
-	free := 0
-	for b := c.head; b >= 0; b = c.blocks[b].next {
-		free++
-		if !c.blocks[b].free() || refs[b] != 0 {
-			t.Fatalf("replica %d: block %d on the free list with %d holders", r.id, b, refs[b])
-		}
-	}
-	if free != c.nFree {
-		t.Fatalf("replica %d: free list of %d blocks, counted %d", r.id, free, c.nFree)
-	}
-	for b := range c.blocks {
-		if c.blocks[b].ref != refs[b] {
-			t.Fatalf("replica %d: block %d has ref %d, %d holders", r.id, b, c.blocks[b].ref, refs[b])
-		}
-	}
-	for k, b := range c.byPrefix {
-		if c.blocks[b].key != k {
-			t.Fatalf("replica %d: prefix index names block %d for content it does not hold", r.id, b)
-		}
+	if err := r.CheckKV(); err != nil {
+		t.Fatalf("replica %d: %v", r.id, err)
 	}
 }
 

@@ -329,10 +329,10 @@ func WriteTrace(w io.Writer, sc Scenario, m int) error {
 		if len(wl.Classes) > 0 {
 			cls = wl.Classes[q.class].Name
 		}
-		if q.prefix >= 0 {
-			prefix = strconv.Itoa(q.prefix)
+		if q.Prefix >= 0 {
+			prefix = strconv.Itoa(q.Prefix)
 		}
-		if err := cw.Write([]string{strconv.FormatFloat(t, 'g', -1, 64), strconv.Itoa(q.input), strconv.Itoa(q.output), cls, prefix}); err != nil {
+		if err := cw.Write([]string{strconv.FormatFloat(t, 'g', -1, 64), strconv.Itoa(q.Input), strconv.Itoa(q.Output), cls, prefix}); err != nil {
 			return err
 		}
 	}

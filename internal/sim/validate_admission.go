@@ -3,6 +3,8 @@ package sim
 import (
 	"math"
 	"strconv"
+
+	"github.com/llm-d-incubation/wva/internal/sim/server"
 )
 
 // validateAdmission checks gateway.admission, naming each field by its
@@ -141,7 +143,7 @@ func validateNewPrefixGroups(p string, w Workload, add func(string, string, ...a
 // validateScheduling checks a variant's scheduling policy.
 func validateScheduling(p string, v Variant, add func(string, string, ...any)) {
 	switch v.SchedulingPolicy {
-	case "", schedFCFS, schedPriority:
+	case "", server.PolicyFCFS, server.PolicyPriority:
 	default:
 		add(p+".schedulingPolicy", "must be fcfs or priority-fcfs, got %q", v.SchedulingPolicy)
 	}

@@ -1,4 +1,4 @@
-package sim
+package server
 
 // kvCache is a replica's paged KV cache, after vLLM's block manager (and
 // BLIS's model of it): kvBlocks blocks of blockSize token slots each,
@@ -41,14 +41,14 @@ const prefixBit = blockKey(1) << 63
 
 // keyOf is the content key of block j of q's prompt, or 0 when the block is
 // not a full prompt block.
-func keyOf(q *request, j, bs int) blockKey {
-	if (j+1)*bs > q.input {
+func keyOf(q *Request, j, bs int) blockKey {
+	if (j+1)*bs > q.Input {
 		return 0
 	}
-	if q.prefix >= 0 && (j+1)*bs <= q.prefixTokens {
-		return prefixBit | blockKey(q.prefix)<<24 | blockKey(j) //nolint:gosec // prefix ≥ 0 (checked above) and j ≥ 0
+	if q.Prefix >= 0 && (j+1)*bs <= q.PrefixTokens {
+		return prefixBit | blockKey(q.Prefix)<<24 | blockKey(j) //nolint:gosec // prefix ≥ 0 (checked above) and j ≥ 0
 	}
-	return blockKey(q.id)<<24 | blockKey(j) //nolint:gosec // request ids and block indices count up from 0
+	return blockKey(q.ID)<<24 | blockKey(j) //nolint:gosec // request ids and block indices count up from 0
 }
 
 func newKVCache(nBlocks, bs int) *kvCache {
@@ -115,9 +115,9 @@ func (c *kvCache) pop() int32 {
 // start, stopping at the first miss (a hash chain): at most (input − 1) /
 // blockSize of them, because the last prompt token is always computed to
 // produce the first output token (vLLM's rule). The slice is reused.
-func (c *kvCache) cachedPrefix(q *request) []int32 {
+func (c *kvCache) cachedPrefix(q *Request) []int32 {
 	c.hitBuf = c.hitBuf[:0]
-	for j := range (q.input - 1) / c.bs {
+	for j := range (q.Input - 1) / c.bs {
 		k := keyOf(q, j, c.bs)
 		b := int32(-1)
 		if k&prefixBit != 0 {
@@ -140,7 +140,7 @@ func (c *kvCache) blocksFor(n int) int { return (n + c.bs - 1) / c.bs }
 
 // admit gives a waiting request its cached blocks (hits) and room for its
 // first n tokens after them, or reports false and changes nothing.
-func (c *kvCache) admit(q *request, hits []int32, n int) bool {
+func (c *kvCache) admit(q *Request, hits []int32, n int) bool {
 	start := len(hits) * c.bs
 	fresh := c.blocksFor(start+n) - len(hits)
 	need := fresh
@@ -153,7 +153,7 @@ func (c *kvCache) admit(q *request, hits []int32, n int) bool {
 		return false
 	}
 	if cap(q.blocks) == 0 {
-		q.blocks = make([]int32, 0, c.blocksFor(q.input+q.output))
+		q.blocks = make([]int32, 0, c.blocksFor(q.Input+q.Output))
 	}
 	q.blocks = q.blocks[:0]
 	for _, b := range hits {
@@ -173,7 +173,7 @@ func (c *kvCache) admit(q *request, hits []int32, n int) bool {
 
 // grow makes room for a running request's next n tokens (it holds
 // q.computed), or reports false and changes nothing.
-func (c *kvCache) grow(q *request, n int) bool {
+func (c *kvCache) grow(q *Request, n int) bool {
 	if q.computed+n <= len(q.blocks)*c.bs {
 		return true // room in its last block (and its prompt blocks are labelled)
 	}
@@ -191,11 +191,11 @@ func (c *kvCache) grow(q *request, n int) bool {
 // label gives the prompt blocks that the first slots token slots fill
 // their content key (at allocation, as BLIS hashes them: a request admitted
 // later in the same iteration already finds them).
-func (c *kvCache) label(q *request, slots int) {
-	if q.computed >= q.input {
+func (c *kvCache) label(q *Request, slots int) {
+	if q.computed >= q.Input {
 		return // decoding: every full prompt block has its key
 	}
-	full := min(slots, q.input) / c.bs
+	full := min(slots, q.Input) / c.bs
 	for ; q.keyed < full; q.keyed++ {
 		b := q.blocks[q.keyed]
 		k := keyOf(q, q.keyed, c.bs)
@@ -208,7 +208,7 @@ func (c *kvCache) label(q *request, slots int) {
 
 // release lets go of q's blocks, the last first, so that a request's
 // leading blocks (the ones others share) are evicted last.
-func (c *kvCache) release(q *request) {
+func (c *kvCache) release(q *Request) {
 	for i := len(q.blocks) - 1; i >= 0; i-- {
 		b := q.blocks[i]
 		k := &c.blocks[b]
@@ -226,8 +226,8 @@ func (c *kvCache) release(q *request) {
 // cachedPrefix finds for a request that was never preempted (a shared
 // prefix is at most input − 1 tokens), so blocks × blockSize are the
 // request's exactly cached tokens.
-func (c *kvCache) prefixMatch(q *request) (blocks int, share float64) {
-	n := q.prefixTokens / c.bs
+func (c *kvCache) prefixMatch(q *Request) (blocks int, share float64) {
+	n := q.PrefixTokens / c.bs
 	if n == 0 {
 		return 0, 0
 	}

@@ -1,4 +1,4 @@
-package sim
+package server
 
 import (
 	"math"
@@ -36,52 +36,52 @@ import (
 // is gone from v1). It overtakes every waiting request of a lower priority
 // and runs as soon as the batch has room.
 const (
-	schedFCFS     = "fcfs"
-	schedPriority = "priority-fcfs"
+	PolicyFCFS     = "fcfs"
+	PolicyPriority = "priority-fcfs"
 )
 
 // runsBefore is priority-fcfs's order: the higher priority first, then the
 // earlier arrival at the server, then the earlier request.
-func runsBefore(a, b *request) bool {
-	if a.priority != b.priority {
-		return a.priority > b.priority
+func runsBefore(a, b *Request) bool {
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
 	}
-	if a.atServer != b.atServer {
-		return a.atServer < b.atServer
+	if a.AtServer != b.AtServer {
+		return a.AtServer < b.AtServer
 	}
-	return a.id < b.id
+	return a.ID < b.ID
 }
 
 // insertWaiting puts q into the waiting queue at its priority-fcfs place.
-func (r *replica) insertWaiting(q *request) {
-	w := r.waiting[r.head:]
-	i := r.head + sort.Search(len(w), func(i int) bool { return runsBefore(q, w[i]) })
-	r.waiting = append(r.waiting, nil)
-	copy(r.waiting[i+1:], r.waiting[i:])
-	r.waiting[i] = q
+func (s *Server) insertWaiting(q *Request) {
+	w := s.waiting[s.head:]
+	i := s.head + sort.Search(len(w), func(i int) bool { return runsBefore(q, w[i]) })
+	s.waiting = append(s.waiting, nil)
+	copy(s.waiting[i+1:], s.waiting[i:])
+	s.waiting[i] = q
 }
 
 // preemptLowest preempts priority-fcfs's victim, the running request that
 // runs last, and returns it with the token budget left: a victim already
 // scheduled in this iteration gives its tokens back and leaves the work.
-func (r *replica) preemptLowest(w *work, budget int) (*request, int) {
+func (s *Server) preemptLowest(w *work, budget int) (*Request, int) {
 	v := 0
-	for i, q := range r.running {
-		if runsBefore(r.running[v], q) {
+	for i, q := range s.running {
+		if runsBefore(s.running[v], q) {
 			v = i
 		}
 	}
-	q := r.running[v]
-	if v < r.nSched {
+	q := s.running[v]
+	if v < s.nSched {
 		budget += q.sched
 		w.unschedule(q)
-		r.nSched--
+		s.nSched--
 	}
-	copy(r.running[v:], r.running[v+1:])
-	r.running[len(r.running)-1] = nil
-	r.running = r.running[:len(r.running)-1]
-	r.recompute(q)
-	r.insertWaiting(q)
+	copy(s.running[v:], s.running[v+1:])
+	s.running[len(s.running)-1] = nil
+	s.running = s.running[:len(s.running)-1]
+	s.recompute(q)
+	s.insertWaiting(q)
 	return q, budget
 }
 
@@ -89,18 +89,18 @@ func (r *replica) preemptLowest(w *work, budget int) (*request, int) {
 // sets it to prefill again (its blocks' content stays cached until
 // evicted); it counts as waiting again. The caller takes it out of the
 // batch and queues it.
-func (r *replica) recompute(q *request) {
-	r.kv.release(q)
+func (s *Server) recompute(q *Request) {
+	s.kv.release(q)
 	q.prevBlocks, q.blocks = q.blocks, nil
 	q.computed, q.generated, q.sched, q.keyed = 0, 0, 0, 0
-	r.c.preempted++
-	r.waits.add(q.priority, 1)
+	s.c.Preempted++
+	s.waits.add(q.Priority, 1)
 }
 
 // unschedule takes a request scheduled in this iteration back out of its
 // work (schedule's inverse).
-func (w *work) unschedule(q *request) {
-	if q.computed < q.input {
+func (w *work) unschedule(q *Request) {
+	if q.computed < q.Input {
 		w.prefillTokens -= q.sched
 		return
 	}
@@ -130,10 +130,10 @@ const stepTimeConstant = 1.0
 // observeStep folds an iteration of dur seconds (as its tokens reach the
 // client) into the replica's observed step time, an exponentially
 // weighted mean over busy time.
-func (r *replica) observeStep(dur float64) {
-	if r.stepTime == 0 {
-		r.stepTime = dur
+func (s *Server) observeStep(dur float64) {
+	if s.stepTime == 0 {
+		s.stepTime = dur
 		return
 	}
-	r.stepTime += (1 - math.Exp(-dur/stepTimeConstant)) * (dur - r.stepTime)
+	s.stepTime += (1 - math.Exp(-dur/stepTimeConstant)) * (dur - s.stepTime)
 }
