@@ -15,6 +15,7 @@ import (
 
 	"github.com/llm-d-incubation/wva/examples/scenarios"
 	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/report"
 )
 
 type simulateOptions struct {
@@ -192,10 +193,10 @@ func (o *simulateOptions) runOnce(cmd *cobra.Command, ctx context.Context, sc si
 		return err
 	}
 	if o.output == "json" {
-		return sim.WriteJSON(cmd.OutOrStdout(), rs)
+		return report.WriteJSON(cmd.OutOrStdout(), rs)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "%s (seed %d, %.0f s): %s\n\n", sc.Name, sc.Seed, sc.DurationSeconds, sc.Description)
-	return sim.WriteTable(cmd.OutOrStdout(), rs)
+	return report.WriteTable(cmd.OutOrStdout(), rs)
 }
 
 // validate checks the flags that need no scenario.
@@ -240,11 +241,11 @@ func (o *simulateOptions) writeFiles(errw io.Writer, sc sim.Scenario, rs []*sim.
 	if o.noFiles {
 		return nil
 	}
-	files, err := sim.WriteFiles(o.out, rs)
+	files, err := report.WriteFiles(o.out, rs)
 	if err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	plots, err := sim.WritePlots(o.out, sc, rs)
+	plots, err := report.WritePlots(o.out, sc, rs)
 	if err != nil {
 		return fmt.Errorf("plots: %w", err)
 	}
@@ -288,7 +289,7 @@ func (o *simulateOptions) runSeeds(cmd *cobra.Command, ctx context.Context, sc s
 	}
 	ss := sim.Summarize(seeds, runs)
 	if !o.noFiles {
-		if err := createFile(filepath.Join(o.out, "seeds.csv"), func(w io.Writer) error { return sim.WriteSeedCSV(w, ss) }); err != nil {
+		if err := createFile(filepath.Join(o.out, "seeds.csv"), func(w io.Writer) error { return report.WriteSeedCSV(w, ss) }); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
 		fmt.Fprintf(errw, "wrote %s\n", filepath.Join(o.out, "seeds.csv"))
@@ -299,7 +300,7 @@ func (o *simulateOptions) runSeeds(cmd *cobra.Command, ctx context.Context, sc s
 		return enc.Encode(ss)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "%s (%.0f s): %s\n", sc.Name, sc.DurationSeconds, sc.Description)
-	return sim.WriteSeedTable(cmd.OutOrStdout(), ss)
+	return report.WriteSeedTable(cmd.OutOrStdout(), ss)
 }
 
 // writeScenarioTraces writes one trace CSV per model of the scenario,
@@ -311,14 +312,14 @@ func writeScenarioTraces(cmd *cobra.Command, dir string, sc sim.Scenario) error 
 	}
 	files := map[string]string{}
 	for _, mod := range sc.Models {
-		name := sim.SafeFileName(mod.Name, '_') + ".csv"
+		name := report.SafeFileName(mod.Name, '_') + ".csv"
 		if other, dup := files[name]; dup {
 			return fmt.Errorf("--write-traces: models %q and %q would both be written to %s; rename one", other, mod.Name, name)
 		}
 		files[name] = mod.Name
 	}
 	for m, mod := range sc.Models {
-		path := filepath.Join(dir, sim.SafeFileName(mod.Name, '_')+".csv")
+		path := filepath.Join(dir, report.SafeFileName(mod.Name, '_')+".csv")
 		if err := createFile(path, func(w io.Writer) error { return sim.WriteTrace(w, sc, m) }); err != nil {
 			return fmt.Errorf("--write-traces: %s: %w", path, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/report"
 )
 
 // runMatrix runs --matrix: the scenario's matrix (every configuration at
@@ -65,9 +66,9 @@ func (o *simulateOptions) runMatrix(cmd *cobra.Command, ctx context.Context, sc 
 		}
 	}
 	if o.output == "json" {
-		return sim.WriteMatrixJSON(cmd.OutOrStdout(), cells)
+		return report.WriteMatrixJSON(cmd.OutOrStdout(), cells)
 	}
-	return sim.WriteMatrixMarkdown(cmd.OutOrStdout(), &sc, cells)
+	return report.WriteMatrixMarkdown(cmd.OutOrStdout(), &sc, cells)
 }
 
 func writeMatrixFiles(errw io.Writer, dir string, sc *sim.Scenario, cells []sim.MatrixCell) error {
@@ -75,9 +76,9 @@ func writeMatrixFiles(errw io.Writer, dir string, sc *sim.Scenario, cells []sim.
 		name  string
 		write func(io.Writer) error
 	}{
-		{"matrix.json", func(w io.Writer) error { return sim.WriteMatrixJSON(w, cells) }},
-		{"matrix.csv", func(w io.Writer) error { return sim.WriteMatrixCSV(w, cells) }},
-		{"matrix.md", func(w io.Writer) error { return sim.WriteMatrixMarkdown(w, sc, cells) }},
+		{"matrix.json", func(w io.Writer) error { return report.WriteMatrixJSON(w, cells) }},
+		{"matrix.csv", func(w io.Writer) error { return report.WriteMatrixCSV(w, cells) }},
+		{"matrix.md", func(w io.Writer) error { return report.WriteMatrixMarkdown(w, sc, cells) }},
 	} {
 		if err := createFile(filepath.Join(dir, f.name), f.write); err != nil {
 			return fmt.Errorf("--out: %w", err)

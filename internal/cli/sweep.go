@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/report"
 )
 
 // runSweep runs --sweep: every autoscaler over its settings' grid, each
@@ -67,7 +68,7 @@ func (o *simulateOptions) runSweep(cmd *cobra.Command, ctx context.Context, sc s
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	return sim.WriteSweepTable(cmd.OutOrStdout(), res)
+	return report.WriteSweepTable(cmd.OutOrStdout(), res)
 }
 
 func writeSweepFiles(errw io.Writer, dir string, res *sim.SweepResult) error {
@@ -75,8 +76,8 @@ func writeSweepFiles(errw io.Writer, dir string, res *sim.SweepResult) error {
 		name  string
 		write func(io.Writer) error
 	}{
-		{"sweep.csv", func(w io.Writer) error { return sim.WriteSweepCSV(w, res) }},
-		{"attainment.csv", func(w io.Writer) error { return sim.WriteAttainmentCSV(w, res) }},
+		{"sweep.csv", func(w io.Writer) error { return report.WriteSweepCSV(w, res) }},
+		{"attainment.csv", func(w io.Writer) error { return report.WriteAttainmentCSV(w, res) }},
 		{"sweep.json", func(w io.Writer) error {
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
@@ -88,7 +89,7 @@ func writeSweepFiles(errw io.Writer, dir string, res *sim.SweepResult) error {
 			return fmt.Errorf("--out: %w", err)
 		}
 	}
-	plots, err := sim.WriteSweepPlot(dir, res)
+	plots, err := report.WriteSweepPlot(dir, res)
 	if err != nil {
 		return fmt.Errorf("plots: %w", err)
 	}

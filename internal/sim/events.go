@@ -8,7 +8,8 @@
 // same bytes. The server (package server) follows vLLM's v1 scheduler
 // (chunked prefill, a paged KV cache with prefix caching, preemption;
 // https://docs.vllm.ai/) and the BLIS simulator's rules
-// (https://github.com/inference-sim/inference-sim).
+// (https://github.com/inference-sim/inference-sim). Package report renders
+// the results (tables, CSV, JSON, plots); sim does not import it.
 // See docs/evaluation.md; docs/references.md lists the sources.
 package sim
 

@@ -1,13 +1,8 @@
 package sim
 
 import (
-	"bytes"
 	"context"
-	"encoding/csv"
 	"math"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -53,49 +48,4 @@ func checkModelSums(t *testing.T, r *Result) {
 	if math.Abs(sum.Cost-r.Cost) > 1e-9*r.Cost || math.Abs(sum.GPUHours-r.GPUHours) > 1e-9*r.GPUHours {
 		t.Errorf("%s: per-model cost %v / %v GPU-h, fleet %v / %v", r.Autoscaler, sum.Cost, sum.GPUHours, r.Cost, r.GPUHours)
 	}
-}
-
-// TestPerModelReports: models.csv has a row per autoscaler and model; the
-// table has a per-model section only for a fleet of several models.
-func TestPerModelReports(t *testing.T) {
-	sc := builtin(t, "shared-budget", 300)
-	rs, err := Compare(context.Background(), sc, []string{"hpa", "static:2"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if _, err := WriteFiles(dir, rs); err != nil {
-		t.Fatal(err)
-	}
-	rows := readCSV(t, filepath.Join(dir, "models.csv"))
-	if len(rows) != 5 || rows[0][1] != "model" || rows[1][0] != "hpa" || rows[1][1] != "chat" || rows[4][1] != "batch" {
-		t.Fatalf("models.csv: %v", rows)
-	}
-	var b bytes.Buffer
-	if err := WriteTable(&b, rs); err != nil || !strings.Contains(b.String(), "per model:") {
-		t.Errorf("two models, no per-model table: %v\n%s", err, b.String())
-	}
-	one, err := Compare(context.Background(), builtin(t, "staircase", 300), []string{"hpa"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Reset()
-	if err := WriteTable(&b, one); err != nil || strings.Contains(b.String(), "per model:") || len(one[0].PerModel) != 1 {
-		t.Errorf("one model: %v\n%s", err, b.String())
-	}
-}
-
-// readCSV reads a whole CSV file.
-func readCSV(t *testing.T, path string) [][]string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
 }

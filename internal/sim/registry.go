@@ -189,9 +189,10 @@ func CheckAutoscalers(names []string) error {
 	return nil
 }
 
-// instant says whether a run's autoscaler has its replicas ready at once
-// (Baseline.Instant).
-func instant(name string) bool {
+// Instant says whether a run's autoscaler has its replicas ready at once
+// (Baseline.Instant): such a run wins no seed, and the seeds' table says
+// so.
+func Instant(name string) bool {
 	b := baselineOf(name)
 	return b != nil && b.Instant
 }

@@ -14,7 +14,7 @@ func TestRegistryNames(t *testing.T) {
 	if got := DefaultAutoscalers(); !slices.Equal(got, []string{"wva", "hpa", "clairvoyant"}) {
 		t.Errorf("defaults %v", got)
 	}
-	if baselineOf("oracle") == nil || !instant("oracle") || instant("clairvoyant") || !baselineOf("clairvoyant").Bound {
+	if baselineOf("oracle") == nil || !Instant("oracle") || Instant("clairvoyant") || !baselineOf("clairvoyant").Bound {
 		t.Error("oracle is the instant bound; clairvoyant a bound that is not instant")
 	}
 }

@@ -71,7 +71,7 @@ func New(sc Scenario, a Autoscaler) *Sim {
 	sc = sc.withDefaults()
 	s := &Sim{sc: sc, scaler: a, startRNG: rand.New(rand.NewPCG(sc.Seed, 0x57a27)), uidRNG: rand.New(rand.NewPCG(sc.Seed, 0x0d1d))}
 	s.res = newResult(a.Name(), &sc)
-	s.instant = instant(a.Name())
+	s.instant = Instant(a.Name())
 	s.gate = newGate(&sc, s.res)
 	if _, ok := a.(eppReader); ok {
 		s.epp = newEPPState(&sc)

@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -61,11 +62,14 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-// resultsJSON is WriteJSON's output for the results.
+// resultsJSON is the results as indented JSON, the bytes results.json
+// holds (report.WriteJSON encodes them the same way).
 func resultsJSON(t *testing.T, rs ...*Result) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if err := WriteJSON(&b, rs); err != nil {
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rs); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()

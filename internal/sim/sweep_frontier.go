@@ -101,6 +101,13 @@ func frontier(ps []SweepPoint, name string, b basis) []SweepPoint {
 	return out
 }
 
+// Frontier returns an autoscaler's frontier points on the fleet's SLO
+// attainment (the points marked Frontier) by increasing cost, and so
+// increasing attainment: the line a frontier plot draws.
+func (res *SweepResult) Frontier(name string) []SweepPoint {
+	return frontier(res.Points, name, fleetBasis)
+}
+
 // interpolate reads the cost at SLO attainment t off a frontier sorted by
 // cost: ok is false when no point reaches t; lowest is true when the
 // cheapest point already does.

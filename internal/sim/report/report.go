@@ -1,4 +1,13 @@
-package sim
+// Package report renders the simulator's results for people and files:
+// the comparison table and results.json, summary.csv, models.csv,
+// classes.csv, admission.csv and the series CSVs (report.go,
+// admission.go), the figures (plots.go), the seeds' summary (seeds.go),
+// the sweep's frontier table, CSVs and plot (sweep.go) and the admission
+// matrix's JSON, CSV and Markdown (matrix.go). It computes nothing:
+// package sim summarises the runs (sim.Summarize, sim.SummarizeMatrix, a
+// sweep's frontiers and costs at equal attainment), and sim does not
+// import it.
+package report
 
 import (
 	"encoding/csv"
@@ -11,10 +20,12 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/llm-d-incubation/wva/internal/sim"
 )
 
 // WriteTable prints one row per autoscaler.
-func WriteTable(w io.Writer, rs []*Result) error {
+func WriteTable(w io.Writer, rs []*sim.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "AUTOSCALER\tARRIVED\tCOMPLETED\tFAILED\tGOODPUT rps\tSLO %\tTTFT %\tITL %\tTTFT mean p50/p95/p99 ms\tITL mean p99 ms\tE2E mean p99 s\tGPU-h\tCOST\tCOST/1k OK\tACTIONS\t")
 	for _, r := range rs {
@@ -40,10 +51,10 @@ func WriteTable(w io.Writer, rs []*Result) error {
 
 // multiModel says whether the results are of a fleet of several models
 // (the per-model table and models.csv say what the fleet's figures hide).
-func multiModel(rs []*Result) bool { return len(rs) > 0 && len(rs[0].PerModel) > 1 }
+func multiModel(rs []*sim.Result) bool { return len(rs) > 0 && len(rs[0].PerModel) > 1 }
 
 // writeModelTable prints each model's figures, when there are several.
-func writeModelTable(w io.Writer, rs []*Result) error {
+func writeModelTable(w io.Writer, rs []*sim.Result) error {
 	if !multiModel(rs) {
 		return nil
 	}
@@ -61,7 +72,7 @@ func writeModelTable(w io.Writer, rs []*Result) error {
 }
 
 // writeModelCSV writes models.csv: one row per autoscaler and model.
-func writeModelCSV(w io.Writer, rs []*Result) error {
+func writeModelCSV(w io.Writer, rs []*sim.Result) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"autoscaler", "model", "arrived", "completed", "failed", "within_slo", "slo_attainment", "effective_throughput_rps",
 		"gpu_hours", "cost", "failed_timeout", "failed_rejected", "failed_shed", "failed_terminated", "failed_unservable", "failed_admission"})
@@ -79,7 +90,7 @@ func writeModelCSV(w io.Writer, rs []*Result) error {
 
 // writeServerTable prints the servers' side: throughput, preemptions,
 // prefix-cache hits and failures by cause.
-func writeServerTable(w io.Writer, rs []*Result) error {
+func writeServerTable(w io.Writer, rs []*sim.Result) error {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "AUTOSCALER\tTHROUGHPUT rps\tOUTPUT tok/s\tPREEMPTIONS\tPREFIX HIT %\tFAILED: TIMEOUT\tREJECTED\tSHED\tTERMINATED\tUNSERVABLE\t")
@@ -92,7 +103,7 @@ func writeServerTable(w io.Writer, rs []*Result) error {
 }
 
 // classNames are the SLO classes of the results, sorted.
-func classNames(rs []*Result) []string {
+func classNames(rs []*sim.Result) []string {
 	if len(rs) == 0 {
 		return nil
 	}
@@ -105,7 +116,7 @@ func classNames(rs []*Result) []string {
 }
 
 // writeClassTable prints the per-class figures, when there are classes.
-func writeClassTable(w io.Writer, rs []*Result) error {
+func writeClassTable(w io.Writer, rs []*sim.Result) error {
 	names := classNames(rs)
 	if len(names) == 0 {
 		return nil
@@ -122,7 +133,7 @@ func writeClassTable(w io.Writer, rs []*Result) error {
 	return tw.Flush()
 }
 
-func writeClassCSV(w io.Writer, rs []*Result) error {
+func writeClassCSV(w io.Writer, rs []*sim.Result) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"autoscaler", "class", "arrived", "completed", "failed", "within_slo", "slo_attainment"})
 	names := classNames(rs)
@@ -155,7 +166,7 @@ func money(v float64) string {
 }
 
 // WriteJSON writes the results (summaries and time series).
-func WriteJSON(w io.Writer, rs []*Result) error {
+func WriteJSON(w io.Writer, rs []*sim.Result) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rs)
@@ -164,7 +175,7 @@ func WriteJSON(w io.Writer, rs []*Result) error {
 // WriteFiles writes results.json, summary.csv, models.csv (one row per
 // autoscaler and model), classes.csv (when the scenario has SLO classes)
 // and one series CSV per autoscaler to dir.
-func WriteFiles(dir string, rs []*Result) ([]string, error) {
+func WriteFiles(dir string, rs []*sim.Result) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, err
 	}
@@ -232,7 +243,7 @@ func SafeFileName(name string, sub rune) string {
 
 func f(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
 
-func writeSummaryCSV(w io.Writer, rs []*Result) error {
+func writeSummaryCSV(w io.Writer, rs []*sim.Result) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"autoscaler", "arrived", "completed", "failed", "within_slo", "effective_throughput_rps", "slo_attainment",
 		"ttft_attainment", "itl_attainment", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p95_ms", "itl_p99_ms",
@@ -257,7 +268,7 @@ func writeSummaryCSV(w io.Writer, rs []*Result) error {
 	return cw.Error()
 }
 
-func writeSeriesCSV(w io.Writer, r *Result) error {
+func writeSeriesCSV(w io.Writer, r *sim.Result) error {
 	cw := csv.NewWriter(w)
 	head := make([]string, 0, 6+2*len(r.Variants))
 	head = append(head, "t", "arrival_rps", "ttft_p99_ms", "kv_usage", "cost_per_hour", "failed")

@@ -1,4 +1,4 @@
-package sim
+package report
 
 import (
 	"fmt"
@@ -14,6 +14,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/llm-d-incubation/wva/internal/sim"
 )
 
 // colors are Tableau's ten (matplotlib's default cycle), so that the ten
@@ -25,7 +27,7 @@ var colors = []color.RGBA{{0x1f, 0x77, 0xb4, 0xff}, {0xd6, 0x27, 0x28, 0xff}, {0
 // WritePlots draws one figure per autoscaler (load and replicas, TTFT p99
 // against the SLO, KV utilisation, cost) and one overlay of all of them, as
 // PNG and SVG. It returns the file names.
-func WritePlots(dir string, sc Scenario, rs []*Result) (files []string, err error) {
+func WritePlots(dir string, sc sim.Scenario, rs []*sim.Result) (files []string, err error) {
 	defer recoverPlot(&err)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, err
@@ -88,7 +90,7 @@ func line(p *plot.Plot, name string, xys plotter.XYs, c color.Color, dashed bool
 	return nil
 }
 
-func series(r *Result, y func(Point) float64) plotter.XYs {
+func series(r *sim.Result, y func(sim.Point) float64) plotter.XYs {
 	xys := make(plotter.XYs, 0, len(r.Series))
 	for _, p := range r.Series {
 		xys = append(xys, plotter.XY{X: p.T / 60, Y: y(p)})
@@ -96,38 +98,38 @@ func series(r *Result, y func(Point) float64) plotter.XYs {
 	return xys
 }
 
-func resultPanels(r *Result, slo float64) ([]*plot.Plot, error) {
+func resultPanels(r *sim.Result, slo float64) ([]*plot.Plot, error) {
 	load := newPanel(fmt.Sprintf("%s — %s: load and replicas", r.Scenario, r.Autoscaler), "requests/s · replicas")
-	if err := line(load, "arrivals (rps)", series(r, func(p Point) float64 { return p.ArrivalRPS }), color.Gray{Y: 0x60}, true); err != nil {
+	if err := line(load, "arrivals (rps)", series(r, func(p sim.Point) float64 { return p.ArrivalRPS }), color.Gray{Y: 0x60}, true); err != nil {
 		return nil, err
 	}
 	for i, v := range r.Variants {
-		if err := line(load, "replicas "+v, series(r, func(p Point) float64 { return float64(p.Replicas[i]) }), colors[i%len(colors)], false); err != nil {
+		if err := line(load, "replicas "+v, series(r, func(p sim.Point) float64 { return float64(p.Replicas[i]) }), colors[i%len(colors)], false); err != nil {
 			return nil, err
 		}
 	}
 	ttft := newPanel("TTFT p99 (ms) against the SLO", "ms")
 	ttft.Y.Scale = plot.LogScale{}
 	ttft.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	if err := line(ttft, "TTFT p99", series(r, func(p Point) float64 { return math.Max(p.TTFTp99Ms, 1) }), colors[1], false); err != nil {
+	if err := line(ttft, "TTFT p99", series(r, func(p sim.Point) float64 { return math.Max(p.TTFTp99Ms, 1) }), colors[1], false); err != nil {
 		return nil, err
 	}
-	if err := line(ttft, "SLO", series(r, func(Point) float64 { return slo }), color.Gray{Y: 0x60}, true); err != nil {
+	if err := line(ttft, "SLO", series(r, func(sim.Point) float64 { return slo }), color.Gray{Y: 0x60}, true); err != nil {
 		return nil, err
 	}
 	kv := newPanel("KV-cache utilisation (mean over ready replicas)", "fraction")
 	kv.Y.Min, kv.Y.Max = 0, 1
-	if err := line(kv, "", series(r, func(p Point) float64 { return p.KVUsage }), colors[2], false); err != nil {
+	if err := line(kv, "", series(r, func(p sim.Point) float64 { return p.KVUsage }), colors[2], false); err != nil {
 		return nil, err
 	}
 	cost := newPanel("cost rate", "cost per hour")
-	if err := line(cost, "", series(r, func(p Point) float64 { return p.CostPerHour }), colors[3], false); err != nil {
+	if err := line(cost, "", series(r, func(p sim.Point) float64 { return p.CostPerHour }), colors[3], false); err != nil {
 		return nil, err
 	}
 	return []*plot.Plot{load, ttft, kv, cost}, nil
 }
 
-func overlayPanels(rs []*Result, slo float64) ([]*plot.Plot, error) {
+func overlayPanels(rs []*sim.Result, slo float64) ([]*plot.Plot, error) {
 	if len(rs) == 0 {
 		return nil, nil
 	}
@@ -137,12 +139,12 @@ func overlayPanels(rs []*Result, slo float64) ([]*plot.Plot, error) {
 	ttft.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	cost := newPanel("cost rate", "cost per hour")
 	load := newPanel("arrivals", "requests/s")
-	if err := line(load, "", series(rs[0], func(p Point) float64 { return p.ArrivalRPS }), color.Gray{Y: 0x60}, false); err != nil {
+	if err := line(load, "", series(rs[0], func(p sim.Point) float64 { return p.ArrivalRPS }), color.Gray{Y: 0x60}, false); err != nil {
 		return nil, err
 	}
 	for i, r := range rs {
 		c := colors[i%len(colors)]
-		total := func(p Point) float64 {
+		total := func(p sim.Point) float64 {
 			n := 0
 			for _, x := range p.Replicas {
 				n += x
@@ -152,14 +154,14 @@ func overlayPanels(rs []*Result, slo float64) ([]*plot.Plot, error) {
 		if err := line(rep, r.Autoscaler, series(r, total), c, false); err != nil {
 			return nil, err
 		}
-		if err := line(ttft, r.Autoscaler, series(r, func(p Point) float64 { return math.Max(p.TTFTp99Ms, 1) }), c, false); err != nil {
+		if err := line(ttft, r.Autoscaler, series(r, func(p sim.Point) float64 { return math.Max(p.TTFTp99Ms, 1) }), c, false); err != nil {
 			return nil, err
 		}
-		if err := line(cost, r.Autoscaler, series(r, func(p Point) float64 { return p.CostPerHour }), c, false); err != nil {
+		if err := line(cost, r.Autoscaler, series(r, func(p sim.Point) float64 { return p.CostPerHour }), c, false); err != nil {
 			return nil, err
 		}
 	}
-	if err := line(ttft, "SLO", series(rs[0], func(Point) float64 { return slo }), color.Gray{Y: 0x60}, true); err != nil {
+	if err := line(ttft, "SLO", series(rs[0], func(sim.Point) float64 { return slo }), color.Gray{Y: 0x60}, true); err != nil {
 		return nil, err
 	}
 	return []*plot.Plot{load, rep, ttft, cost}, nil

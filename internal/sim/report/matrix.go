@@ -1,4 +1,4 @@
-package sim
+package report
 
 import (
 	"encoding/csv"
@@ -7,10 +7,12 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/llm-d-incubation/wva/internal/sim"
 )
 
 // WriteMatrixJSON writes the cells.
-func WriteMatrixJSON(w io.Writer, cells []MatrixCell) error {
+func WriteMatrixJSON(w io.Writer, cells []sim.MatrixCell) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(cells)
@@ -18,7 +20,7 @@ func WriteMatrixJSON(w io.Writer, cells []MatrixCell) error {
 
 // WriteMatrixCSV writes one row per cell and class: the class's figures,
 // then its cell's.
-func WriteMatrixCSV(w io.Writer, cells []MatrixCell) error {
+func WriteMatrixCSV(w io.Writer, cells []sim.MatrixCell) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"config", "rate", "autoscaler", "seeds", "class",
 		"goodput_pct_mean", "goodput_pct_sd", "admitted_pct_mean", "admitted_pct_sd",
@@ -51,7 +53,7 @@ func WriteMatrixCSV(w io.Writer, cells []MatrixCell) error {
 	return cw.Error()
 }
 
-func meanOf(s *Stat) string {
+func meanOf(s *sim.Stat) string {
 	if s == nil {
 		return ""
 	}
@@ -59,11 +61,11 @@ func meanOf(s *Stat) string {
 }
 
 // pm formats a Stat as mean ± sd with the given decimals.
-func pm(s Stat, dec int) string {
+func pm(s sim.Stat, dec int) string {
 	return strconv.FormatFloat(s.Mean, 'f', dec, 64) + " ± " + strconv.FormatFloat(s.SD, 'f', dec, 64)
 }
 
-func pmPtr(s *Stat, dec int) string {
+func pmPtr(s *sim.Stat, dec int) string {
 	if s == nil {
 		return "–"
 	}
@@ -71,14 +73,14 @@ func pmPtr(s *Stat, dec int) string {
 }
 
 // ci formats an interval in ms: value [low, high].
-func ci(v Interval) string {
+func ci(v sim.Interval) string {
 	return ms(v.Value) + " [" + ms(v.Low) + ", " + ms(v.High) + "]"
 }
 
 // WriteMatrixMarkdown writes the report: per rate, a table of the cells
 // (every class together), a table per class, and the predictive model's
 // accuracy where a cell used it.
-func WriteMatrixMarkdown(w io.Writer, sc *Scenario, cells []MatrixCell) error {
+func WriteMatrixMarkdown(w io.Writer, sc *sim.Scenario, cells []sim.MatrixCell) error {
 	fmt.Fprintf(w, "# %s\n\n%s\n\n", sc.Name, sc.Description)
 	if len(cells) > 0 {
 		fmt.Fprintf(w, "Seeds %s; figures are mean ± sd over the seeds, TTFT percentiles over the seeds' requests pooled with 95 %% bootstrap intervals.\n",
@@ -101,7 +103,7 @@ func joinSeeds(seeds []uint64) string {
 	return strings.Join(parts, ", ")
 }
 
-func rateOrder(cells []MatrixCell) []string {
+func rateOrder(cells []sim.MatrixCell) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, c := range cells {
@@ -113,7 +115,7 @@ func rateOrder(cells []MatrixCell) []string {
 	return out
 }
 
-func writeCellTable(w io.Writer, cells []MatrixCell, rate string) {
+func writeCellTable(w io.Writer, cells []sim.MatrixCell, rate string) {
 	fmt.Fprintln(w, "| config | autoscaler | goodput % | admitted % | new group / established admitted % | cache hit % of requests, arrived → admitted | cached prompt tokens %, arrived → admitted | server prefix hit % | output tok/s | GPU-h | cost |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, c := range cells {
@@ -135,7 +137,7 @@ func writeCellTable(w io.Writer, cells []MatrixCell, rate string) {
 	}
 }
 
-func writeClassTables(w io.Writer, cells []MatrixCell, rate string) {
+func writeClassTables(w io.Writer, cells []sim.MatrixCell, rate string) {
 	fmt.Fprintln(w, "\n| config | autoscaler | class | goodput % | admitted % | TTFT p50 ms [95 % CI] | TTFT p99 ms [95 % CI] | p99 per seed ms | completed (fewest per seed) |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	for _, c := range cells {
@@ -150,7 +152,7 @@ func writeClassTables(w io.Writer, cells []MatrixCell, rate string) {
 	}
 }
 
-func writeEstimateTable(w io.Writer, cells []MatrixCell, rate string) {
+func writeEstimateTable(w io.Writer, cells []sim.MatrixCell, rate string) {
 	header := false
 	for _, c := range cells {
 		e := c.Estimate

@@ -1,4 +1,4 @@
-package sim
+package report
 
 import (
 	"encoding/csv"
@@ -6,9 +6,11 @@ import (
 	"io"
 	"strconv"
 	"text/tabwriter"
+
+	"github.com/llm-d-incubation/wva/internal/sim"
 )
 
-func hasAdmission(rs []*Result) bool {
+func hasAdmission(rs []*sim.Result) bool {
 	for _, r := range rs {
 		if r.Admission != nil {
 			return true
@@ -21,7 +23,7 @@ func hasAdmission(rs []*Result) bool {
 // each class's admission, goodput and TTFT percentiles with their 95 %
 // bootstrap intervals, and the prefix cache among the arrived and the
 // admitted requests.
-func writeAdmissionTable(w io.Writer, rs []*Result) error {
+func writeAdmissionTable(w io.Writer, rs []*sim.Result) error {
 	if !hasAdmission(rs) {
 		return nil
 	}
@@ -46,7 +48,7 @@ func writeAdmissionTable(w io.Writer, rs []*Result) error {
 
 // writeAdmissionCSV writes one row per result and class (and one for all
 // classes, class "*").
-func writeAdmissionCSV(w io.Writer, rs []*Result) error {
+func writeAdmissionCSV(w io.Writer, rs []*sim.Result) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"autoscaler", "policy", "class", "arrived", "admitted", "rejected", "completed", "within_slo", "goodput",
 		"ttft_p50_ms", "ttft_p50_low", "ttft_p50_high", "ttft_p99_ms", "ttft_p99_low", "ttft_p99_high",
