@@ -100,12 +100,13 @@ evaluate: eval-binary ## rerun every shipped scenario with every autoscaler (see
 		cp $(BIN)/evaluation/$$s-seeds/seeds.csv docs/evaluation/$$s/; \
 	done
 
-# Three seeds keep the sweep of every autoscaler on all 13 scenarios under
-# 15 minutes on 2 cores; FRONTIER_SEEDS=5 takes about 23.
+# Three seeds: the sweep of every autoscaler on all 13 scenarios is 34
+# CPU-minutes (13-18 minutes on 2 cores, depending on the machine's speed);
+# FRONTIER_SEEDS=5 takes about half as long again.
 FRONTIER_SEEDS := 3
 
 .PHONY: frontiers
-frontiers: eval-binary ## sweep every autoscaler's settings on every shipped scenario (FRONTIER_SEEDS seeds) into docs/evaluation/*/ (about 14 minutes on 2 cores)
+frontiers: eval-binary ## sweep every autoscaler's settings on every shipped scenario (FRONTIER_SEEDS seeds) into docs/evaluation/*/ (13–18 minutes on 2 cores)
 	@for s in $(SCENARIOS); do \
 		$(EVAL_RUN) simulate --scenario $$s --sweep --repeat $(FRONTIER_SEEDS) --out $(BIN)/frontiers/$$s > $(BIN)/frontiers-$$s.txt || exit 1; \
 		mkdir -p docs/evaluation/$$s; \
