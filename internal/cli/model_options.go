@@ -6,13 +6,13 @@ import (
 	"io"
 	"strings"
 
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 	"github.com/llm-d-incubation/wva/internal/strictyaml"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/llm-d-incubation/wva/internal/queueing"
-	"github.com/llm-d-incubation/wva/internal/sim"
 )
 
 // modelCase is one fully resolved calculator case: flags, then the case
@@ -269,8 +269,8 @@ func (c modelCase) analyzer(extraRequired ...string) (*queueing.Analyzer, error)
 		flag string
 		v    float64
 	}{{"input-tokens", c.InputTokens}, {"output-tokens", c.OutputTokens}} {
-		if f.v > sim.MaxTokens { // beyond it the model's times overflow into meaningless figures
-			return nil, fmt.Errorf("%s: must be at most %d tokens, got %v", c.field(f.flag), sim.MaxTokens, f.v)
+		if f.v > scenario.MaxTokens { // beyond it the model's times overflow into meaningless figures
+			return nil, fmt.Errorf("%s: must be at most %d tokens, got %v", c.field(f.flag), scenario.MaxTokens, f.v)
 		}
 	}
 	a, err := queueing.NewAnalyzer(queueing.Config{

@@ -16,6 +16,7 @@ import (
 	"github.com/llm-d-incubation/wva/examples/scenarios"
 	"github.com/llm-d-incubation/wva/internal/sim"
 	"github.com/llm-d-incubation/wva/internal/sim/report"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 type simulateOptions struct {
@@ -104,7 +105,7 @@ admission-step scenarios are the experiments of docs/admission.md
 	}
 	fs := cmd.Flags()
 	fs.StringVarP(&o.file, "file", "f", "", "scenario file (YAML or JSON); default: the built-in scenario of --scenario")
-	fs.StringVar(&o.scenario, "scenario", "staircase", "built-in scenario: "+strings.Join(sim.BuiltinNames(scenarios.FS), ", "))
+	fs.StringVar(&o.scenario, "scenario", "staircase", "built-in scenario: "+strings.Join(scenario.BuiltinNames(scenarios.FS), ", "))
 	fs.StringVar(&o.autoscalers, "autoscalers", "", "comma-separated: "+strings.Join(sim.AutoscalerNames(), ", ")+" (default: the scenario's, else "+strings.Join(sim.DefaultAutoscalers(), ",")+")")
 	fs.Uint64Var(&o.seed, "seed", 0, "random seed (default: the scenario's)")
 	fs.StringVar(&o.out, "out", "wva-results", "folder for results and plots")
@@ -160,7 +161,7 @@ func (o *simulateOptions) run(cmd *cobra.Command) error {
 
 // runOnce runs the scenario once with every autoscaler named (all when
 // none), writes the files and prints the comparison.
-func (o *simulateOptions) runOnce(cmd *cobra.Command, ctx context.Context, sc sim.Scenario, names []string) error {
+func (o *simulateOptions) runOnce(cmd *cobra.Command, ctx context.Context, sc scenario.Scenario, names []string) error {
 	errw := cmd.ErrOrStderr()
 	start := time.Now()
 	last := time.Time{}
@@ -237,7 +238,7 @@ func (o *simulateOptions) checkOut() error {
 }
 
 // writeFiles writes the results and plots to --out, unless --no-files.
-func (o *simulateOptions) writeFiles(errw io.Writer, sc sim.Scenario, rs []*sim.Result, start time.Time) error {
+func (o *simulateOptions) writeFiles(errw io.Writer, sc scenario.Scenario, rs []*sim.Result, start time.Time) error {
 	if o.noFiles {
 		return nil
 	}
@@ -255,7 +256,7 @@ func (o *simulateOptions) writeFiles(errw io.Writer, sc sim.Scenario, rs []*sim.
 
 // runSeeds runs the scenario with --repeat consecutive seeds and prints
 // the per-autoscaler summaries.
-func (o *simulateOptions) runSeeds(cmd *cobra.Command, ctx context.Context, sc sim.Scenario, names []string) error {
+func (o *simulateOptions) runSeeds(cmd *cobra.Command, ctx context.Context, sc scenario.Scenario, names []string) error {
 	errw := cmd.ErrOrStderr()
 	start := time.Now()
 	first := sc.Seed
@@ -306,7 +307,7 @@ func (o *simulateOptions) runSeeds(cmd *cobra.Command, ctx context.Context, sc s
 // writeScenarioTraces writes one trace CSV per model of the scenario,
 // named after the model with the characters that could leave the folder
 // or confuse a shell replaced.
-func writeScenarioTraces(cmd *cobra.Command, dir string, sc sim.Scenario) error {
+func writeScenarioTraces(cmd *cobra.Command, dir string, sc scenario.Scenario) error {
 	if err := checkWritable(dir); err != nil {
 		return fmt.Errorf("--write-traces: %w", err)
 	}
@@ -328,13 +329,13 @@ func writeScenarioTraces(cmd *cobra.Command, dir string, sc sim.Scenario) error 
 	return nil
 }
 
-func (o *simulateOptions) load() (sim.Scenario, error) {
+func (o *simulateOptions) load() (scenario.Scenario, error) {
 	if o.file == "" {
-		return sim.Builtin(scenarios.FS, o.scenario)
+		return scenario.Builtin(scenarios.FS, o.scenario)
 	}
-	sc, err := sim.LoadFile(o.file)
+	sc, err := scenario.LoadFile(o.file)
 	if err != nil {
-		return sim.Scenario{}, fmt.Errorf("--file: %w", err)
+		return scenario.Scenario{}, fmt.Errorf("--file: %w", err)
 	}
 	return sc, nil
 }

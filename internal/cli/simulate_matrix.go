@@ -12,6 +12,7 @@ import (
 
 	"github.com/llm-d-incubation/wva/internal/sim"
 	"github.com/llm-d-incubation/wva/internal/sim/report"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // runMatrix runs --matrix: the scenario's matrix (every configuration at
@@ -19,7 +20,7 @@ import (
 // matrix.json, matrix.csv and matrix.md to --out; it prints the report
 // (matrix.md), or the cells as JSON with -o json. --autoscalers and
 // --repeat (with --seed) replace the matrix's autoscalers and seeds.
-func (o *simulateOptions) runMatrix(cmd *cobra.Command, ctx context.Context, sc sim.Scenario, names []string) error {
+func (o *simulateOptions) runMatrix(cmd *cobra.Command, ctx context.Context, sc scenario.Scenario, names []string) error {
 	errw := cmd.ErrOrStderr()
 	if sc.Matrix == nil {
 		return fmt.Errorf("--matrix: scenario %q has no matrix section (see docs/admission.md)", sc.Name)
@@ -71,7 +72,7 @@ func (o *simulateOptions) runMatrix(cmd *cobra.Command, ctx context.Context, sc 
 	return report.WriteMatrixMarkdown(cmd.OutOrStdout(), &sc, cells)
 }
 
-func writeMatrixFiles(errw io.Writer, dir string, sc *sim.Scenario, cells []sim.MatrixCell) error {
+func writeMatrixFiles(errw io.Writer, dir string, sc *scenario.Scenario, cells []sim.MatrixCell) error {
 	for _, f := range []struct {
 		name  string
 		write func(io.Writer) error

@@ -14,11 +14,12 @@ import (
 
 	"github.com/llm-d-incubation/wva/internal/sim"
 	"github.com/llm-d-incubation/wva/internal/sim/report"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // runSweep runs --sweep: every autoscaler over its settings' grid, each
 // setting over --repeat seeds, and writes the frontiers.
-func (o *simulateOptions) runSweep(cmd *cobra.Command, ctx context.Context, sc sim.Scenario, names []string) error {
+func (o *simulateOptions) runSweep(cmd *cobra.Command, ctx context.Context, sc scenario.Scenario, names []string) error {
 	errw := cmd.ErrOrStderr()
 	if len(names) == 0 {
 		names = sim.SweepAutoscalers()

@@ -9,9 +9,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 	"github.com/llm-d-incubation/wva/internal/strictyaml"
-
-	"github.com/llm-d-incubation/wva/internal/sim"
 )
 
 // Spec is the emulator's input: the models, the workload each receives,
@@ -26,8 +25,8 @@ type Spec struct {
 	DurationSeconds float64 `json:"durationSeconds,omitempty"`
 	// Gateway routes each model's requests to its ready servers (the
 	// simulator's gateway: router, weights, timeoutSeconds, ...).
-	Gateway sim.Gateway `json:"gateway,omitempty"`
-	Models  []Model     `json:"models"`
+	Gateway scenario.Gateway `json:"gateway,omitempty"`
+	Models  []Model          `json:"models"`
 }
 
 // Model is one served model.
@@ -38,7 +37,7 @@ type Model struct {
 	// Workload is the simulator's: rate (constant, staircase, ramp,
 	// diurnal, spikes), arrival process, input and output tokens, classes,
 	// prefixes. Traces are not supported.
-	Workload sim.Workload `json:"workload"`
+	Workload scenario.Workload `json:"workload"`
 	// Deployments serving the model.
 	Deployments []Deployment `json:"deployments"`
 }
@@ -49,7 +48,7 @@ type Deployment struct {
 	// Namespace, if set, restricts the entry to the Deployment of that
 	// namespace; otherwise it matches the name in any watched namespace.
 	Namespace string `json:"namespace,omitempty"`
-	sim.Variant
+	scenario.Variant
 }
 
 // DefaultMaxReplicas bounds a Deployment's emulated servers when its
@@ -75,8 +74,8 @@ func ParseSpec(data []byte) (Spec, error) {
 // Scenario is the simulator scenario that runs the spec: one variant per
 // Deployment, bounded by its minReplicas (default 0) and maxReplicas
 // (default DefaultMaxReplicas). It validates the result.
-func (s Spec) Scenario() (sim.Scenario, error) {
-	sc := sim.Scenario{Name: "emulate", Seed: s.Seed, DurationSeconds: s.DurationSeconds, Gateway: s.Gateway}
+func (s Spec) Scenario() (scenario.Scenario, error) {
+	sc := scenario.Scenario{Name: "emulate", Seed: s.Seed, DurationSeconds: s.DurationSeconds, Gateway: s.Gateway}
 	if sc.Seed == 0 {
 		sc.Seed = 1
 	}
@@ -91,14 +90,14 @@ func (s Spec) Scenario() (sim.Scenario, error) {
 		}
 		for _, t := range []struct {
 			name string
-			t    sim.Tokens
+			t    scenario.Tokens
 		}{{"input", m.Workload.Input}, {"output", m.Workload.Output}} {
 			if t.t.File != "" {
 				errs = append(errs, fmt.Sprintf("models[%d].workload.%s.file: not supported by the emulator (list the counts in values)", i, t.name))
 			}
 		}
 		// The SLO does not matter here; the simulator's validation wants one.
-		sm := sim.Model{Name: m.Name, Workload: m.Workload, SLO: sim.SLO{TTFTMs: 1000, ITLMs: 100}}
+		sm := scenario.Model{Name: m.Name, Workload: m.Workload, SLO: scenario.SLO{TTFTMs: 1000, ITLMs: 100}}
 		for j, d := range m.Deployments {
 			key := d.Namespace + "/" + d.Name
 			if prev, dup := seen[key]; dup {
@@ -121,11 +120,11 @@ func (s Spec) Scenario() (sim.Scenario, error) {
 		sc.Models = append(sc.Models, sm)
 	}
 	if len(errs) > 0 {
-		return sim.Scenario{}, fmt.Errorf("emulate spec: %s", strings.Join(errs, "; "))
+		return scenario.Scenario{}, fmt.Errorf("emulate spec: %s", strings.Join(errs, "; "))
 	}
 	if err := sc.Validate(); err != nil {
 		msg := strings.ReplaceAll(err.Error(), ".variants", ".deployments")
-		return sim.Scenario{}, fmt.Errorf("emulate spec: %s", strings.ReplaceAll(msg, "\n", "; "))
+		return scenario.Scenario{}, fmt.Errorf("emulate spec: %s", strings.ReplaceAll(msg, "\n", "; "))
 	}
 	return sc, nil
 }

@@ -5,23 +5,25 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // TestScorerWeightsString: the string form sets the scorers it names (the
 // others weigh 0), in long or short names; the object form keeps working
 // and stays strict; a bad string is an error of gateway.weights.
 func TestScorerWeightsString(t *testing.T) {
-	for in, want := range map[string]ScorerWeights{
+	for in, want := range map[string]scenario.ScorerWeights{
 		"prefix-affinity:4,queue-depth:3":         {Prefix: 4, Queue: 3},
 		"pa:3, qd:2, kv:2":                        {Prefix: 3, Queue: 2, KV: 2},
 		"kv-utilisation:1,batch:0.5":              {KV: 1, Batch: 0.5},
 		"kv-utilization:2,prefix-affinity:1.5e-1": {KV: 2, Prefix: 0.15},
 	} {
-		got, err := ParseScorerWeights(in)
+		got, err := scenario.ParseScorerWeights(in)
 		if err != nil || got != want {
 			t.Errorf("%q: %+v, %v; want %+v", in, got, err, want)
 		}
-		if back, err := ParseScorerWeights(got.String()); err != nil || back != want {
+		if back, err := scenario.ParseScorerWeights(got.String()); err != nil || back != want {
 			t.Errorf("%q written as %q reads back as %+v, %v", in, got.String(), back, err)
 		}
 	}
@@ -36,7 +38,7 @@ func TestScorerWeightsErrors(t *testing.T) {
 		"pa:1,pa:2":          "name the same scorer",
 		"qd:1,queue-depth:1": "name the same scorer",
 	} {
-		if _, err := ParseScorerWeights(in); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := scenario.ParseScorerWeights(in); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", in, err, want)
 		}
 	}
@@ -44,15 +46,15 @@ func TestScorerWeightsErrors(t *testing.T) {
 
 // TestScorerWeightsInScenario: a scenario's weights in either form.
 func TestScorerWeightsInScenario(t *testing.T) {
-	parse := func(gateway string) (Scenario, error) {
-		return ParseScenario([]byte(validScenario + "gateway: " + gateway + "\n"))
+	parse := func(gateway string) (scenario.Scenario, error) {
+		return scenario.ParseScenario([]byte(validScenario + "gateway: " + gateway + "\n"))
 	}
 	sc, err := parse(`{weights: "prefix-affinity:4,queue-depth:3"}`)
-	if err != nil || *sc.Gateway.Weights != (ScorerWeights{Prefix: 4, Queue: 3}) {
+	if err != nil || *sc.Gateway.Weights != (scenario.ScorerWeights{Prefix: 4, Queue: 3}) {
 		t.Errorf("string form: %+v, %v", sc.Gateway.Weights, err)
 	}
 	sc, err = parse(`{weights: {kv: 1, prefix: 2}}`)
-	if err != nil || *sc.Gateway.Weights != (ScorerWeights{KV: 1, Prefix: 2}) {
+	if err != nil || *sc.Gateway.Weights != (scenario.ScorerWeights{KV: 1, Prefix: 2}) {
 		t.Errorf("object form: %+v, %v", sc.Gateway.Weights, err)
 	}
 	if _, err := parse(`{weights: {kv: 1, prefx: 2}}`); err == nil || !strings.Contains(err.Error(), `unknown field "prefx"`) {
@@ -70,59 +72,65 @@ func TestScorerWeightsInScenario(t *testing.T) {
 // criticality, the new prefix groups, the scheduling policy and the
 // matrix are checked with their field paths.
 func TestAdmissionValidation(t *testing.T) {
-	adm := func(f func(a *Admission)) func(s *Scenario) {
-		return func(s *Scenario) {
-			a := &Admission{Policy: policyPredictive}
+	adm := func(f func(a *scenario.Admission)) func(s *scenario.Scenario) {
+		return func(s *scenario.Scenario) {
+			a := &scenario.Admission{Policy: scenario.PolicyPredictive}
 			f(a)
 			s.Gateway.Admission = a
 		}
 	}
 	for _, tc := range []struct {
 		name string
-		edit func(s *Scenario)
+		edit func(s *scenario.Scenario)
 		want string
 	}{
-		{"policy", adm(func(a *Admission) { a.Policy = "lottery" }), `gateway.admission.policy: must be always, token-bucket, slo-gated or predictive, got "lottery"`},
-		{"budget", adm(func(a *Admission) { a.BudgetsMs.Sheddable = -1 }), "gateway.admission.budgetsMs.sheddable: must be a finite number ≥ 0"},
-		{"headroom", adm(func(a *Admission) { a.Headroom = 4 }), "gateway.admission.headroom: must be in [0.5, 3]"},
-		{"kv limit", adm(func(a *Admission) { a.KVLimit = 1.5 }), "gateway.admission.kvLimit: must be a KV-cache utilisation"},
-		{"coefficients", adm(func(a *Admission) { a.Coefficients.Beta1Ms = -0.1 }), "gateway.admission.coefficients.beta1Ms"},
-		{"forgetting", adm(func(a *Admission) { a.Forgetting = 0.5 }), "gateway.admission.forgetting: must be in [0.9, 1]"},
-		{"calibrate", adm(func(a *Admission) { a.Policy, a.Calibrate = policyAlways, true }), "gateway.admission.calibrate: needs policy predictive"},
-		{"bucket missing", adm(func(a *Admission) { a.Policy = policyTokenBucket }), "gateway.admission.tokenBucket: must be set for policy token-bucket"},
-		{"bucket rate", adm(func(a *Admission) { a.Policy, a.TokenBucket = policyTokenBucket, &TokenBucket{Rate: 0} }), "gateway.admission.tokenBucket.rate"},
-		{"bucket elsewhere", adm(func(a *Admission) { a.TokenBucket = &TokenBucket{Rate: 1} }), `gateway.admission.tokenBucket: is set, but the policy is "predictive"`},
-		{"gate fleet", adm(func(a *Admission) { a.Policy, a.SLOGated = policySLOGated, &SLOGated{Fleet: "mean"} }), `gateway.admission.sloGated.fleet: must be min or max, got "mean"`},
-		{"gate threshold", adm(func(a *Admission) { a.Policy, a.SLOGated = policySLOGated, &SLOGated{SheddableThreshold: -2} }), "gateway.admission.sloGated.sheddableThreshold"},
-		{"floor", adm(func(a *Admission) { a.Fairness = &Fairness{Share: 1} }), "gateway.admission.fairness.share: must be in (0, 1)"},
-		{"criticality", func(s *Scenario) {
-			s.Models[0].Workload.Classes = []Class{{Name: "a", Share: 1, SLO: SLO{TTFTMs: 1, ITLMs: 1}, Criticality: "vip"}}
+		{"policy", adm(func(a *scenario.Admission) { a.Policy = "lottery" }), `gateway.admission.policy: must be always, token-bucket, slo-gated or predictive, got "lottery"`},
+		{"budget", adm(func(a *scenario.Admission) { a.BudgetsMs.Sheddable = -1 }), "gateway.admission.budgetsMs.sheddable: must be a finite number ≥ 0"},
+		{"headroom", adm(func(a *scenario.Admission) { a.Headroom = 4 }), "gateway.admission.headroom: must be in [0.5, 3]"},
+		{"kv limit", adm(func(a *scenario.Admission) { a.KVLimit = 1.5 }), "gateway.admission.kvLimit: must be a KV-cache utilisation"},
+		{"coefficients", adm(func(a *scenario.Admission) { a.Coefficients.Beta1Ms = -0.1 }), "gateway.admission.coefficients.beta1Ms"},
+		{"forgetting", adm(func(a *scenario.Admission) { a.Forgetting = 0.5 }), "gateway.admission.forgetting: must be in [0.9, 1]"},
+		{"calibrate", adm(func(a *scenario.Admission) { a.Policy, a.Calibrate = scenario.PolicyAlways, true }), "gateway.admission.calibrate: needs policy predictive"},
+		{"bucket missing", adm(func(a *scenario.Admission) { a.Policy = scenario.PolicyTokenBucket }), "gateway.admission.tokenBucket: must be set for policy token-bucket"},
+		{"bucket rate", adm(func(a *scenario.Admission) {
+			a.Policy, a.TokenBucket = scenario.PolicyTokenBucket, &scenario.TokenBucket{Rate: 0}
+		}), "gateway.admission.tokenBucket.rate"},
+		{"bucket elsewhere", adm(func(a *scenario.Admission) { a.TokenBucket = &scenario.TokenBucket{Rate: 1} }), `gateway.admission.tokenBucket: is set, but the policy is "predictive"`},
+		{"gate fleet", adm(func(a *scenario.Admission) {
+			a.Policy, a.SLOGated = scenario.PolicySLOGated, &scenario.SLOGated{Fleet: "mean"}
+		}), `gateway.admission.sloGated.fleet: must be min or max, got "mean"`},
+		{"gate threshold", adm(func(a *scenario.Admission) {
+			a.Policy, a.SLOGated = scenario.PolicySLOGated, &scenario.SLOGated{SheddableThreshold: -2}
+		}), "gateway.admission.sloGated.sheddableThreshold"},
+		{"floor", adm(func(a *scenario.Admission) { a.Fairness = &scenario.Fairness{Share: 1} }), "gateway.admission.fairness.share: must be in (0, 1)"},
+		{"criticality", func(s *scenario.Scenario) {
+			s.Models[0].Workload.Classes = []scenario.Class{{Name: "a", Share: 1, SLO: scenario.SLO{TTFTMs: 1, ITLMs: 1}, Criticality: "vip"}}
 		}, `models[0].workload.classes[0].criticality: must be critical, standard or sheddable, got "vip"`},
-		{"new group without groups", func(s *Scenario) {
-			s.Models[0].Workload.NewPrefixGroups = []NewPrefixGroup{{AtSeconds: 1, Share: 0.1}}
+		{"new group without groups", func(s *scenario.Scenario) {
+			s.Models[0].Workload.NewPrefixGroups = []scenario.NewPrefixGroup{{AtSeconds: 1, Share: 0.1}}
 		}, "models[0].workload.newPrefixGroups: needs prefixGroups > 0"},
-		{"new group share", func(s *Scenario) {
+		{"new group share", func(s *scenario.Scenario) {
 			s.Models[0].Workload.PrefixGroups, s.Models[0].Workload.PrefixTokens = 2, 16
-			s.Models[0].Workload.NewPrefixGroups = []NewPrefixGroup{{AtSeconds: 1, Share: 1.5}}
+			s.Models[0].Workload.NewPrefixGroups = []scenario.NewPrefixGroup{{AtSeconds: 1, Share: 1.5}}
 		}, "models[0].workload.newPrefixGroups[0].share: must be in (0, 1)"},
-		{"scheduling", func(s *Scenario) { s.Models[0].Variants[0].SchedulingPolicy = "lifo" },
+		{"scheduling", func(s *scenario.Scenario) { s.Models[0].Variants[0].SchedulingPolicy = "lifo" },
 			`models[0].variants[0].schedulingPolicy: must be fcfs or priority-fcfs, got "lifo"`},
-		{"matrix configs", func(s *Scenario) { s.Matrix = &Matrix{} }, "matrix.configs: must list at least one configuration"},
-		{"matrix names", func(s *Scenario) {
-			s.Matrix = &Matrix{Configs: []MatrixConfig{{Name: "a"}, {Name: "a"}}}
+		{"matrix configs", func(s *scenario.Scenario) { s.Matrix = &scenario.Matrix{} }, "matrix.configs: must list at least one configuration"},
+		{"matrix names", func(s *scenario.Scenario) {
+			s.Matrix = &scenario.Matrix{Configs: []scenario.MatrixConfig{{Name: "a"}, {Name: "a"}}}
 		}, `matrix.configs[1].name: duplicates "a"`},
-		{"matrix gateway", func(s *Scenario) {
-			s.Matrix = &Matrix{Configs: []MatrixConfig{{Name: "a", Gateway: Gateway{Admission: &Admission{Policy: "x"}}}}}
+		{"matrix gateway", func(s *scenario.Scenario) {
+			s.Matrix = &scenario.Matrix{Configs: []scenario.MatrixConfig{{Name: "a", Gateway: scenario.Gateway{Admission: &scenario.Admission{Policy: "x"}}}}}
 		}, `matrix.configs[0].gateway.admission.policy: must be always`},
-		{"matrix rate", func(s *Scenario) {
-			s.Matrix = &Matrix{Configs: []MatrixConfig{{Name: "a"}}, Rates: []MatrixRate{{Name: "r", Rate: Rate{Pattern: "constant", RPS: 1e9}}}}
+		{"matrix rate", func(s *scenario.Scenario) {
+			s.Matrix = &scenario.Matrix{Configs: []scenario.MatrixConfig{{Name: "a"}}, Rates: []scenario.MatrixRate{{Name: "r", Rate: scenario.Rate{Pattern: "constant", RPS: 1e9}}}}
 		}, "matrix.rates[0]: models[0].workload.rate: a peak of 1e+09"},
-		{"matrix autoscalers", func(s *Scenario) {
-			s.Matrix = &Matrix{Configs: []MatrixConfig{{Name: "a"}}, Autoscalers: []string{"magic"}}
+		{"matrix autoscalers", func(s *scenario.Scenario) {
+			s.Matrix = &scenario.Matrix{Configs: []scenario.MatrixConfig{{Name: "a"}}, Autoscalers: []string{"magic"}}
 		}, `matrix.autoscalers: unknown autoscaler "magic"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sc, err := ParseScenario([]byte(validScenario))
+			sc, err := scenario.ParseScenario([]byte(validScenario))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +178,7 @@ matrix:
 // report.WriteMatrixJSON encodes the cells the same way).
 func runMatrix(t *testing.T, parallel int) ([]MatrixRun, string) {
 	t.Helper()
-	sc, err := ParseScenario([]byte(matrixScenario))
+	sc, err := scenario.ParseScenario([]byte(matrixScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,18 +235,5 @@ func TestMatrixCells(t *testing.T) {
 	if high.AdmittedPct.Mean >= 100 || high.Estimate == nil || high.Estimate.Beta0Ms == nil || high.NewGroupAdmittedPct == nil ||
 		len(high.Classes) != 2 || high.Classes[0].Completed == 0 || high.Classes[0].TTFTp99Ms.Low > high.Classes[0].TTFTp99Ms.High {
 		t.Errorf("predictive at high rate: %+v", high)
-	}
-}
-
-// TestMatrixRunCountNoWrap: the matrix's run count is the product of four
-// lengths a file chooses; 2^16 of each is 2^64 runs, which an int product
-// wrapped to 0 and so passed the limit (the run then allocated its jobs
-// until memory ran out).
-func TestMatrixRunCountNoWrap(t *testing.T) {
-	if n := runCount(1<<16, 1<<16, 1<<16, 1<<16); n != 1<<64 || n <= MaxMatrixRuns {
-		t.Errorf("runCount = %v, want 2^64", n)
-	}
-	if n := runCount(3, 2, 5, 3); n != 90 {
-		t.Errorf("runCount = %v, want 90", n)
 	}
 }

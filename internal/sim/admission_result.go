@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/llm-d-incubation/wva/internal/admission"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // AdmissionStats are a run's figures of the gateway's admission control.
@@ -120,7 +121,7 @@ type classTally struct {
 	admitted, rejected, hitArrived, hitAdmitted int64
 }
 
-func newAdmissionTally(sc *Scenario, res *Result) *admissionTally {
+func newAdmissionTally(sc *scenario.Scenario, res *Result) *admissionTally {
 	t := &admissionTally{classes: make([]classTally, len(res.classKeys)), groups: map[int64]*GroupAdmission{},
 		seed: sc.Seed, st: AdmissionStats{Policy: sc.Gateway.Admission.Policy, ByReason: map[string]int64{}}}
 	t.est.FirstSeconds = math.Inf(1)

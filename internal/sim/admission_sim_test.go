@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 	"github.com/llm-d-incubation/wva/internal/sim/server"
 )
 
@@ -15,22 +16,22 @@ import (
 // threeClasses gives the hand scenarios the seed's classes: critical
 // (priority 1), standard (0) and sheddable (−1), with SLOs no request
 // misses.
-func threeClasses(s *Scenario) {
-	loose := SLO{TTFTMs: 1e6, ITLMs: 1e6}
-	s.Models[0].Workload.Classes = []Class{
+func threeClasses(s *scenario.Scenario) {
+	loose := scenario.SLO{TTFTMs: 1e6, ITLMs: 1e6}
+	s.Models[0].Workload.Classes = []scenario.Class{
 		{Name: "critical", Share: 0.33, SLO: loose, Criticality: "critical", Priority: 1},
 		{Name: "standard", Share: 0.34, SLO: loose},
 		{Name: "sheddable", Share: 0.33, SLO: loose, Sheddable: true},
 	}
 }
 
-func classRow(at float64, in, out int, class string, prefix int) traceRow {
-	return traceRow{t: at, input: in, output: out, class: class, prefix: prefix}
+func classRow(at float64, in, out int, class string, prefix int) scenario.TraceRow {
+	return scenario.TraceRow{Time: at, Input: in, Output: out, Class: class, Prefix: prefix}
 }
 
 // withAdmission sets the classes and the admission policy.
-func withAdmission(a *Admission) func(*Scenario) {
-	return func(s *Scenario) {
+func withAdmission(a *scenario.Admission) func(*scenario.Scenario) {
+	return func(s *scenario.Scenario) {
 		threeClasses(s)
 		s.Gateway.Admission = a
 	}
@@ -42,13 +43,13 @@ func withAdmission(a *Admission) func(*Scenario) {
 // see when the sheddable ones never arrive, on the same GPU-hours; admitted
 // instead, the sheddable ones slow them down.
 func TestRejectedUseNoCapacity(t *testing.T) {
-	var mixed, alone []traceRow
+	var mixed, alone []scenario.TraceRow
 	for i := range 40 {
 		at := float64(i) * 0.02
 		mixed = append(mixed, classRow(at, 300, 30, "critical", -1), classRow(at+0.005, 300, 30, "sheddable", -1))
 		alone = append(alone, classRow(at, 300, 30, "critical", -1))
 	}
-	reject := &Admission{Policy: policyPredictive, BudgetsMs: Budgets{Sheddable: 0.001}}
+	reject := &scenario.Admission{Policy: scenario.PolicyPredictive, BudgetsMs: scenario.Budgets{Sheddable: 0.001}}
 	res, got := runRows(t, linearVariant(), mixed, nil, withAdmission(reject))
 	base, want := runRows(t, linearVariant(), alone, nil, threeClasses)
 	if res.FailedBy.Admission != 40 || res.Failed != 40 || res.Completed != 40 {
@@ -66,7 +67,7 @@ func TestRejectedUseNoCapacity(t *testing.T) {
 	if c.Admitted != 0 || c.Rejected != 40 || c.Goodput != 0 {
 		t.Errorf("sheddable: %+v", c)
 	}
-	_, slowed := runRows(t, linearVariant(), mixed, nil, withAdmission(&Admission{Policy: policyAlways}))
+	_, slowed := runRows(t, linearVariant(), mixed, nil, withAdmission(&scenario.Admission{Policy: scenario.PolicyAlways}))
 	if slowed[39].ttft <= want[20].ttft {
 		t.Errorf("admitted, the sheddable requests did not slow the critical ones: %v vs %v ms", slowed[39].ttft, want[20].ttft)
 	}
@@ -80,10 +81,10 @@ func TestRejectedUseNoCapacity(t *testing.T) {
 // follow; a request is a cache hit when a ready replica holds blocks of
 // its prompt: the last standard one, whose group the first brought in.
 func TestAdmissionFigures(t *testing.T) {
-	rows := []traceRow{classRow(0, 100, 2, "standard", 3), classRow(0.1, 100, 2, "standard", 4),
+	rows := []scenario.TraceRow{classRow(0, 100, 2, "standard", 3), classRow(0.1, 100, 2, "standard", 4),
 		classRow(0.2, 100, 2, "critical", -1), classRow(1.5, 100, 2, "standard", 3), classRow(1.6, 100, 2, "sheddable", 4)}
 	res, _ := runRows(t, linearVariant(), rows, nil,
-		withAdmission(&Admission{Policy: policyTokenBucket, TokenBucket: &TokenBucket{Rate: 1, Burst: 1}}))
+		withAdmission(&scenario.Admission{Policy: scenario.PolicyTokenBucket, TokenBucket: &scenario.TokenBucket{Rate: 1, Burst: 1}}))
 	a := res.Admission
 	if a == nil || a.Decided != 5 || a.Admitted != 3 || a.Rejected != 2 || res.FailedBy.Admission != 2 {
 		t.Fatalf("admission %+v, failed by admission %d", a, res.FailedBy.Admission)
@@ -126,15 +127,15 @@ func checkFigureGroups(t *testing.T, res *Result) {
 // policy together; and it is the run of blocks the server's own lookup
 // finds.
 func TestPrefixMatchedOnce(t *testing.T) {
-	var rows []traceRow
+	var rows []scenario.TraceRow
 	for i := range 300 {
 		rows = append(rows, classRow(float64(i)*0.01, 200+i%50, 20, []string{"critical", "standard", "sheddable"}[i%3], i%7))
 	}
 	v := linearVariant()
 	v.InitialReplicas = 3
-	sc := Scenario{Name: "once", DurationSeconds: 600, DrainSeconds: 600, Models: []Model{{Name: "m", SLO: SLO{TTFTMs: 1e6, ITLMs: 1e6},
-		Workload: Workload{rows: rows, PrefixTokens: 64}, Variants: []Variant{v}}},
-		Gateway: Gateway{Admission: &Admission{Policy: policyPredictive, Calibrate: true}}}
+	sc := scenario.Scenario{Name: "once", DurationSeconds: 600, DrainSeconds: 600, Models: []scenario.Model{{Name: "m", SLO: scenario.SLO{TTFTMs: 1e6, ITLMs: 1e6},
+		Workload: scenario.Workload{Rows: rows, PrefixTokens: 64}, Variants: []scenario.Variant{v}}},
+		Gateway: scenario.Gateway{Admission: &scenario.Admission{Policy: scenario.PolicyPredictive, Calibrate: true}}}
 	threeClasses(&sc)
 	s := New(sc, &Static{n: 3})
 	s.check = func(s *Sim, _ *event) {
@@ -165,7 +166,7 @@ func TestPrefixMatchedOnce(t *testing.T) {
 // scenario without admission writes no admission keys.
 func TestAlwaysAdmitChangesNothing(t *testing.T) {
 	sc := builtin(t, "admission-matrix", 20)
-	sc.Gateway.Admission = &Admission{Policy: policyAlways}
+	sc.Gateway.Admission = &scenario.Admission{Policy: scenario.PolicyAlways}
 	with := New(sc, &Static{n: 8}).Run(context.Background(), nil)
 	sc.Gateway.Admission = nil
 	without := New(sc, &Static{n: 8}).Run(context.Background(), nil)
@@ -190,7 +191,7 @@ func TestAlwaysAdmitChangesNothing(t *testing.T) {
 // admitted request.
 func TestCalibrationLearns(t *testing.T) {
 	sc := builtin(t, "admission-matrix", 30)
-	sc.Gateway.Admission = &Admission{Policy: policyPredictive, Calibrate: true, Coefficients: Coefficients{Beta0Ms: 70}}
+	sc.Gateway.Admission = &scenario.Admission{Policy: scenario.PolicyPredictive, Calibrate: true, Coefficients: scenario.Coefficients{Beta0Ms: 70}}
 	res := New(sc, &Static{n: 8}).Run(context.Background(), nil)
 	e, c := res.Admission.EstimateErrorMs, res.Admission.Calibration
 	if e.InUse.MedianAbs*3 > e.Initial.MedianAbs || c.Used != res.Admission.Admitted || c.Beta0Ms > 35 {
@@ -207,8 +208,8 @@ func TestCalibrationLearns(t *testing.T) {
 // its start on, and none before.
 func TestNewPrefixGroups(t *testing.T) {
 	sc := builtin(t, "admission-matrix", 60)
-	sc.Models[0].Workload.NewPrefixGroups = []NewPrefixGroup{{AtSeconds: 30, Share: 0.1}}
-	sc.Gateway.Admission = &Admission{Policy: policyAlways}
+	sc.Models[0].Workload.NewPrefixGroups = []scenario.NewPrefixGroup{{AtSeconds: 30, Share: 0.1}}
+	sc.Gateway.Admission = &scenario.Admission{Policy: scenario.PolicyAlways}
 	res := New(sc, &Static{n: 8}).Run(context.Background(), nil)
 	g := res.Admission.Groups["llama/group-256"]
 	if g == nil || g.FirstSeconds < 30 || g.FirstSeconds > 30.1 {
@@ -231,12 +232,12 @@ func TestNewPrefixGroups(t *testing.T) {
 func TestCalibrationFromDispatch(t *testing.T) {
 	v := linearVariant()
 	v.InitialReplicas, v.MinReplicas, v.StartupSeconds = 0, 0, 5
-	var rows []traceRow
+	var rows []scenario.TraceRow
 	for i := range 20 {
 		rows = append(rows, classRow(float64(i)*0.05, 300, 5, "standard", -1))
 	}
 	res, got := runRows(t, v, rows, &Static{n: 1},
-		withAdmission(&Admission{Policy: policyPredictive, Calibrate: true}))
+		withAdmission(&scenario.Admission{Policy: scenario.PolicyPredictive, Calibrate: true}))
 	if res.Completed != 20 || got[1].ttft < 5000 {
 		t.Fatalf("completed %d, first TTFT %v ms: the requests did not wait for the replica", res.Completed, got[1].ttft)
 	}

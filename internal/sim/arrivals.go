@@ -3,6 +3,8 @@ package sim
 import (
 	"math"
 	"math/rand/v2"
+
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // nextArrival schedules model m's next arrival after t, unless its
@@ -15,7 +17,7 @@ func (s *Sim) nextArrival(m int, t float64) {
 			s.schedule(&event{t: next, kind: evArrival, model: m})
 			return
 		}
-		if st.w.rows == nil || st.pos < len(st.w.rows) {
+		if st.w.Rows == nil || st.pos < len(st.w.Rows) {
 			t = s.sc.DurationSeconds // else the trace is over at t
 		}
 	}
@@ -44,20 +46,20 @@ func (s *Sim) fill(q *request) {
 	m := q.model
 	w := &s.sc.Models[m].Workload
 	q.Prefix = -1
-	if w.rows != nil {
-		row := w.rows[s.streams[m].pos-1]
-		q.Input, q.Output, q.Prefix = row.input, row.output, row.prefix
-		q.class = classIndex(w.Classes, row.class)
+	if w.Rows != nil {
+		row := w.Rows[s.streams[m].pos-1]
+		q.Input, q.Output, q.Prefix = row.Input, row.Output, row.Prefix
+		q.class = classIndex(w.Classes, row.Class)
 	} else {
 		rng := s.tokenRNG[m]
-		q.Input, q.Output = w.Input.draw(rng), w.Output.draw(rng)
+		q.Input, q.Output = w.Input.Draw(rng), w.Output.Draw(rng)
 		q.class = drawClass(w.Classes, s.classRNG[m])
 		if w.PrefixGroups > 0 {
 			q.Prefix = drawPrefix(w, s.classRNG[m], s.now)
 		}
 	}
 	if len(w.Classes) > 0 {
-		q.Priority = w.Classes[q.class].requestPriority()
+		q.Priority = w.Classes[q.class].RequestPriority()
 	}
 	if q.Prefix >= 0 {
 		q.PrefixTokens = min(w.PrefixTokens, q.Input-1)
@@ -67,7 +69,7 @@ func (s *Sim) fill(q *request) {
 // drawPrefix picks a request's prefix group: one of the new groups that
 // have started, by its share, else one of the groups there from the start.
 // Without new groups it draws as it always did (one draw).
-func drawPrefix(w *Workload, rng *rand.Rand, now float64) int {
+func drawPrefix(w *scenario.Workload, rng *rand.Rand, now float64) int {
 	if len(w.NewPrefixGroups) > 0 {
 		u := rng.Float64()
 		for k, g := range w.NewPrefixGroups {
@@ -84,7 +86,7 @@ func drawPrefix(w *Workload, rng *rand.Rand, now float64) int {
 }
 
 // drawClass picks a class by share.
-func drawClass(cs []Class, rng *rand.Rand) int {
+func drawClass(cs []scenario.Class, rng *rand.Rand) int {
 	if len(cs) < 2 {
 		return 0
 	}
@@ -98,7 +100,7 @@ func drawClass(cs []Class, rng *rand.Rand) int {
 	return len(cs) - 1
 }
 
-func classIndex(cs []Class, name string) int {
+func classIndex(cs []scenario.Class, name string) int {
 	for i, c := range cs {
 		if c.Name == name {
 			return i
@@ -108,7 +110,7 @@ func classIndex(cs []Class, name string) int {
 }
 
 // sloOf is the SLO a request is judged by: its class's, else its model's.
-func (s *Sim) sloOf(q *request) *SLO {
+func (s *Sim) sloOf(q *request) *scenario.SLO {
 	if cs := s.sc.Models[q.model].Workload.Classes; len(cs) > 0 {
 		return &cs[q.class].SLO
 	}

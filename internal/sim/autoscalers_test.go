@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // TestHPAMetricsCombine: like the HPA controller, each metric proposes a
@@ -59,7 +60,7 @@ func TestHPAMetricsCombine(t *testing.T) {
 // TestWVADeletionCosts: the plan's victims are marked, and a pod marked
 // before that is no longer a victim gets its cost back to 0.
 func TestWVADeletionCosts(t *testing.T) {
-	w := newWVA(&Scenario{})
+	w := newWVA(&scenario.Scenario{})
 	w.victims["a-1"], w.victims["a-2"] = true, true
 	if got := w.DeletionCosts(nil); len(got) != 2 || got["a-1"] != victimCost || got["a-2"] != victimCost {
 		t.Fatalf("first marks %v", got)

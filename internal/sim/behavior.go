@@ -1,8 +1,9 @@
 package sim
 
 import (
-	"fmt"
 	"math"
+
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // The HPA's spec.behavior (autoscaling/v2), as the horizontal pod
@@ -12,99 +13,6 @@ import (
 // normalizeDesiredReplicasWithBehaviors and its helpers
 // (kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go) and
 // https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/#configurable-scaling-behavior.
-
-// ScalingPolicy is one rate limit (HPAScalingPolicy): at most Value pods
-// (type Pods), or Value percent of the replicas at the period's start
-// (type Percent), per PeriodSeconds.
-type ScalingPolicy struct {
-	Type          string  `json:"type"`
-	Value         int     `json:"value"`
-	PeriodSeconds float64 `json:"periodSeconds"`
-}
-
-// ScalingRules are one direction of a behavior (HPAScalingRules). A nil
-// StabilizationWindowSeconds takes the direction's default (0 up, 300
-// down); no policies take the direction's default policies.
-type ScalingRules struct {
-	StabilizationWindowSeconds *float64 `json:"stabilizationWindowSeconds,omitempty"`
-	// SelectPolicy is Max (default: the policy allowing the largest
-	// change), Min, or Disabled (no change in this direction).
-	SelectPolicy string          `json:"selectPolicy,omitempty"`
-	Policies     []ScalingPolicy `json:"policies,omitempty"`
-}
-
-// Behavior is an HPA's spec.behavior; a nil direction is the default.
-type Behavior struct {
-	ScaleUp   *ScalingRules `json:"scaleUp,omitempty"`
-	ScaleDown *ScalingRules `json:"scaleDown,omitempty"`
-}
-
-// Kubernetes' defaults: up, no window and the larger of 100 % or 4 pods per
-// 15 s; down, a 300-s window and 100 % per 15 s.
-func defaultScaleUp() ScalingRules {
-	return ScalingRules{StabilizationWindowSeconds: ptr(0.0), SelectPolicy: "Max",
-		Policies: []ScalingPolicy{{Type: "Pods", Value: 4, PeriodSeconds: 15}, {Type: "Percent", Value: 100, PeriodSeconds: 15}}}
-}
-
-func defaultScaleDown() ScalingRules {
-	return ScalingRules{StabilizationWindowSeconds: ptr(300.0), SelectPolicy: "Max",
-		Policies: []ScalingPolicy{{Type: "Percent", Value: 100, PeriodSeconds: 15}}}
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// withDefaults fills what a rule leaves unset from def.
-func (r *ScalingRules) withDefaults(def ScalingRules) ScalingRules {
-	if r == nil {
-		return def
-	}
-	out := *r
-	if out.StabilizationWindowSeconds == nil {
-		out.StabilizationWindowSeconds = def.StabilizationWindowSeconds
-	}
-	if out.SelectPolicy == "" {
-		out.SelectPolicy = "Max"
-	}
-	if len(out.Policies) == 0 {
-		out.Policies = def.Policies
-	}
-	return out
-}
-
-// rules are a behavior with every default filled in.
-func (b Behavior) rules() (up, down ScalingRules) {
-	return b.ScaleUp.withDefaults(defaultScaleUp()), b.ScaleDown.withDefaults(defaultScaleDown())
-}
-
-// validate reports a behavior's problems under path p.
-func (b Behavior) validate(p string, add func(string, string, ...any)) {
-	for dir, r := range map[string]*ScalingRules{"scaleUp": b.ScaleUp, "scaleDown": b.ScaleDown} {
-		if r == nil {
-			continue
-		}
-		q := p + "." + dir
-		if w := r.StabilizationWindowSeconds; w != nil && !(*w >= 0 && *w <= 3600) {
-			add(q+".stabilizationWindowSeconds", "must be between 0 and 3600 seconds (Kubernetes' limit), got %v", *w)
-		}
-		switch r.SelectPolicy {
-		case "", "Max", "Min", "Disabled":
-		default:
-			add(q+".selectPolicy", "must be Max, Min or Disabled, got %q", r.SelectPolicy)
-		}
-		for i, pol := range r.Policies {
-			pp := fmt.Sprintf("%s.policies[%d]", q, i)
-			if pol.Type != "Pods" && pol.Type != "Percent" {
-				add(pp+".type", "must be Pods or Percent, got %q", pol.Type)
-			}
-			if pol.Value < 1 || pol.Value > MaxReplicasPerVariant*100 {
-				add(pp+".value", "must be between 1 and %d, got %d", MaxReplicasPerVariant*100, pol.Value)
-			}
-			if !(pol.PeriodSeconds >= 1 && pol.PeriodSeconds <= 1800) {
-				add(pp+".periodSeconds", "must be between 1 and 1800 seconds (Kubernetes' limit), got %v", pol.PeriodSeconds)
-			}
-		}
-	}
-}
 
 // timedCount is a replica count (a recommendation, or a scale event's
 // change) at a time.
@@ -124,8 +32,8 @@ type hpaState struct {
 // sets: stabilized over the windows, limited by the policies, within
 // [lo, hi]. It records the recommendation and, when the count changes,
 // the scale event.
-func (h *hpaState) normalize(now float64, b Behavior, current, desired, lo, hi int) int {
-	up, down := b.rules()
+func (h *hpaState) normalize(now float64, b scenario.Behavior, current, desired, lo, hi int) int {
+	up, down := b.Rules()
 	stable := h.stabilize(now, up, down, current, desired)
 	out := h.limit(now, up, down, current, stable, lo, hi)
 	switch {
@@ -140,7 +48,7 @@ func (h *hpaState) normalize(now float64, b Behavior, current, desired, lo, hi i
 // stabilize is stabilizeRecommendationWithBehaviors: the lowest
 // recommendation of the scale-up window and the highest of the scale-down
 // window bound the current count.
-func (h *hpaState) stabilize(now float64, up, down ScalingRules, current, desired int) int {
+func (h *hpaState) stabilize(now float64, up, down scenario.ScalingRules, current, desired int) int {
 	upWin, downWin := *up.StabilizationWindowSeconds, *down.StabilizationWindowSeconds
 	upRec, downRec := desired, desired
 	for _, r := range h.recs {
@@ -158,7 +66,7 @@ func (h *hpaState) stabilize(now float64, up, down ScalingRules, current, desire
 
 // limit is convertDesiredReplicasWithBehaviorRate: a scale-up is capped by
 // the policies' limit and hi, a scale-down floored by theirs and lo.
-func (h *hpaState) limit(now float64, up, down ScalingRules, current, desired, lo, hi int) int {
+func (h *hpaState) limit(now float64, up, down scenario.ScalingRules, current, desired, lo, hi int) int {
 	switch {
 	case desired > current:
 		ceiling := min(hi, max(h.upLimit(now, up, current), current))
@@ -171,7 +79,7 @@ func (h *hpaState) limit(now float64, up, down ScalingRules, current, desired, l
 }
 
 // upLimit is calculateScaleUpLimitWithScalingRules.
-func (h *hpaState) upLimit(now float64, r ScalingRules, current int) int {
+func (h *hpaState) upLimit(now float64, r scenario.ScalingRules, current int) int {
 	if r.SelectPolicy == "Disabled" {
 		return current
 	}
@@ -190,7 +98,7 @@ func (h *hpaState) upLimit(now float64, r ScalingRules, current int) int {
 }
 
 // downLimit is calculateScaleDownLimitWithBehaviors.
-func (h *hpaState) downLimit(now float64, r ScalingRules, current int) int {
+func (h *hpaState) downLimit(now float64, r scenario.ScalingRules, current int) int {
 	if r.SelectPolicy == "Disabled" {
 		return current
 	}
@@ -222,7 +130,7 @@ func changeIn(events []timedCount, now, period float64) int {
 
 // longestPeriod is the longest of a rule's policy periods: older events
 // no longer count.
-func longestPeriod(r ScalingRules) float64 {
+func longestPeriod(r scenario.ScalingRules) float64 {
 	p := 0.0
 	for _, pol := range r.Policies {
 		p = math.Max(p, pol.PeriodSeconds)

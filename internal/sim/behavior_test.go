@@ -1,8 +1,9 @@
 package sim
 
 import (
-	"strings"
 	"testing"
+
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // TestBehaviorDefaults: Kubernetes' default behavior, by hand. Up: the
@@ -23,7 +24,7 @@ func TestBehaviorDefaults(t *testing.T) {
 		{331, 20, 3, 3},    // the 20s are older than 300 s
 	}
 	for _, s := range steps {
-		if got := h.normalize(s.now, Behavior{}, s.current, s.desired, 1, 100); got != s.want {
+		if got := h.normalize(s.now, scenario.Behavior{}, s.current, s.desired, 1, 100); got != s.want {
 			t.Errorf("t=%v: %d → %d: got %d, want %d", s.now, s.current, s.desired, got, s.want)
 		}
 	}
@@ -33,9 +34,9 @@ func TestBehaviorDefaults(t *testing.T) {
 // 1 pod per 180 s; down: a 300-s window, 1 pod per 300 s), the replica
 // bounds, and a disabled direction.
 func TestBehaviorGuides(t *testing.T) {
-	slow := Behavior{
-		ScaleUp:   &ScalingRules{StabilizationWindowSeconds: ptr(0.0), Policies: []ScalingPolicy{{Type: "Pods", Value: 1, PeriodSeconds: 180}}},
-		ScaleDown: &ScalingRules{StabilizationWindowSeconds: ptr(300.0), Policies: []ScalingPolicy{{Type: "Pods", Value: 1, PeriodSeconds: 300}}},
+	slow := scenario.Behavior{
+		ScaleUp:   &scenario.ScalingRules{StabilizationWindowSeconds: ptr(0.0), Policies: []scenario.ScalingPolicy{{Type: "Pods", Value: 1, PeriodSeconds: 180}}},
+		ScaleDown: &scenario.ScalingRules{StabilizationWindowSeconds: ptr(300.0), Policies: []scenario.ScalingPolicy{{Type: "Pods", Value: 1, PeriodSeconds: 300}}},
 	}
 	var h hpaState
 	for _, s := range []struct {
@@ -53,22 +54,22 @@ func TestBehaviorGuides(t *testing.T) {
 		}
 	}
 	var b hpaState
-	if got := b.normalize(0, Behavior{}, 3, 50, 1, 8); got != 7 { // max(3+4, 6) = 7 < 8
+	if got := b.normalize(0, scenario.Behavior{}, 3, 50, 1, 8); got != 7 { // max(3+4, 6) = 7 < 8
 		t.Errorf("up within max: %d", got)
 	}
-	if got := b.normalize(20, Behavior{}, 7, 50, 1, 8); got != 8 {
+	if got := b.normalize(20, scenario.Behavior{}, 7, 50, 1, 8); got != 8 {
 		t.Errorf("capped at maxReplicaCount: %d", got)
 	}
 	var floor hpaState
-	if got := floor.normalize(400, Behavior{}, 6, 1, 3, 8); got != 3 { // minReplicaCount 3
+	if got := floor.normalize(400, scenario.Behavior{}, 6, 1, 3, 8); got != 3 { // minReplicaCount 3
 		t.Errorf("scale-down below minReplicaCount: %d", got)
 	}
-	off := Behavior{ScaleDown: &ScalingRules{SelectPolicy: "Disabled"}}
+	off := scenario.Behavior{ScaleDown: &scenario.ScalingRules{SelectPolicy: "Disabled"}}
 	var c hpaState
 	if got := c.normalize(0, off, 5, 1, 1, 8); got != 5 {
 		t.Errorf("scale-down disabled: %d", got)
 	}
-	minSel := Behavior{ScaleUp: &ScalingRules{SelectPolicy: "Min"}}
+	minSel := scenario.Behavior{ScaleUp: &scenario.ScalingRules{SelectPolicy: "Min"}}
 	var d hpaState
 	if got := d.normalize(0, minSel, 10, 50, 1, 100); got != 14 { // min(10 + 4, 20)
 		t.Errorf("select Min: %d", got)
@@ -93,16 +94,4 @@ func TestAverageValueReplicas(t *testing.T) {
 		}
 	}
 }
-
-// TestBehaviorValidation names each bad field.
-func TestBehaviorValidation(t *testing.T) {
-	b := Behavior{ScaleUp: &ScalingRules{StabilizationWindowSeconds: ptr(-1.0), SelectPolicy: "Most",
-		Policies: []ScalingPolicy{{Type: "Replicas", Value: 0, PeriodSeconds: 0}}}}
-	var got []string
-	b.validate("autoscalers.x.behavior", func(p, _ string, _ ...any) { got = append(got, p) })
-	want := "autoscalers.x.behavior.scaleUp.stabilizationWindowSeconds autoscalers.x.behavior.scaleUp.selectPolicy " +
-		"autoscalers.x.behavior.scaleUp.policies[0].type autoscalers.x.behavior.scaleUp.policies[0].value autoscalers.x.behavior.scaleUp.policies[0].periodSeconds"
-	if strings.Join(got, " ") != want {
-		t.Errorf("got %v", got)
-	}
-}
+func ptr[T any](v T) *T { return &v }

@@ -6,11 +6,9 @@ import (
 	"maps"
 	"math"
 	"slices"
-)
 
-// DefaultBoundAttainment is the share of requests within the SLO the
-// bounds size for unless autoscalers.clairvoyantAttainment says otherwise.
-const DefaultBoundAttainment = 0.99
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
+)
 
 // The bounds' allocation: per model, the cheapest replicas whose measured
 // capacity covers a demand, and with an inventory the cheapest choice for
@@ -37,13 +35,13 @@ const (
 
 // bound holds a scenario's capacity curves for the bounds.
 type bound struct {
-	sc     *Scenario
+	sc     *scenario.Scenario
 	curves [][]*capacityCurve // per model, per variant
 	// limited are the inventory's types some variant uses, sorted.
 	limited []string
 }
 
-func newBound(sc *Scenario) *bound {
+func newBound(sc *scenario.Scenario) *bound {
 	b := &bound{sc: sc}
 	used := map[string]bool{}
 	for m, mod := range sc.Models {

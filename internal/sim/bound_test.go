@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // TestMeasuredCapacityLinear: one replica of a linear-model server that
@@ -19,10 +21,10 @@ import (
 func TestMeasuredCapacityLinear(t *testing.T) {
 	v := linearVariant()
 	v.MaxBatchSize = 1
-	sc := Scenario{Name: "cap", DurationSeconds: 60, Models: []Model{{Name: "m", SLO: SLO{TTFTMs: 1000, ITLMs: 1e6},
-		Workload: Workload{Arrival: "constant", Rate: Rate{Pattern: "constant", RPS: 1},
-			Input: Tokens{Mean: 100}, Output: Tokens{Mean: 10}}, Variants: []Variant{v}}}}
-	d := sc.withDefaults()
+	sc := scenario.Scenario{Name: "cap", DurationSeconds: 60, Models: []scenario.Model{{Name: "m", SLO: scenario.SLO{TTFTMs: 1000, ITLMs: 1e6},
+		Workload: scenario.Workload{Arrival: "constant", Rate: scenario.Rate{Pattern: "constant", RPS: 1},
+			Input: scenario.Tokens{Mean: 100}, Output: scenario.Tokens{Mean: 10}}, Variants: []scenario.Variant{v}}}}
+	d := sc.WithDefaults()
 	got := capacityOf(context.Background(), &d, 0, 0, 1, 0.99)
 	if want := 1 / 0.1055; math.Abs(got-want)/want > 0.02 {
 		t.Errorf("capacity %.3f requests/s, want %.3f ± 2 %%", got, want)
@@ -39,12 +41,12 @@ func TestMeasuredCapacityLinear(t *testing.T) {
 // replica, cost 3), with 4 H100 in the inventory; capacities are
 // filled in by hand (linear in the fleet) instead of measured.
 func boundScenario(big, chat float64, inventory bool) (*bound, *View) {
-	mk := func(name, acc string, cost float64) Variant {
-		return Variant{Name: name, Accelerator: acc, AcceleratorsPerReplica: 1, Cost: cost, MaxReplicas: 10}
+	mk := func(name, acc string, cost float64) scenario.Variant {
+		return scenario.Variant{Name: name, Accelerator: acc, AcceleratorsPerReplica: 1, Cost: cost, MaxReplicas: 10}
 	}
-	sc := &Scenario{Inventory: map[string]int{"H100": 4}, Models: []Model{
-		{Name: "chat", Workload: Workload{Rate: Rate{Pattern: "constant", RPS: chat}}, Variants: []Variant{mk("h100", "H100", 2), mk("a100", "A100", 2.5)}},
-		{Name: "big", Workload: Workload{Rate: Rate{Pattern: "constant", RPS: big}}, Variants: []Variant{mk("h100", "H100", 3)}},
+	sc := &scenario.Scenario{Inventory: map[string]int{"H100": 4}, Models: []scenario.Model{
+		{Name: "chat", Workload: scenario.Workload{Rate: scenario.Rate{Pattern: "constant", RPS: chat}}, Variants: []scenario.Variant{mk("h100", "H100", 2), mk("a100", "A100", 2.5)}},
+		{Name: "big", Workload: scenario.Workload{Rate: scenario.Rate{Pattern: "constant", RPS: big}}, Variants: []scenario.Variant{mk("h100", "H100", 3)}},
 	}}
 	if !inventory {
 		sc.Inventory = nil
@@ -106,7 +108,7 @@ func TestBoundShortModelAlone(t *testing.T) {
 // TestBoundAttainmentValidated: the bounds' attainment is a share below 1.
 func TestBoundAttainmentValidated(t *testing.T) {
 	for _, bad := range []string{"1", "-0.5", "7"} {
-		_, err := ParseScenario([]byte(strings.Replace(validScenario, "durationSeconds: 600", "durationSeconds: 600\nautoscalers: {clairvoyantAttainment: "+bad+"}", 1)))
+		_, err := scenario.ParseScenario([]byte(strings.Replace(validScenario, "durationSeconds: 600", "durationSeconds: 600\nautoscalers: {clairvoyantAttainment: "+bad+"}", 1)))
 		if err == nil || !strings.Contains(err.Error(), "autoscalers.clairvoyantAttainment: must be a share in (0, 1)") {
 			t.Errorf("clairvoyantAttainment %s: %v", bad, err)
 		}

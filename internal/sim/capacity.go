@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"math"
 	"sync"
+
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // Measured capacity: the largest constant arrival rate at which N replicas
@@ -66,10 +68,10 @@ var capCache = struct {
 // capacityOf measures (or recalls) the capacity of n replicas of variant j
 // of model m of the defaulted scenario sc at attainment p, in requests/s.
 // A measurement cut short by ctx is returned but not kept.
-func capacityOf(ctx context.Context, sc *Scenario, m, j, n int, p float64) float64 {
+func capacityOf(ctx context.Context, sc *scenario.Scenario, m, j, n int, p float64) float64 {
 	base := measureBase(sc, m, j, n)
 	data, err := json.Marshal(struct {
-		S Scenario
+		S scenario.Scenario
 		P float64
 		M capSettings
 	}{base, p, capMeasure})
@@ -100,36 +102,36 @@ func capacityOf(ctx context.Context, sc *Scenario, m, j, n int, p float64) float
 // measureBase is the static-fleet scenario of a measurement, without its
 // rate and duration: model m with variant j alone at n replicas, the
 // scenario's gateway and metrics pipeline, no inventory.
-func measureBase(sc *Scenario, m, j, n int) Scenario {
+func measureBase(sc *scenario.Scenario, m, j, n int) scenario.Scenario {
 	mod := sc.Models[m]
 	v := mod.Variants[j]
 	v.MinReplicas, v.MaxReplicas, v.InitialReplicas = n, n, n
-	mod.Variants = []Variant{v}
+	mod.Variants = []scenario.Variant{v}
 	w := &mod.Workload
-	if w.rows != nil {
-		w.Input, w.Output = traceTokens(w.rows)
-		w.rows, w.Trace = nil, ""
+	if w.Rows != nil {
+		w.Input, w.Output = traceTokens(w.Rows)
+		w.Rows, w.Trace = nil, ""
 		if w.Arrival == "" || w.Arrival == "trace" {
 			w.Arrival = "poisson"
 		}
 	}
 	w.NumRequests = 0
-	w.Rate = Rate{}
-	return Scenario{Name: "capacity", Seed: capMeasureSeed, Models: []Model{mod}, Gateway: sc.Gateway, Scrape: sc.Scrape}
+	w.Rate = scenario.Rate{}
+	return scenario.Scenario{Name: "capacity", Seed: capMeasureSeed, Models: []scenario.Model{mod}, Gateway: sc.Gateway, Scrape: sc.Scrape}
 }
 
 // traceTokens turns a trace's token counts into empirical distributions.
-func traceTokens(rows []traceRow) (in, out Tokens) {
-	in, out = Tokens{Dist: "empirical"}, Tokens{Dist: "empirical"}
+func traceTokens(rows []scenario.TraceRow) (in, out scenario.Tokens) {
+	in, out = scenario.Tokens{Dist: "empirical"}, scenario.Tokens{Dist: "empirical"}
 	for _, r := range rows {
-		in.Values = append(in.Values, float64(r.input))
-		out.Values = append(out.Values, float64(r.output))
+		in.Values = append(in.Values, float64(r.Input))
+		out.Values = append(out.Values, float64(r.Output))
 	}
 	return in, out
 }
 
 // measure finds the capacity of the base scenario's fleet of n replicas.
-func measure(ctx context.Context, base Scenario, n int, p float64) float64 {
+func measure(ctx context.Context, base scenario.Scenario, n int, p float64) float64 {
 	ok := func(rate float64) bool { return ctx.Err() == nil && attainmentAt(ctx, base, rate, p) >= p }
 	// Bracket: from half a request per second per replica, double while
 	// the fleet keeps up, or halve until it does.
@@ -171,10 +173,10 @@ func measure(ctx context.Context, base Scenario, n int, p float64) float64 {
 // share of its requests completed within the SLO. A run stops early, with
 // 0, once more requests have missed the SLO than a share p of the expected
 // arrivals allows: it cannot reach p.
-func attainmentAt(ctx context.Context, base Scenario, rate, p float64) float64 {
+func attainmentAt(ctx context.Context, base scenario.Scenario, rate, p float64) float64 {
 	sc := base
-	mods := append([]Model(nil), sc.Models...)
-	mods[0].Workload.Rate = Rate{Pattern: "constant", RPS: rate}
+	mods := append([]scenario.Model(nil), sc.Models...)
+	mods[0].Workload.Rate = scenario.Rate{Pattern: "constant", RPS: rate}
 	sc.Models = mods
 	// capMeasure.Requests' worth, at least capMeasure.MinSeconds unless
 	// that brings ten times as many requests (a fast fleet at a high rate).
@@ -206,7 +208,7 @@ func attainmentAt(ctx context.Context, base Scenario, rate, p float64) float64 {
 // two measured as needed, sizes between them interpolated.
 type capacityCurve struct {
 	ctx    context.Context // the run's: a cancelled run stops measuring
-	sc     *Scenario
+	sc     *scenario.Scenario
 	m, j   int
 	p      float64
 	maxN   int

@@ -1,6 +1,10 @@
 package sim
 
-import "math"
+import (
+	"math"
+
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
+)
 
 // The endpoint picker's (EPP's) metrics, as llm-d's KEDA guides read them
 // through Prometheus: the simulated gateway keeps the signals the EPP
@@ -69,7 +73,7 @@ type eppState struct {
 // keeps them and scrapes them.
 type eppReader interface{ readsEPP() }
 
-func newEPPState(sc *Scenario) *eppState {
+func newEPPState(sc *scenario.Scenario) *eppState {
 	slo := sc.Autoscalers.KEDASLO
 	keep := math.Max(300, slo.WindowSeconds+slo.AverageSeconds+slo.RuleSeconds) + sc.Scrape.DelaySeconds + 2*sc.Scrape.EPPIntervalSeconds
 	e := &eppState{models: make([]eppModel, len(sc.Models)), keep: keep}

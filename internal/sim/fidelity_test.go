@@ -6,25 +6,26 @@ import (
 	"testing"
 
 	"github.com/llm-d-incubation/wva/internal/queueing"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 	"github.com/llm-d-incubation/wva/internal/sim/server"
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
 // oneReplica is a single replica with a KV cache big enough not to bind,
 // at a constant Poisson rate.
-func oneReplica(rate float64, p tuner.Params, n int, seconds float64) Scenario {
-	return Scenario{Name: "fidelity", DurationSeconds: seconds, Seed: 11, Models: []Model{{
-		Name: "m", SLO: SLO{TTFTMs: 1e9, ITLMs: 1e9},
-		Workload: Workload{Rate: Rate{Pattern: "constant", RPS: rate},
-			Input: Tokens{Dist: "constant", Mean: 1024}, Output: Tokens{Dist: "constant", Mean: 256}},
-		Variants: []Variant{{Name: "v", Accelerator: "H100", Cost: 1, Params: p, MaxBatchSize: n,
+func oneReplica(rate float64, p tuner.Params, n int, seconds float64) scenario.Scenario {
+	return scenario.Scenario{Name: "fidelity", DurationSeconds: seconds, Seed: 11, Models: []scenario.Model{{
+		Name: "m", SLO: scenario.SLO{TTFTMs: 1e9, ITLMs: 1e9},
+		Workload: scenario.Workload{Rate: scenario.Rate{Pattern: "constant", RPS: rate},
+			Input: scenario.Tokens{Dist: "constant", Mean: 1024}, Output: scenario.Tokens{Dist: "constant", Mean: 256}},
+		Variants: []scenario.Variant{{Name: "v", Accelerator: "H100", Cost: 1, Params: p, MaxBatchSize: n,
 			KVBlocks: 1 << 20, MinReplicas: 1, MaxReplicas: 1, InitialReplicas: 1}},
 	}}}
 }
 
 // serverLatencies runs the scenario and returns the mean server-side TTFT
 // and ITL (ms), as vLLM's histograms would report them.
-func serverLatencies(t *testing.T, sc Scenario) (ttft, itl float64) {
+func serverLatencies(t *testing.T, sc scenario.Scenario) (ttft, itl float64) {
 	t.Helper()
 	s := New(sc, &Static{n: 1})
 	s.Run(context.Background(), nil)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/llm-d-incubation/wva/examples/scenarios"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // FuzzScenario parses arbitrary bytes as a scenario. It must never panic;
@@ -49,7 +50,7 @@ func FuzzScenario(f *testing.F) {
 		`"workload":{"rate":{"pattern":"spikes","spikes":[{"atSeconds":0,"durationSeconds":1,"rps":3}]},"input":{"dist":"empirical","values":[1,2]},"output":{"mean":1}},` +
 		`"variants":[{"name":"v","accelerator":"a","latencyModel":"linear","linear":{"beta0":1}}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		sc, err := ParseScenario(data)
+		sc, err := scenario.ParseScenario(data)
 		if err != nil {
 			return
 		}
@@ -60,7 +61,7 @@ func FuzzScenario(f *testing.F) {
 		if sc.Models[0].Workload.Trace != "" {
 			return // a trace must be loaded to run
 		}
-		for _, name := range sc.withDefaults().Autoscalers.Default {
+		for _, name := range sc.WithDefaults().Autoscalers.Default {
 			if _, err := NewAutoscaler(name, &sc); err != nil {
 				t.Fatalf("default autoscaler %q: %v", name, err)
 			}
@@ -68,7 +69,7 @@ func FuzzScenario(f *testing.F) {
 		short := sc
 		short.DurationSeconds = math.Min(sc.DurationSeconds, 5)
 		short.DrainSeconds = 0
-		if expectedRequests(short.Models[0].Workload, short.DurationSeconds) > 1000 {
+		if scenario.ExpectedRequests(short.Models[0].Workload, short.DurationSeconds) > 1000 {
 			return // keep each input fast
 		}
 		res := New(short, &Static{n: 1}).Run(t.Context(), nil)
@@ -80,21 +81,21 @@ func FuzzScenario(f *testing.F) {
 
 // checkDefaults asserts what the simulator relies on after defaults: every
 // period at least the minimum, every size at least 1 and within its limit.
-func checkDefaults(t *testing.T, sc Scenario) {
+func checkDefaults(t *testing.T, sc scenario.Scenario) {
 	t.Helper()
-	c := sc.withDefaults()
+	c := sc.WithDefaults()
 	for _, p := range []float64{c.RecordSeconds, c.Scrape.IntervalSeconds, c.Autoscalers.WVA.IntervalSeconds, c.Autoscalers.HPA.SyncSeconds,
 		c.Autoscalers.KEDA.PollingSeconds, c.Autoscalers.OracleIntervalSeconds, c.Autoscalers.WVA.ScaleFromZeroIntervalSeconds} {
-		if !(p >= minPeriodSeconds) || math.IsInf(p, 0) {
+		if !(p >= scenario.MinPeriodSeconds) || math.IsInf(p, 0) {
 			t.Fatalf("a period of %v s after defaults", p)
 		}
 	}
-	if !(c.DurationSeconds > 0 && c.DurationSeconds <= MaxDurationSeconds) {
+	if !(c.DurationSeconds > 0 && c.DurationSeconds <= scenario.MaxDurationSeconds) {
 		t.Fatalf("duration %v", c.DurationSeconds)
 	}
 	requests, replicas, blocks := 0.0, 0, 0.0
 	for _, m := range c.Models {
-		requests += expectedRequests(m.Workload, c.DurationSeconds)
+		requests += scenario.ExpectedRequests(m.Workload, c.DurationSeconds)
 		for _, v := range m.Variants {
 			if !variantInLimits(v) {
 				t.Fatalf("variant %s after defaults: %+v", v.Name, v)
@@ -103,15 +104,15 @@ func checkDefaults(t *testing.T, sc Scenario) {
 			blocks += float64(v.MaxReplicas) * float64(v.KVBlocks)
 		}
 	}
-	if requests > MaxRequests || replicas > MaxReplicasTotal || blocks > MaxKVBlocksTotal {
+	if requests > scenario.MaxRequests || replicas > scenario.MaxReplicasTotal || blocks > scenario.MaxKVBlocksTotal {
 		t.Fatalf("%v requests, %d replicas, %v KV blocks", requests, replicas, blocks)
 	}
 }
 
 // variantInLimits: every size of a defaulted variant is at least 1 and
 // within its limit.
-func variantInLimits(v Variant) bool {
-	return v.MaxBatchSize >= 1 && v.MaxBatchedTokens >= 1 && v.BlockSize >= 1 && v.KVBlocks >= 1 && v.KVBlocks <= MaxKVBlocks &&
-		v.AcceleratorsPerReplica >= 1 && v.MaxReplicas >= 1 && v.MaxReplicas <= MaxReplicasPerVariant &&
+func variantInLimits(v scenario.Variant) bool {
+	return v.MaxBatchSize >= 1 && v.MaxBatchedTokens >= 1 && v.BlockSize >= 1 && v.KVBlocks >= 1 && v.KVBlocks <= scenario.MaxKVBlocks &&
+		v.AcceleratorsPerReplica >= 1 && v.MaxReplicas >= 1 && v.MaxReplicas <= scenario.MaxReplicasPerVariant &&
 		v.MinReplicas <= v.MaxReplicas && v.InitialReplicas <= v.MaxReplicas && v.TerminationGracePeriodSeconds != nil
 }

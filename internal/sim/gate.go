@@ -2,6 +2,7 @@ package sim
 
 import (
 	"github.com/llm-d-incubation/wva/internal/admission"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // The gateway's admission control (gateway.admission): for each arriving
@@ -61,7 +62,7 @@ type observation struct {
 
 // gate is the gateway's admission state for a run.
 type gate struct {
-	cfg     *Admission
+	cfg     *scenario.Admission
 	policy  admission.Policy
 	pred    *admission.Predictive // the predictive policy, or nil
 	cal     *admission.Calibrator // when calibrate is on
@@ -73,12 +74,12 @@ type gate struct {
 
 // newGate builds the scenario's admission policy, or returns nil without
 // one. The configuration was validated.
-func newGate(sc *Scenario, res *Result) *gate {
+func newGate(sc *scenario.Scenario, res *Result) *gate {
 	a := sc.Gateway.Admission
 	if a == nil {
 		return nil
 	}
-	p, pred, err := a.build()
+	p, pred, err := a.Build()
 	if err != nil {
 		panic("sim: admission: " + err.Error()) // Validate checks what the constructors check
 	}
@@ -87,7 +88,7 @@ func newGate(sc *Scenario, res *Result) *gate {
 		g.initial = pred.Coefficients()
 	}
 	if a.Calibrate {
-		cal, err := admission.NewCalibrator(a.calibratorConfig())
+		cal, err := admission.NewCalibrator(a.CalibratorConfig())
 		if err != nil {
 			panic("sim: admission: " + err.Error())
 		}
@@ -127,7 +128,7 @@ func (g *gate) snapshot(cands []candidate, q *request) []admission.Instance {
 func (s *Sim) admissionRequest(q *request) admission.Request {
 	req := admission.Request{Class: admission.Standard, Priority: q.Priority, InputTokens: q.Input}
 	if cs := s.sc.Models[q.model].Workload.Classes; len(cs) > 0 {
-		req.Class = cs[q.class].criticality()
+		req.Class = cs[q.class].AdmissionClass()
 	}
 	if q.Prefix >= 0 {
 		req.Group = uint64(q.model)<<32 | uint64(q.Prefix+1) //nolint:gosec // model and prefix indices are ≥ 0 and small
@@ -162,7 +163,7 @@ func (s *Sim) dispatched(q *request, cand int) {
 	o.ahead = in.Ahead(q.Priority)
 	o.step = in.StepTime
 	if !(o.step > 0) {
-		o.step = g.cfg.stepTimeSeconds() // as the predictive policy assumes
+		o.step = g.cfg.StepTimeSeconds() // as the predictive policy assumes
 	}
 	if g.pred == nil {
 		return
@@ -189,13 +190,4 @@ func (g *gate) firstToken(q *request, ttft float64) {
 	if g.pred != nil {
 		_ = g.pred.SetCoefficients(g.cal.Coefficients()) // a fit within its bounds; otherwise the model in use stays
 	}
-}
-
-// stepTimeSeconds is the step time assumed for a replica that reports
-// none.
-func (a *Admission) stepTimeSeconds() float64 {
-	if a.StepTimeMs > 0 {
-		return a.StepTimeMs / 1000
-	}
-	return admission.DefaultStepTime
 }

@@ -4,19 +4,20 @@ import (
 	"math"
 
 	"github.com/llm-d-incubation/wva/internal/alloc"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 func init() {
 	registerBaseline(Baseline{Name: "hpa", Order: 20, Default: true, Sweep: true,
 		Summary: "the Kubernetes HPA algorithm on queue depth and KV usage",
-		New: func(sc *Scenario, _ string) (Autoscaler, error) {
+		New: func(sc *scenario.Scenario, _ string) (Autoscaler, error) {
 			return &HPA{cfg: sc.Autoscalers.HPA, recs: map[int][]rec{}}, nil
 		},
 		Knobs: map[string]knob{
 			"kvTarget": {[]float64{0.3, 0.5, 0.7, 0.9},
-				func(a *Autoscalers) *float64 { return &a.HPA.KVTarget }, 0, fromZero(1, true, false)},
+				func(a *scenario.Autoscalers) *float64 { return &a.HPA.KVTarget }, 0, fromZero(1, true, false)},
 			"queueTarget": {[]float64{1, 3, 10},
-				func(a *Autoscalers) *float64 { return &a.HPA.QueueTarget }, 0, fromZero(1e6, true, false)},
+				func(a *scenario.Autoscalers) *float64 { return &a.HPA.QueueTarget }, 0, fromZero(1e6, true, false)},
 		}})
 }
 
@@ -29,7 +30,7 @@ func init() {
 // policies and window are Kubernetes' documented defaults:
 // https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/#algorithm-details
 type HPA struct {
-	cfg  HPAConfig
+	cfg  scenario.HPAConfig
 	recs map[int][]rec
 }
 

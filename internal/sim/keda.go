@@ -4,17 +4,18 @@ import (
 	"math"
 
 	"github.com/llm-d-incubation/wva/internal/alloc"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 func init() {
 	registerBaseline(Baseline{Name: "keda", Order: 30, Sweep: true,
 		Summary: "threshold scaling on requests in the system, with scale to zero",
-		New:     func(sc *Scenario, _ string) (Autoscaler, error) { return newKEDA(sc), nil },
+		New:     func(sc *scenario.Scenario, _ string) (Autoscaler, error) { return newKEDA(sc), nil },
 		Knobs: map[string]knob{
 			"thresholdFraction": {[]float64{0.25, 0.5, 0.75, 1},
-				func(a *Autoscalers) *float64 { return &a.KEDA.ThresholdFraction }, 0, fromZero(100, true, false)},
+				func(a *scenario.Autoscalers) *float64 { return &a.KEDA.ThresholdFraction }, 0, fromZero(100, true, false)},
 			"threshold": {nil,
-				func(a *Autoscalers) *float64 { return &a.KEDA.Threshold }, 0, fromZero(1e6, true, false)},
+				func(a *scenario.Autoscalers) *float64 { return &a.KEDA.Threshold }, 0, fromZero(1e6, true, false)},
 		}})
 }
 
@@ -27,7 +28,7 @@ func init() {
 // (https://keda.sh/docs/latest/reference/scaledobject-spec/), which KEDA
 // hands to the HPA above one replica.
 type KEDA struct {
-	cfg        KEDAConfig
+	cfg        scenario.KEDAConfig
 	threshold  []float64 // per variant
 	recs       map[int][]rec
 	lastActive map[int]float64
@@ -79,10 +80,10 @@ func (k *KEDA) Decide(v *View) []int {
 
 // newKEDA builds KEDA for a scenario with its defaults: a threshold per
 // variant, in the order of View.Variants.
-func newKEDA(c *Scenario) *KEDA {
+func newKEDA(c *scenario.Scenario) *KEDA {
 	k := &KEDA{cfg: c.Autoscalers.KEDA, recs: map[int][]rec{}, lastActive: map[int]float64{}}
 	for _, m := range c.Models {
-		tokens := m.Workload.Input.mean() + m.Workload.Output.mean()
+		tokens := m.Workload.Input.BoundedMean() + m.Workload.Output.BoundedMean()
 		for _, v := range m.Variants {
 			// Unless set, a replica's threshold is the requests it can
 			// hold at once: its batch size or what its KV cache fits.

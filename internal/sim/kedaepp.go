@@ -3,6 +3,8 @@ package sim
 import (
 	"math"
 	"slices"
+
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // llm-d's four KEDA + endpoint-picker autoscaling paths
@@ -24,171 +26,13 @@ import (
 // metrics; one ScaledObject per variant on the same pool metric would
 // count the demand once per variant).
 
-// EPPScaler is what the four KEDA + EPP paths share.
-type EPPScaler struct {
-	// SyncSeconds is the HPA's sync period (default 15).
-	SyncSeconds float64 `json:"syncSeconds,omitempty"`
-	// Tolerance is the HPA's (default 0.1).
-	Tolerance float64 `json:"tolerance,omitempty"`
-	// MinReplicaCount and MaxReplicaCount bound a model's replicas (the
-	// ScaledObject's; defaults: the guide's minimum, raised to the sum of
-	// the variants' minReplicas, and the sum of their maxReplicas). The
-	// guides never scale to zero: the minimum is at least 1.
-	MinReplicaCount int `json:"minReplicaCount,omitempty"`
-	MaxReplicaCount int `json:"maxReplicaCount,omitempty"`
-	// Behavior is the ScaledObject's advanced.horizontalPodAutoscalerConfig
-	// .behavior (default: the guide's).
-	Behavior *Behavior `json:"behavior,omitempty"`
-}
-
-// KEDAQueueConfig is the queue-depth path ("KEDA with EPP Metrics",
-// TRIGGER=queue): sum(llm_d_epp_flow_control_queue_size) against
-// QueueThreshold and sum(llm_d_epp_request_running) against
-// RunningThreshold, per replica.
-type KEDAQueueConfig struct {
-	EPPScaler
-	QueueThreshold   float64 `json:"queueThreshold,omitempty"`   // default 1
-	RunningThreshold float64 `json:"runningThreshold,omitempty"` // default 16
-}
-
-// KEDASaturationConfig is the pool-saturation path (TRIGGER=saturation):
-// max(llm_d_epp_flow_control_pool_saturation) against
-// SaturationThreshold, and the running requests as in the queue path.
-type KEDASaturationConfig struct {
-	EPPScaler
-	SaturationThreshold float64 `json:"saturationThreshold,omitempty"` // default 0.7
-	RunningThreshold    float64 `json:"runningThreshold,omitempty"`    // default 16
-}
-
-// KEDATokensConfig is the token-backlog path (keda-epp-token-aware): the
-// seconds of prefill backlog, sum(llm_d_epp_inflight_tokens) /
-// PrefillTokensPerSecond, against BacklogSeconds, and
-// sum(vllm:kv_cache_usage_perc) against KVThreshold.
-type KEDATokensConfig struct {
-	EPPScaler
-	BacklogSeconds float64 `json:"backlogSeconds,omitempty"` // default 1.5
-	KVThreshold    float64 `json:"kvThreshold,omitempty"`    // default 0.8
-	// PrefillTokensPerSecond is V_P, the prefill speed of one replica
-	// (default: the cheapest variant's, calibrated as the guide does: a
-	// full chunk of prefill over the TTFT it takes at light load).
-	PrefillTokensPerSecond float64 `json:"prefillTokensPerSecond,omitempty"`
-}
-
-// KEDASLOConfig is the SLO-aware path: recording rules every
-// RuleSeconds compute s = avg_over_time(min(max(P90 TTFT / S_ttft, P90
-// TPOT / S_tpot), Clamp)[AverageSeconds]) from the EPP's latency
-// histograms over a WindowSeconds rate (the model's SLO as S_ttft and
-// S_tpot), and a control law turns s into replicas: above ThetaUp,
-// d = n + ceil(n (s·c / ThetaUp − 1)) with c = ready / n while replicas
-// start; below ThetaDown, d = n − floor(n (1 − s / ThetaDown)); else n.
-type KEDASLOConfig struct {
-	EPPScaler
-	ThetaUp        float64 `json:"thetaUp,omitempty"`        // default 0.55
-	ThetaDown      float64 `json:"thetaDown,omitempty"`      // default 0.40
-	Quantile       float64 `json:"quantile,omitempty"`       // default 0.9
-	Clamp          float64 `json:"clamp,omitempty"`          // default 2
-	WindowSeconds  float64 `json:"windowSeconds,omitempty"`  // the histograms' rate window, default 60
-	AverageSeconds float64 `json:"averageSeconds,omitempty"` // default 45
-	RuleSeconds    float64 `json:"ruleSeconds,omitempty"`    // recording rules' interval, default 15
-}
-
-// The guides' behaviours.
-func queueBehavior() Behavior {
-	// keda-epp queue and saturation overlays: both windows 300 s, at most
-	// double or halve per 15 s.
-	r := ScalingRules{StabilizationWindowSeconds: ptr(300.0), SelectPolicy: "Max",
-		Policies: []ScalingPolicy{{Type: "Percent", Value: 100, PeriodSeconds: 15}}}
-	d := r
-	return Behavior{ScaleUp: &r, ScaleDown: &d}
-}
-
-func tokensBehavior() Behavior {
-	return Behavior{
-		ScaleUp: &ScalingRules{StabilizationWindowSeconds: ptr(0.0), SelectPolicy: "Max",
-			Policies: []ScalingPolicy{{Type: "Pods", Value: 1, PeriodSeconds: 180}}},
-		ScaleDown: &ScalingRules{StabilizationWindowSeconds: ptr(300.0), SelectPolicy: "Max",
-			Policies: []ScalingPolicy{{Type: "Pods", Value: 1, PeriodSeconds: 300}}}}
-}
-
-func sloBehavior() Behavior {
-	return Behavior{
-		ScaleUp: &ScalingRules{StabilizationWindowSeconds: ptr(30.0), SelectPolicy: "Max",
-			Policies: []ScalingPolicy{{Type: "Percent", Value: 100, PeriodSeconds: 60}, {Type: "Pods", Value: 4, PeriodSeconds: 60}}},
-		ScaleDown: &ScalingRules{StabilizationWindowSeconds: ptr(180.0), SelectPolicy: "Max",
-			Policies: []ScalingPolicy{{Type: "Pods", Value: 1, PeriodSeconds: 120}}}}
-}
-
-// withDefaults fills the shared settings; def is the guide's behaviour.
-func (e EPPScaler) withDefaults(def Behavior) EPPScaler {
-	setDefault(&e.SyncSeconds, 15)
-	setDefault(&e.Tolerance, 0.1)
-	setDefault(&e.MinReplicaCount, 1)
-	e.Behavior = completed(e.Behavior, def)
-	return e
-}
-
-// completed is b with what it leaves unset taken from def, sharing no
-// pointer with b (def itself when b is nil; def must be fresh).
-func completed(b *Behavior, def Behavior) *Behavior {
-	if b == nil {
-		return &def
-	}
-	up, down := b.ScaleUp.withDefaults(*def.ScaleUp), b.ScaleDown.withDefaults(*def.ScaleDown)
-	return &Behavior{ScaleUp: up.copied(), ScaleDown: down.copied()}
-}
-
-// copied returns a copy of r that shares no pointer with it.
-func (r ScalingRules) copied() *ScalingRules {
-	out := r
-	if r.StabilizationWindowSeconds != nil {
-		out.StabilizationWindowSeconds = ptr(*r.StabilizationWindowSeconds)
-	}
-	out.Policies = slices.Clone(r.Policies)
-	return &out
-}
-
-func (k KEDAQueueConfig) withDefaults() KEDAQueueConfig {
-	k.EPPScaler = k.EPPScaler.withDefaults(queueBehavior())
-	setDefault(&k.QueueThreshold, 1)
-	setDefault(&k.RunningThreshold, 16)
-	return k
-}
-
-func (k KEDASaturationConfig) withDefaults() KEDASaturationConfig {
-	k.EPPScaler = k.EPPScaler.withDefaults(queueBehavior())
-	setDefault(&k.SaturationThreshold, 0.7)
-	setDefault(&k.RunningThreshold, 16)
-	return k
-}
-
-func (k KEDATokensConfig) withDefaults() KEDATokensConfig {
-	k.EPPScaler = k.EPPScaler.withDefaults(tokensBehavior())
-	setDefault(&k.BacklogSeconds, 1.5)
-	setDefault(&k.KVThreshold, 0.8)
-	return k
-}
-
-func (k KEDASLOConfig) withDefaults() KEDASLOConfig {
-	// The guide's example keeps 3 replicas at least, a choice for its own
-	// fleet; the minimum here is 1, as for the other paths.
-	k.EPPScaler = k.EPPScaler.withDefaults(sloBehavior())
-	setDefault(&k.ThetaUp, 0.55)
-	setDefault(&k.ThetaDown, 0.40)
-	setDefault(&k.Quantile, 0.9)
-	setDefault(&k.Clamp, 2)
-	setDefault(&k.WindowSeconds, 60)
-	setDefault(&k.AverageSeconds, 45)
-	setDefault(&k.RuleSeconds, 15)
-	return k
-}
-
 // trigger is one ScaledObject trigger's value and AverageValue target.
 type trigger struct{ value, target float64 }
 
 // kedaEPP is one of the four paths: an HPA per model fed by its triggers.
 type kedaEPP struct {
 	name string
-	cfg  EPPScaler
+	cfg  scenario.EPPScaler
 	// triggers reads model m's triggers from the view (ok false: no
 	// metric yet, the HPA keeps the count); current is the model's spec
 	// count, ready its ready replicas.
@@ -324,57 +168,57 @@ func freeAccelerators(v *View, out []int) map[string]int {
 }
 
 func init() {
-	reg := func(name, summary string, order int, knobs map[string]knob, build func(*Scenario) *kedaEPP) {
+	reg := func(name, summary string, order int, knobs map[string]knob, build func(*scenario.Scenario) *kedaEPP) {
 		registerBaseline(Baseline{Name: name, Order: order, Sweep: true, Summary: summary, Knobs: knobs,
-			New: func(sc *Scenario, _ string) (Autoscaler, error) { return build(sc), nil }})
+			New: func(sc *scenario.Scenario, _ string) (Autoscaler, error) { return build(sc), nil }})
 	}
-	queue := func(a *Autoscalers) *EPPScaler { return &a.KEDAQueue.EPPScaler }
+	queue := func(a *scenario.Autoscalers) *scenario.EPPScaler { return &a.KEDAQueue.EPPScaler }
 	reg("keda-queue", "llm-d's KEDA guide on the endpoint picker's queued and running requests", 31,
 		map[string]knob{
-			"queueThreshold": {nil, func(a *Autoscalers) *float64 { return &a.KEDAQueue.QueueThreshold }, 0, fromZero(1e6, true, false)},
+			"queueThreshold": {nil, func(a *scenario.Autoscalers) *float64 { return &a.KEDAQueue.QueueThreshold }, 0, fromZero(1e6, true, false)},
 			"runningThreshold": {[]float64{4, 8, 16, 32},
-				func(a *Autoscalers) *float64 { return &a.KEDAQueue.RunningThreshold }, 0, fromZero(1e6, true, false)},
-			"scaleUpWindowSeconds":   {[]float64{0, 300}, scaleWindow(queue, queueBehavior, true), 0, fromZero(3600, false, false)},
-			"scaleDownWindowSeconds": {nil, scaleWindow(queue, queueBehavior, false), 0, fromZero(3600, false, false)},
+				func(a *scenario.Autoscalers) *float64 { return &a.KEDAQueue.RunningThreshold }, 0, fromZero(1e6, true, false)},
+			"scaleUpWindowSeconds":   {[]float64{0, 300}, scaleWindow(queue, scenario.QueueBehavior, true), 0, fromZero(3600, false, false)},
+			"scaleDownWindowSeconds": {nil, scaleWindow(queue, scenario.QueueBehavior, false), 0, fromZero(3600, false, false)},
 		}, newKEDAQueue)
-	sat := func(a *Autoscalers) *EPPScaler { return &a.KEDASaturation.EPPScaler }
+	sat := func(a *scenario.Autoscalers) *scenario.EPPScaler { return &a.KEDASaturation.EPPScaler }
 	reg("keda-saturation", "llm-d's KEDA guide on the endpoint picker's pool saturation and running requests", 32,
 		map[string]knob{
-			"saturationThreshold": {nil, func(a *Autoscalers) *float64 { return &a.KEDASaturation.SaturationThreshold }, 0, fromZero(1e6, true, false)},
+			"saturationThreshold": {nil, func(a *scenario.Autoscalers) *float64 { return &a.KEDASaturation.SaturationThreshold }, 0, fromZero(1e6, true, false)},
 			"runningThreshold": {[]float64{4, 8, 16, 32},
-				func(a *Autoscalers) *float64 { return &a.KEDASaturation.RunningThreshold }, 0, fromZero(1e6, true, false)},
-			"scaleUpWindowSeconds":   {[]float64{0, 300}, scaleWindow(sat, queueBehavior, true), 0, fromZero(3600, false, false)},
-			"scaleDownWindowSeconds": {nil, scaleWindow(sat, queueBehavior, false), 0, fromZero(3600, false, false)},
+				func(a *scenario.Autoscalers) *float64 { return &a.KEDASaturation.RunningThreshold }, 0, fromZero(1e6, true, false)},
+			"scaleUpWindowSeconds":   {[]float64{0, 300}, scaleWindow(sat, scenario.QueueBehavior, true), 0, fromZero(3600, false, false)},
+			"scaleDownWindowSeconds": {nil, scaleWindow(sat, scenario.QueueBehavior, false), 0, fromZero(3600, false, false)},
 		}, newKEDASaturation)
-	tok := func(a *Autoscalers) *EPPScaler { return &a.KEDATokens.EPPScaler }
+	tok := func(a *scenario.Autoscalers) *scenario.EPPScaler { return &a.KEDATokens.EPPScaler }
 	reg("keda-tokens", "llm-d's token-aware KEDA guide: seconds of prefill backlog and KV-cache usage", 33,
 		map[string]knob{
 			"backlogSeconds": {[]float64{0.5, 1, 1.5, 3},
-				func(a *Autoscalers) *float64 { return &a.KEDATokens.BacklogSeconds }, 0, fromZero(3600, true, false)},
+				func(a *scenario.Autoscalers) *float64 { return &a.KEDATokens.BacklogSeconds }, 0, fromZero(3600, true, false)},
 			"kvThreshold": {[]float64{0.5, 0.8},
-				func(a *Autoscalers) *float64 { return &a.KEDATokens.KVThreshold }, 0, fromZero(1, true, false)},
-			"scaleUpWindowSeconds":   {nil, scaleWindow(tok, tokensBehavior, true), 0, fromZero(3600, false, false)},
-			"scaleDownWindowSeconds": {nil, scaleWindow(tok, tokensBehavior, false), 0, fromZero(3600, false, false)},
+				func(a *scenario.Autoscalers) *float64 { return &a.KEDATokens.KVThreshold }, 0, fromZero(1, true, false)},
+			"scaleUpWindowSeconds":   {nil, scaleWindow(tok, scenario.TokensBehavior, true), 0, fromZero(3600, false, false)},
+			"scaleDownWindowSeconds": {nil, scaleWindow(tok, scenario.TokensBehavior, false), 0, fromZero(3600, false, false)},
 		}, newKEDATokens)
-	slo := func(a *Autoscalers) *EPPScaler { return &a.KEDASLO.EPPScaler }
+	slo := func(a *scenario.Autoscalers) *scenario.EPPScaler { return &a.KEDASLO.EPPScaler }
 	reg("keda-slo", "llm-d's SLO-aware KEDA guide: P90 TTFT and TPOT against the SLO, through its control law", 34,
 		map[string]knob{
 			"thetaUp": {[]float64{0.45, 0.55, 0.7, 0.85},
-				func(a *Autoscalers) *float64 { return &a.KEDASLO.ThetaUp }, 0, fromZero(10, true, false)},
-			"thetaDown":              {nil, func(a *Autoscalers) *float64 { return &a.KEDASLO.ThetaDown }, 0, fromZero(10, true, false)},
-			"quantile":               {nil, func(a *Autoscalers) *float64 { return &a.KEDASLO.Quantile }, 0, fromZero(1, true, true)},
-			"scaleUpWindowSeconds":   {nil, scaleWindow(slo, sloBehavior, true), 0, fromZero(3600, false, false)},
-			"scaleDownWindowSeconds": {nil, scaleWindow(slo, sloBehavior, false), 0, fromZero(3600, false, false)},
+				func(a *scenario.Autoscalers) *float64 { return &a.KEDASLO.ThetaUp }, 0, fromZero(10, true, false)},
+			"thetaDown":              {nil, func(a *scenario.Autoscalers) *float64 { return &a.KEDASLO.ThetaDown }, 0, fromZero(10, true, false)},
+			"quantile":               {nil, func(a *scenario.Autoscalers) *float64 { return &a.KEDASLO.Quantile }, 0, fromZero(1, true, true)},
+			"scaleUpWindowSeconds":   {nil, scaleWindow(slo, scenario.SLOBehavior, true), 0, fromZero(3600, false, false)},
+			"scaleDownWindowSeconds": {nil, scaleWindow(slo, scenario.SLOBehavior, false), 0, fromZero(3600, false, false)},
 		}, newKEDASLO)
 }
 
 // scaleWindow is a knob's field: a stabilization window of a path's
 // behaviour (up or down). Each call gives the configuration a behaviour of
 // its own, so sweep points copied from one scenario share none.
-func scaleWindow(get func(*Autoscalers) *EPPScaler, def func() Behavior, up bool) func(*Autoscalers) *float64 {
-	return func(a *Autoscalers) *float64 {
+func scaleWindow(get func(*scenario.Autoscalers) *scenario.EPPScaler, def func() scenario.Behavior, up bool) func(*scenario.Autoscalers) *float64 {
+	return func(a *scenario.Autoscalers) *float64 {
 		e := get(a)
-		e.Behavior = completed(e.Behavior, def())
+		e.Behavior = scenario.CompleteBehavior(e.Behavior, def())
 		b := e.Behavior
 		if up {
 			return b.ScaleUp.StabilizationWindowSeconds
@@ -383,7 +227,7 @@ func scaleWindow(get func(*Autoscalers) *EPPScaler, def func() Behavior, up bool
 	}
 }
 
-func newKEDAQueue(sc *Scenario) *kedaEPP {
+func newKEDAQueue(sc *scenario.Scenario) *kedaEPP {
 	c := sc.Autoscalers.KEDAQueue
 	return &kedaEPP{name: "keda-queue", cfg: c.EPPScaler, triggers: func(v *View, m, _, _ int) ([]trigger, bool) {
 		queue, running, _, _, _, ok := v.EPP.Gauges(m)
@@ -391,7 +235,7 @@ func newKEDAQueue(sc *Scenario) *kedaEPP {
 	}}
 }
 
-func newKEDASaturation(sc *Scenario) *kedaEPP {
+func newKEDASaturation(sc *scenario.Scenario) *kedaEPP {
 	c := sc.Autoscalers.KEDASaturation
 	return &kedaEPP{name: "keda-saturation", cfg: c.EPPScaler, triggers: func(v *View, m, _, _ int) ([]trigger, bool) {
 		_, running, saturation, _, _, ok := v.EPP.Gauges(m)
@@ -399,7 +243,7 @@ func newKEDASaturation(sc *Scenario) *kedaEPP {
 	}}
 }
 
-func newKEDATokens(sc *Scenario) *kedaEPP {
+func newKEDATokens(sc *scenario.Scenario) *kedaEPP {
 	c := sc.Autoscalers.KEDATokens
 	speed := make([]float64, len(sc.Models))
 	for m, mod := range sc.Models {
@@ -416,7 +260,7 @@ func newKEDATokens(sc *Scenario) *kedaEPP {
 
 // cheapest is the variant with the lowest cost per replica (the first of
 // equals).
-func cheapest(vs []Variant) Variant {
+func cheapest(vs []scenario.Variant) scenario.Variant {
 	best := vs[0]
 	for _, v := range vs[1:] {
 		if v.Cost < best.Cost {
@@ -429,7 +273,7 @@ func cheapest(vs []Variant) Variant {
 // prefillSpeed is V_P as the token-aware guide calibrates it: a full chunk
 // (maxBatchedTokens) over the TTFT of a chunk-long prompt at light load,
 // the chunk's prefill iteration plus the front end's overheads.
-func prefillSpeed(v Variant) float64 {
+func prefillSpeed(v scenario.Variant) float64 {
 	c := serverConfig(&v)
 	chunk := v.MaxBatchedTokens
 	ttft := c.PrefillSeconds(chunk) + c.OverheadSeconds(chunk) + c.TokenOverheadSeconds()
@@ -439,14 +283,14 @@ func prefillSpeed(v Variant) float64 {
 	return float64(chunk) / ttft
 }
 
-func newKEDASLO(sc *Scenario) *kedaEPP {
+func newKEDASLO(sc *scenario.Scenario) *kedaEPP {
 	c := sc.Autoscalers.KEDASLO
-	slos := make([]SLO, len(sc.Models))
+	slos := make([]scenario.SLO, len(sc.Models))
 	for m, mod := range sc.Models {
 		slos[m] = poolSLO(mod)
 	}
 	return &kedaEPP{name: "keda-slo", cfg: c.EPPScaler, triggers: func(v *View, m, current, ready int) ([]trigger, bool) {
-		s, ok := c.signal(v.EPP, m, slos[m])
+		s, ok := sloSignal(c, v.EPP, m, slos[m])
 		return []trigger{{controlLaw(s, c.ThetaUp, c.ThetaDown, current, ready), 1}}, ok
 	}}
 }
@@ -454,7 +298,7 @@ func newKEDASLO(sc *Scenario) *kedaEPP {
 // poolSLO is the SLO pair of a model's pool: with classes (whose SLOs
 // judge the model's requests) the strictest of theirs, else the model's;
 // the guide's defaults (3 s, 100 ms) where none is set.
-func poolSLO(m Model) SLO {
+func poolSLO(m scenario.Model) scenario.SLO {
 	s := m.SLO
 	if cs := m.Workload.Classes; len(cs) > 0 {
 		s = cs[0].SLO
@@ -467,31 +311,35 @@ func poolSLO(m Model) SLO {
 			}
 		}
 	}
-	setDefault(&s.TTFTMs, 3000)
-	setDefault(&s.ITLMs, 100)
+	if s.TTFTMs == 0 {
+		s.TTFTMs = 3000
+	}
+	if s.ITLMs == 0 {
+		s.ITLMs = 100
+	}
 	return s
 }
 
-// signal is the recording rules' s for model m as KEDA reads it now: the
+// sloSignal is the recording rules' s for model m as KEDA reads it now: the
 // newest rule evaluation the pipeline's delay lets through, averaging the
 // clamped raw signal of the evaluations within AverageSeconds. ok is false
 // before the first evaluation.
-func (k KEDASLOConfig) signal(e *EPPMetrics, m int, slo SLO) (float64, bool) {
+func sloSignal(k scenario.KEDASLOConfig, e *EPPMetrics, m int, slo scenario.SLO) (float64, bool) {
 	last := math.Floor((e.now-e.delay)/k.RuleSeconds) * k.RuleSeconds
 	if last < 0 {
 		return 0, false
 	}
 	sum, n := 0.0, 0
 	for t := last; t > last-k.AverageSeconds && t >= 0; t -= k.RuleSeconds {
-		sum += math.Min(k.raw(e, m, t, slo), k.Clamp)
+		sum += math.Min(sloRaw(k, e, m, t, slo), k.Clamp)
 		n++
 	}
 	return sum / float64(n), true
 }
 
-// raw is the rule's raw signal at t: max(P90 TTFT / S_ttft, P90 TPOT /
+// sloRaw is the rule's raw signal at t: max(P90 TTFT / S_ttft, P90 TPOT /
 // S_tpot), a quantile Prometheus returns as NaN (no traffic) counting 0.
-func (k KEDASLOConfig) raw(e *EPPMetrics, m int, t float64, slo SLO) float64 {
+func sloRaw(k scenario.KEDASLOConfig, e *EPPMetrics, m int, t float64, slo scenario.SLO) float64 {
 	ttft, tpot, okT, okP := e.latencyQuantiles(m, t, k.WindowSeconds, k.Quantile)
 	s := 0.0
 	if okT {

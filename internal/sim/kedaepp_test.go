@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // eppProbe keeps one replica and records the EPP's gauges at each decision.
@@ -42,20 +44,20 @@ func (p *eppProbe) Decide(v *View) []int {
 func TestEPPGauges(t *testing.T) {
 	v := linearVariant()
 	v.MaxBatchSize, v.MaxReplicas = 1, 1
-	rows := []traceRow{row(0, 160, 4000), row(0, 160, 10), row(0, 160, 10)}
+	rows := []scenario.TraceRow{row(0, 160, 4000), row(0, 160, 10), row(0, 160, 10)}
 	// At 10 s the first request holds 160 + ~950 tokens: 70 blocks of 16
 	// of the 1 000, KV usage ≈ 0.07.
 	kvNear := func(kv float64) bool { return kv > 0.065 && kv < 0.075 }
 	for _, tc := range []struct {
 		name                             string
-		sat                              *Saturation
+		sat                              *scenario.Saturation
 		queue, running, saturation, toks float64
 	}{
 		{"on the pod", nil, 0, 3, 0.4, 320},
-		{"held at the gateway", &Saturation{QueueThreshold: 1, KVThreshold: 0.8}, 1, 2, 1, 160},
+		{"held at the gateway", &scenario.Saturation{QueueThreshold: 1, KVThreshold: 0.8}, 1, 2, 1, 160},
 	} {
 		p := &eppProbe{interval: 25}
-		runRows(t, v, rows, p, func(sc *Scenario) { sc.Gateway.Saturation = tc.sat; sc.DurationSeconds = 30 })
+		runRows(t, v, rows, p, func(sc *scenario.Scenario) { sc.Gateway.Saturation = tc.sat; sc.DurationSeconds = 30 })
 		if len(p.seen) < 2 || p.seen[0].ok {
 			t.Fatalf("%s: decisions %+v: want none at 0 s (no scrape yet) and one at 25 s", tc.name, p.seen)
 		}
@@ -74,9 +76,9 @@ func TestEPPGauges(t *testing.T) {
 func TestEPPPrefixEstimate(t *testing.T) {
 	v := linearVariant()
 	v.MaxBatchSize, v.MaxReplicas = 1, 1
-	rows := []traceRow{{t: 0, input: 160, output: 4000, class: "critical", prefix: 0}, {t: 5, input: 160, output: 10, class: "critical", prefix: 0}}
+	rows := []scenario.TraceRow{{Time: 0, Input: 160, Output: 4000, Class: "critical", Prefix: 0}, {Time: 5, Input: 160, Output: 10, Class: "critical", Prefix: 0}}
 	p := &eppProbe{interval: 25}
-	runRows(t, v, rows, p, func(sc *Scenario) { sc.DurationSeconds = 30 })
+	runRows(t, v, rows, p, func(sc *scenario.Scenario) { sc.DurationSeconds = 30 })
 	if len(p.seen) < 2 || p.seen[1].tokens != 160-64 {
 		t.Fatalf("decisions %+v: want %d in-flight tokens at 25 s", p.seen, 160-64)
 	}
@@ -118,7 +120,7 @@ func TestHistogramQuantile(t *testing.T) {
 // (1.16 + 0 + 0) / 3; with TPOT in (0.2, 0.3] s_raw is clamped to 2.
 func TestSLOSignal(t *testing.T) {
 	mk := func(tpotBucket int) *EPPMetrics {
-		st := newEPPState(&Scenario{Models: []Model{{}}})
+		st := newEPPState(&scenario.Scenario{Models: []scenario.Model{{}}})
 		for i := 0; i <= 6; i++ {
 			x := eppSample{t: float64(10 * i), ttft: make([]float64, len(eppTTFTBuckets)+1), tpot: make([]float64, len(eppTPOTBuckets)+1)}
 			if i == 6 {
@@ -129,19 +131,19 @@ func TestSLOSignal(t *testing.T) {
 		}
 		return &EPPMetrics{st: st, now: 75, delay: 15}
 	}
-	c := KEDASLOConfig{}.withDefaults()
-	slo := SLO{TTFTMs: 1000, ITLMs: 50}
-	s, ok := c.signal(mk(bucketOf(eppTPOTBuckets, 0.05)), 0, slo)
+	c := (&scenario.Scenario{}).WithDefaults().Autoscalers.KEDASLO
+	slo := scenario.SLO{TTFTMs: 1000, ITLMs: 50}
+	s, ok := sloSignal(c, mk(bucketOf(eppTPOTBuckets, 0.05)), 0, slo)
 	near(t, "s", s, 1.16/3)
 	if !ok {
 		t.Error("no signal")
 	}
-	s, _ = c.signal(mk(bucketOf(eppTPOTBuckets, 0.25)), 0, slo)
+	s, _ = sloSignal(c, mk(bucketOf(eppTPOTBuckets, 0.25)), 0, slo)
 	near(t, "s clamped", s, 2.0/3)
 	// Before the first evaluation gets through the delay: no metric.
 	e := mk(0)
 	e.now = 10
-	if _, ok := c.signal(e, 0, slo); ok {
+	if _, ok := sloSignal(c, e, 0, slo); ok {
 		t.Error("a signal before the first rule evaluation")
 	}
 }
@@ -175,11 +177,11 @@ func TestControlLaw(t *testing.T) {
 // lowest recommendation of the window); 300 s after the first it orders 5.
 // The count is spread cheapest first: the cheap variant's 2 first.
 func TestKEDAQueueDecide(t *testing.T) {
-	sc := &Scenario{Models: []Model{{Name: "m", Variants: []Variant{
+	sc := &scenario.Scenario{Models: []scenario.Model{{Name: "m", Variants: []scenario.Variant{
 		{Name: "dear", Cost: 4, MinReplicas: 0, MaxReplicas: 8},
 		{Name: "cheap", Cost: 1, MinReplicas: 1, MaxReplicas: 2},
 	}}}}
-	d := sc.withDefaults()
+	d := sc.WithDefaults()
 	k := newKEDAQueue(&d)
 	st := newEPPState(&d)
 	view := func(now, running float64, cheap, dear int) *View {
@@ -208,7 +210,7 @@ func TestKEDAQueueDecide(t *testing.T) {
 // TestKEDAEPPValidation: every setting of the four paths out of range is
 // named, and a valid one parses with the guides' defaults filled in.
 func TestKEDAEPPValidation(t *testing.T) {
-	_, err := ParseScenario([]byte(`
+	_, err := scenario.ParseScenario([]byte(`
 name: bad
 durationSeconds: 60
 scrape: {eppIntervalSeconds: 0.01}
@@ -243,7 +245,7 @@ models:
 			t.Errorf("missing %q in %v", want, err)
 		}
 	}
-	sc, err := ParseScenario([]byte(`
+	sc, err := scenario.ParseScenario([]byte(`
 name: good
 durationSeconds: 60
 autoscalers:
@@ -257,8 +259,8 @@ models:
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := sc.withDefaults().Autoscalers.KEDASLO.Behavior
-	if *b.ScaleDown.StabilizationWindowSeconds != 60 || b.ScaleDown.Policies[0] != (ScalingPolicy{Type: "Pods", Value: 1, PeriodSeconds: 120}) ||
+	b := sc.WithDefaults().Autoscalers.KEDASLO.Behavior
+	if *b.ScaleDown.StabilizationWindowSeconds != 60 || b.ScaleDown.Policies[0] != (scenario.ScalingPolicy{Type: "Pods", Value: 1, PeriodSeconds: 120}) ||
 		*b.ScaleUp.StabilizationWindowSeconds != 30 {
 		t.Errorf("behavior %+v %+v: want the window set and the guide's other settings", *b.ScaleUp, *b.ScaleDown)
 	}
@@ -276,7 +278,7 @@ func TestKEDAEPPKeepsTheSplit(t *testing.T) {
 		{Model: 0, Name: "cheap", Accelerator: "H100", AcceleratorsPerReplica: 1, Cost: 1, MaxReplicas: 8, Current: 1},
 		{Model: 1, Name: "other", Accelerator: "H100", AcceleratorsPerReplica: 1, Cost: 1, MinReplicas: 3, MaxReplicas: 3, Current: 3},
 	}
-	sc := &Scenario{Inventory: map[string]int{"H100": 4}, Models: []Model{{Name: "a"}, {Name: "b"}}}
+	sc := &scenario.Scenario{Inventory: map[string]int{"H100": 4}, Models: []scenario.Model{{Name: "a"}, {Name: "b"}}}
 	v := &View{Scenario: sc, Variants: vs}
 	idx := modelOrder(v)[0]
 	for _, tc := range []struct {
@@ -313,8 +315,8 @@ func TestKEDAEPPKeepsTheSplit(t *testing.T) {
 // TestEPPKeepsLongWindows: the scrapes kept cover keda-slo's longest
 // reading (its rate window over its average) with the pipeline's delay.
 func TestEPPKeepsLongWindows(t *testing.T) {
-	sc := Scenario{Autoscalers: Autoscalers{KEDASLO: KEDASLOConfig{WindowSeconds: 600, AverageSeconds: 900}}}
-	d := sc.withDefaults()
+	sc := scenario.Scenario{Autoscalers: scenario.Autoscalers{KEDASLO: scenario.KEDASLOConfig{WindowSeconds: 600, AverageSeconds: 900}}}
+	d := sc.WithDefaults()
 	if keep := newEPPState(&d).keep; keep < 600+900+15+15 {
 		t.Errorf("keeps %v s of scrapes, want at least %v", keep, 600+900+15+15)
 	}

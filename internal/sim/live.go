@@ -1,6 +1,10 @@
 package sim
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
+)
 
 // Live: the simulator's servers, gateway and workload driven from outside,
 // for `wva emulate`. The caller advances virtual time (to the wall clock
@@ -86,7 +90,7 @@ func (liveScaler) Decide(*View) []int { return nil }
 // 0: every variant at zero replicas, the first arrivals scheduled. Arrivals
 // stop at durationSeconds. observe, if not nil, receives every request's
 // first token and completion as they happen.
-func NewLive(sc Scenario, observe func(Observation)) (*Live, error) {
+func NewLive(sc scenario.Scenario, observe func(Observation)) (*Live, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}

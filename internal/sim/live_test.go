@@ -3,14 +3,15 @@ package sim
 import (
 	"testing"
 
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
-func liveScenario() Scenario {
-	return Scenario{Name: "live", DurationSeconds: 3600, Seed: 3, Models: []Model{{
-		Name: "m", SLO: SLO{TTFTMs: 1000, ITLMs: 100},
-		Workload: Workload{Rate: Rate{Pattern: "constant", RPS: 4}, Input: Tokens{Mean: 256}, Output: Tokens{Mean: 64}},
-		Variants: []Variant{{Name: "a", Accelerator: "H100", Params: tuner.Params{Alpha: 6, Beta: 0.03, Gamma: 0.0001},
+func liveScenario() scenario.Scenario {
+	return scenario.Scenario{Name: "live", DurationSeconds: 3600, Seed: 3, Models: []scenario.Model{{
+		Name: "m", SLO: scenario.SLO{TTFTMs: 1000, ITLMs: 100},
+		Workload: scenario.Workload{Rate: scenario.Rate{Pattern: "constant", RPS: 4}, Input: scenario.Tokens{Mean: 256}, Output: scenario.Tokens{Mean: 64}},
+		Variants: []scenario.Variant{{Name: "a", Accelerator: "H100", Params: tuner.Params{Alpha: 6, Beta: 0.03, Gamma: 0.0001},
 			StartupSeconds: 30, StartupJitterSeconds: 0.001}},
 	}}}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 	"github.com/llm-d-incubation/wva/internal/sim/server"
 )
 
@@ -59,7 +60,7 @@ func prune[T timed](xs []T, before float64) []T {
 // is the latest scrape the pipeline's delay lets through, xs[first] the
 // earliest within the window before it; ok is false before the first
 // scrape gets through.
-func window[T timed](xs []T, now float64, p Scrape) (first, last int, ok bool) {
+func window[T timed](xs []T, now float64, p scenario.Scrape) (first, last int, ok bool) {
 	cutoff := now - p.DelaySeconds
 	last = -1
 	for i := len(xs) - 1; i >= 0; i-- {
@@ -99,7 +100,7 @@ func (s *Sim) gatewayRate(m int) float64 {
 // max_over_time gauges).
 type View struct {
 	Now      float64
-	Scenario *Scenario
+	Scenario *scenario.Scenario
 	Variants []VariantView
 	// GatewayWaiting per model: requests held for lack of a ready replica.
 	GatewayWaiting []int
@@ -129,7 +130,7 @@ type VariantView struct {
 	// Members are the variant's starting and ready pods, as the
 	// controller lists them from the API (in the full view only).
 	Members []Member
-	Config  *Variant // the truth (for the oracle and profiled runs)
+	Config  *scenario.Variant // the truth (for the oracle and profiled runs)
 }
 
 // Member is a pod as the Kubernetes API shows it: its name, whether it is

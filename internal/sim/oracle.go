@@ -1,23 +1,27 @@
 package sim
 
-import "math"
+import (
+	"math"
+
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
+)
 
 func init() {
 	registerBaseline(Baseline{Name: "clairvoyant", Order: 40, Bound: true, Default: true, Sweep: true,
 		Summary: "the cheapest SLO-meeting replicas for the true future load, ordered ahead by the start-up time: the reference bound",
-		New: func(sc *Scenario, _ string) (Autoscaler, error) {
+		New: func(sc *scenario.Scenario, _ string) (Autoscaler, error) {
 			return &Clairvoyant{interval: sc.Autoscalers.OracleIntervalSeconds, margin: sc.Autoscalers.ClairvoyantMargin,
 				b: newBound(sc)}, nil
 		},
 		Knobs: map[string]knob{
 			"margin": {[]float64{0, 0.15, 0.3, 0.5, 0.75, 1},
-				func(a *Autoscalers) *float64 { return &a.ClairvoyantMargin }, 0, fromZero(100, false, false)},
+				func(a *scenario.Autoscalers) *float64 { return &a.ClairvoyantMargin }, 0, fromZero(100, false, false)},
 			"attainment": {nil,
-				func(a *Autoscalers) *float64 { return &a.ClairvoyantAttainment }, DefaultBoundAttainment, fromZero(1, true, true)},
+				func(a *scenario.Autoscalers) *float64 { return &a.ClairvoyantAttainment }, scenario.DefaultBoundAttainment, fromZero(1, true, true)},
 		}})
 	registerBaseline(Baseline{Name: "oracle", Order: 50, Bound: true, Instant: true,
 		Summary: "the same provisioned instantly: a bound no fleet can reach",
-		New: func(sc *Scenario, _ string) (Autoscaler, error) {
+		New: func(sc *scenario.Scenario, _ string) (Autoscaler, error) {
 			return &Oracle{interval: sc.Autoscalers.OracleIntervalSeconds, b: newBound(sc)}, nil
 		}})
 }
@@ -76,13 +80,13 @@ func (c *Clairvoyant) Decide(v *View) []int {
 }
 
 // peakRate is the workload's highest true arrival rate over [from, to].
-func peakRate(w Workload, from, to float64) float64 {
-	if w.rows != nil {
-		return traceRate(w.rows, from, to)
+func peakRate(w scenario.Workload, from, to float64) float64 {
+	if w.Rows != nil {
+		return scenario.TraceRate(w.Rows, from, to)
 	}
 	peak := 0.0
 	for t := from; t <= to; t++ {
-		peak = math.Max(peak, w.Rate.rateAt(t))
+		peak = math.Max(peak, w.Rate.At(t))
 	}
 	return peak
 }

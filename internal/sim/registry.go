@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // A Baseline is an autoscaler the simulator can run. Each registers itself
@@ -25,7 +27,7 @@ type Baseline struct {
 	Example string
 	// New builds the autoscaler for a scenario with its defaults applied;
 	// arg is Param's canonical argument ("" without Param).
-	New func(sc *Scenario, arg string) (Autoscaler, error)
+	New func(sc *scenario.Scenario, arg string) (Autoscaler, error)
 	// Knobs are the settings a sweep can vary, by key without the
 	// "name." prefix.
 	Knobs map[string]knob
@@ -159,12 +161,12 @@ func baselineOf(name string) *Baseline {
 
 // NewAutoscaler builds a registered autoscaler by name (AutoscalerNames)
 // for a scenario.
-func NewAutoscaler(name string, sc *Scenario) (Autoscaler, error) {
+func NewAutoscaler(name string, sc *scenario.Scenario) (Autoscaler, error) {
 	b, arg, err := lookup(name)
 	if err != nil {
 		return nil, err
 	}
-	c := sc.withDefaults()
+	c := sc.WithDefaults()
 	return b.New(&c, arg)
 }
 
@@ -196,3 +198,11 @@ func Instant(name string) bool {
 	b := baselineOf(name)
 	return b != nil && b.Instant
 }
+
+func init() { scenario.UseNameRegistry(registryNames{}) }
+
+// registryNames is the registry as the scenario layer sees it.
+type registryNames struct{}
+
+func (registryNames) Check(names []string) error { return CheckAutoscalers(names) }
+func (registryNames) Defaults() []string         { return DefaultAutoscalers() }

@@ -1,6 +1,9 @@
 package sim
 
-import "github.com/llm-d-incubation/wva/internal/sim/server"
+import (
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
+	"github.com/llm-d-incubation/wva/internal/sim/server"
+)
 
 // request is a request of the simulation: the server's view of it
 // (server.Request, whose Owner is the request) and the gateway's and the
@@ -78,7 +81,7 @@ func newReplica(s *Sim, id int, v *variantRT, uid uint64) *replica {
 }
 
 // serverConfig is what a variant's server needs of it.
-func serverConfig(v *Variant) server.Config {
+func serverConfig(v *scenario.Variant) server.Config {
 	return server.Config{KVBlocks: v.KVBlocks, BlockSize: v.BlockSize, MaxBatchSize: v.MaxBatchSize,
 		MaxBatchedTokens: v.MaxBatchedTokens, Policy: v.SchedulingPolicy, LatencyModel: v.LatencyModel,
 		Iteration: server.IterationModel{Alpha: v.Params.Alpha, Beta: v.Params.Beta, Gamma: v.Params.Gamma},
@@ -86,7 +89,7 @@ func serverConfig(v *Variant) server.Config {
 }
 
 // saturated is the endpoint picker's saturation test.
-func (r *replica) saturated(g *Saturation) bool {
+func (r *replica) saturated(g *scenario.Saturation) bool {
 	return r.QueueLen() >= g.QueueThreshold || r.KVUsage() >= g.KVThreshold
 }
 

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 	"github.com/llm-d-incubation/wva/internal/sim/server"
 )
 
@@ -178,7 +179,7 @@ type bucket struct {
 	last     float64
 }
 
-func newResult(name string, sc *Scenario) *Result {
+func newResult(name string, sc *scenario.Scenario) *Result {
 	r := &Result{Autoscaler: name, Scenario: sc.Name, Seed: sc.Seed, PerModel: make([]ModelStats, len(sc.Models))}
 	for i, m := range sc.Models {
 		r.PerModel[i].Model = m.Name
@@ -221,7 +222,7 @@ func (q *request) latencies(now, a2 float64) (ttft, itl float64) {
 
 // record adds a request completed at now; a2 is its replica's per-token
 // overhead, added to every reported latency.
-func (r *Result) record(q *request, now, a2 float64, slo *SLO) {
+func (r *Result) record(q *request, now, a2 float64, slo *scenario.SLO) {
 	r.Completed++
 	r.outputTokens += int64(q.Output)
 	ttft, itl := q.latencies(now, a2)

@@ -2,71 +2,18 @@ package sim
 
 import (
 	"context"
-	"fmt"
-	"io/fs"
-	"sort"
-	"strings"
 
-	"github.com/llm-d-incubation/wva/internal/strictyaml"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
-
-// ParseScenario reads a scenario (YAML or JSON), rejecting unknown fields,
-// and validates it.
-func ParseScenario(data []byte) (Scenario, error) {
-	sc, err := decodeScenario(data)
-	if err != nil {
-		return Scenario{}, err
-	}
-	if err := sc.Validate(); err != nil {
-		return Scenario{}, err
-	}
-	return sc, nil
-}
-
-// decodeScenario reads a scenario (YAML or JSON), rejecting unknown
-// fields, without validating it.
-func decodeScenario(data []byte) (Scenario, error) {
-	var sc Scenario
-	if err := strictyaml.Unmarshal(data, &sc); err != nil {
-		if strings.Contains(err.Error(), "unsupported value: ") {
-			return Scenario{}, fmt.Errorf("%w (numbers must be finite: no .nan or .inf)", err)
-		}
-		return Scenario{}, err
-	}
-	return sc, nil
-}
-
-// Builtin loads a shipped scenario by name from fsys (the embedded
-// examples/scenarios folder).
-func Builtin(fsys fs.FS, name string) (Scenario, error) {
-	data, err := fs.ReadFile(fsys, name+".yaml")
-	if err != nil {
-		return Scenario{}, fmt.Errorf("no built-in scenario %q (have: %s)", name, strings.Join(BuiltinNames(fsys), ", "))
-	}
-	return ParseScenario(data)
-}
-
-// BuiltinNames lists the shipped scenarios.
-func BuiltinNames(fsys fs.FS) []string {
-	entries, _ := fs.ReadDir(fsys, ".")
-	var out []string
-	for _, e := range entries {
-		if n, ok := strings.CutSuffix(e.Name(), ".yaml"); ok {
-			out = append(out, n)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
 
 // Compare runs the scenario once per autoscaler, each from the same seed
 // (the same requests arrive in every run), and returns the results in the
 // order asked.
-func Compare(ctx context.Context, sc Scenario, names []string, progress func(name string, simTime, total float64)) ([]*Result, error) {
-	if err := sc.checkRunnable(); err != nil {
+func Compare(ctx context.Context, sc scenario.Scenario, names []string, progress func(name string, simTime, total float64)) ([]*Result, error) {
+	if err := sc.CheckRunnable(); err != nil {
 		return nil, err
 	}
-	full := sc.withDefaults()
+	full := sc.WithDefaults()
 	if len(names) == 0 {
 		names = full.Autoscalers.Default
 	}
@@ -98,14 +45,14 @@ func Compare(ctx context.Context, sc Scenario, names []string, progress func(nam
 // finished, in order, with their results; when ctx is cancelled the seeds
 // with a missing run are left out. progress (may be nil) is called after
 // each run with the runs done and the total.
-func CompareSeeds(ctx context.Context, sc Scenario, names []string, seeds []uint64, parallel int, progress func(done, total int)) ([]uint64, [][]*Result, error) {
+func CompareSeeds(ctx context.Context, sc scenario.Scenario, names []string, seeds []uint64, parallel int, progress func(done, total int)) ([]uint64, [][]*Result, error) {
 	if len(names) == 0 {
-		names = sc.withDefaults().Autoscalers.Default
+		names = sc.WithDefaults().Autoscalers.Default
 	}
 	if err := CheckAutoscalers(names); err != nil {
 		return nil, nil, err
 	}
-	if err := sc.checkRunnable(); err != nil {
+	if err := sc.CheckRunnable(); err != nil {
 		return nil, nil, err
 	}
 	// Seed by seed, so that an interrupted run leaves whole seeds.
@@ -144,7 +91,7 @@ func CompareSeeds(ctx context.Context, sc Scenario, names []string, seeds []uint
 
 // A job is one simulation: an autoscaler over a scenario (with its seed).
 type job struct {
-	sc         Scenario
+	sc         scenario.Scenario
 	autoscaler string
 }
 
@@ -166,25 +113,4 @@ func runJobs(ctx context.Context, jobs []job, parallel int, progress func(done, 
 		}
 		return nil
 	}, progress)
-}
-
-// checkRunnable validates the scenario (one built or edited in code has
-// not been) and fails when it names files (a trace, token values) that
-// were not read: only LoadFile reads them.
-func (sc *Scenario) checkRunnable() error {
-	if err := sc.Validate(); err != nil {
-		return err
-	}
-	for i, m := range sc.Models {
-		w := m.Workload
-		if w.Trace != "" && w.rows == nil {
-			return fmt.Errorf("models[%d].workload.trace %q is not loaded: read scenarios that name files with LoadFile", i, w.Trace)
-		}
-		for _, t := range []Tokens{w.Input, w.Output} {
-			if w.Trace == "" && t.File != "" && len(t.Values) == 0 {
-				return fmt.Errorf("models[%d].workload: token file %q is not loaded: read scenarios that name files with LoadFile", i, t.File)
-			}
-		}
-	}
-	return nil
 }

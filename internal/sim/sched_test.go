@@ -8,12 +8,13 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 	"github.com/llm-d-incubation/wva/internal/sim/server"
 )
 
 // runOrder replays rows on one replica with the scheduling policy and
 // returns the request ids in the order they completed, and each outcome.
-func runOrder(t *testing.T, v Variant, policy string, rows []traceRow) ([]int64, map[int64]outcome, *Result) {
+func runOrder(t *testing.T, v scenario.Variant, policy string, rows []scenario.TraceRow) ([]int64, map[int64]outcome, *Result) {
 	t.Helper()
 	v.SchedulingPolicy = policy
 	var order []int64
@@ -21,7 +22,7 @@ func runOrder(t *testing.T, v Variant, policy string, rows []traceRow) ([]int64,
 	for id := range got {
 		order = append(order, id)
 	}
-	done := func(id int64) float64 { return 1000*rows[id-1].t + got[id].e2e + float64(id)*1e-9 }
+	done := func(id int64) float64 { return 1000*rows[id-1].Time + got[id].e2e + float64(id)*1e-9 }
 	sort.Slice(order, func(i, j int) bool { return done(order[i]) < done(order[j]) })
 	return order, got, res
 }
@@ -33,7 +34,7 @@ func runOrder(t *testing.T, v Variant, policy string, rows []traceRow) ([]int64,
 func TestPriorityFCFSOrder(t *testing.T) {
 	v := linearVariant()
 	v.MaxBatchSize = 1
-	rows := []traceRow{classRow(0, 100, 3, "sheddable", -1), classRow(0, 100, 3, "standard", -1),
+	rows := []scenario.TraceRow{classRow(0, 100, 3, "sheddable", -1), classRow(0, 100, 3, "standard", -1),
 		classRow(0, 100, 3, "critical", -1), classRow(0, 100, 3, "critical", -1)}
 	for _, tc := range []struct {
 		policy string
@@ -51,7 +52,7 @@ func TestPriorityFCFSOrder(t *testing.T) {
 func TestPriorityDoesNotPreemptRunning(t *testing.T) {
 	v := linearVariant()
 	v.MaxBatchSize = 1
-	rows := []traceRow{classRow(0, 100, 10, "sheddable", -1), classRow(0.005, 100, 10, "standard", -1),
+	rows := []scenario.TraceRow{classRow(0, 100, 10, "sheddable", -1), classRow(0.005, 100, 10, "standard", -1),
 		classRow(0.02, 100, 10, "critical", -1)}
 	order, got, res := runOrder(t, v, server.PolicyPriority, rows)
 	if res.Preemptions != 0 || !slices.Equal(order, []int64{1, 3, 2}) {
@@ -71,7 +72,7 @@ func TestPriorityDoesNotPreemptRunning(t *testing.T) {
 func TestPriorityPreemptionVictim(t *testing.T) {
 	v := linearVariant()
 	v.KVBlocks = 16
-	rows := []traceRow{classRow(0, 96, 40, "sheddable", -1), classRow(0, 96, 100, "critical", -1)}
+	rows := []scenario.TraceRow{classRow(0, 96, 40, "sheddable", -1), classRow(0, 96, 100, "critical", -1)}
 	_, fcfs, res := runOrder(t, v, server.PolicyFCFS, rows)
 	if res.Preemptions != 1 {
 		t.Fatalf("fcfs: %d preemptions", res.Preemptions)

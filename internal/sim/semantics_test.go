@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 	"github.com/llm-d-incubation/wva/internal/sim/server"
 )
 
@@ -14,9 +15,9 @@ import (
 // β2·decode tokens = 10 ms + 0.01 ms per prompt token computed + 0.5 ms per
 // decoding request.
 
-func linearVariant() Variant {
-	return Variant{Name: "v", Accelerator: "H100", Cost: 1, LatencyModel: "linear",
-		Linear:       LinearStep{Beta0: 10, Beta1: 0.01, Beta2: 0.5},
+func linearVariant() scenario.Variant {
+	return scenario.Variant{Name: "v", Accelerator: "H100", Cost: 1, LatencyModel: "linear",
+		Linear:       scenario.LinearStep{Beta0: 10, Beta1: 0.01, Beta2: 0.5},
 		MaxBatchSize: 64, KVBlocks: 1000, BlockSize: 16, MinReplicas: 1, MaxReplicas: 4, InitialReplicas: 1}
 }
 
@@ -26,13 +27,13 @@ type outcome struct{ ttft, e2e, itl float64 }
 // runRows replays requests (time, input, output, class, prefix) on the
 // variant under the autoscaler and returns the result and each completed
 // request's outcome by arrival order (from 1).
-func runRows(t *testing.T, v Variant, rows []traceRow, a Autoscaler, edit func(*Scenario)) (*Result, map[int64]outcome) {
+func runRows(t *testing.T, v scenario.Variant, rows []scenario.TraceRow, a Autoscaler, edit func(*scenario.Scenario)) (*Result, map[int64]outcome) {
 	t.Helper()
-	sc := Scenario{Name: "hand", DurationSeconds: 600, DrainSeconds: 600, Models: []Model{{
-		Name: "m", SLO: SLO{TTFTMs: 1e6, ITLMs: 1e6}, Workload: Workload{rows: rows, PrefixTokens: 64,
-			Classes: []Class{{Name: "critical", Share: 0.5, SLO: SLO{TTFTMs: 1e6, ITLMs: 1e6}},
-				{Name: "sheddable", Share: 0.5, SLO: SLO{TTFTMs: 1e6, ITLMs: 1e6}, Sheddable: true}}},
-		Variants: []Variant{v},
+	sc := scenario.Scenario{Name: "hand", DurationSeconds: 600, DrainSeconds: 600, Models: []scenario.Model{{
+		Name: "m", SLO: scenario.SLO{TTFTMs: 1e6, ITLMs: 1e6}, Workload: scenario.Workload{Rows: rows, PrefixTokens: 64,
+			Classes: []scenario.Class{{Name: "critical", Share: 0.5, SLO: scenario.SLO{TTFTMs: 1e6, ITLMs: 1e6}},
+				{Name: "sheddable", Share: 0.5, SLO: scenario.SLO{TTFTMs: 1e6, ITLMs: 1e6}, Sheddable: true}}},
+		Variants: []scenario.Variant{v},
 	}}}
 	if edit != nil {
 		edit(&sc)
@@ -58,8 +59,8 @@ func runRows(t *testing.T, v Variant, rows []traceRow, a Autoscaler, edit func(*
 	return res, out
 }
 
-func row(at float64, in, out int) traceRow {
-	return traceRow{t: at, input: in, output: out, class: "critical", prefix: -1}
+func row(at float64, in, out int) scenario.TraceRow {
+	return scenario.TraceRow{Time: at, Input: in, Output: out, Class: "critical", Prefix: -1}
 }
 
 func near(t *testing.T, what string, got, want float64) {
@@ -74,7 +75,7 @@ func near(t *testing.T, what string, got, want float64) {
 // α1·input delays the request's entry to the queue; α2 adds to the TTFT
 // and to every inter-token interval, not to the clock.
 func TestOneRequest(t *testing.T) {
-	rows := []traceRow{row(0, 100, 4)}
+	rows := []scenario.TraceRow{row(0, 100, 4)}
 	res, got := runRows(t, linearVariant(), rows, nil, nil)
 	// Prefill of 100 tokens: 10 + 1 = 11 ms; 3 decodes of 10.5 ms.
 	near(t, "TTFT", got[1].ttft, 11)
@@ -98,7 +99,7 @@ func TestOneRequest(t *testing.T) {
 	near(t, "E2E with α", got[1].e2e, 56.5)
 
 	// One output token: done with the prefill.
-	_, got = runRows(t, linearVariant(), []traceRow{row(0, 100, 1)}, nil, nil)
+	_, got = runRows(t, linearVariant(), []scenario.TraceRow{row(0, 100, 1)}, nil, nil)
 	near(t, "one token: E2E", got[1].e2e, 11)
 	near(t, "one token: ITL", got[1].itl, 0)
 }
@@ -109,7 +110,7 @@ func TestOneRequest(t *testing.T) {
 func TestChunkedPrefill(t *testing.T) {
 	v := linearVariant()
 	v.MaxBatchedTokens = 64
-	_, got := runRows(t, v, []traceRow{row(0, 100, 2)}, nil, nil)
+	_, got := runRows(t, v, []scenario.TraceRow{row(0, 100, 2)}, nil, nil)
 	// 64 tokens (10.64 ms) then 36 (10.36 ms): first token at 21 ms; one
 	// decode of 10.5.
 	near(t, "chunked TTFT", got[1].ttft, 21)
@@ -118,7 +119,7 @@ func TestChunkedPrefill(t *testing.T) {
 	// A decodes while B (arriving during A's prefill) is chunked into the
 	// budget that A's decode leaves: 63 tokens, then 37 with A's next
 	// decode.
-	_, got = runRows(t, v, []traceRow{row(0, 50, 3), row(0.001, 100, 2)}, nil, nil)
+	_, got = runRows(t, v, []scenario.TraceRow{row(0, 50, 3), row(0.001, 100, 2)}, nil, nil)
 	// Iteration 1 (0–10.5 ms): A's prefill of 50. Iteration 2 (10.5–21.63):
 	// A decode + B 63 tokens = 10 + 0.5 + 0.63. Iteration 3 (21.63–32.5):
 	// A decode (done) + B 37 = 10 + 0.5 + 0.37 → B's first token.
@@ -133,8 +134,8 @@ func TestChunkedPrefill(t *testing.T) {
 // request left in the cache computes only the rest; its own blocks are not
 // shared.
 func TestSharedPrefix(t *testing.T) {
-	rows := []traceRow{row(0, 100, 2), row(1, 100, 2)}
-	rows[0].prefix, rows[1].prefix = 3, 3
+	rows := []scenario.TraceRow{row(0, 100, 2), row(1, 100, 2)}
+	rows[0].Prefix, rows[1].Prefix = 3, 3
 	res, got := runRows(t, linearVariant(), rows, nil, nil)
 	// The prefix is 64 tokens, four blocks: B computes 36 tokens.
 	near(t, "A TTFT", got[1].ttft, 11)
@@ -144,7 +145,7 @@ func TestSharedPrefix(t *testing.T) {
 		t.Errorf("%d admissions hit the cache, want 1", res.PrefixHits)
 	}
 	// Another group shares nothing.
-	rows[1].prefix = 4
+	rows[1].Prefix = 4
 	_, got = runRows(t, linearVariant(), rows, nil, nil)
 	near(t, "other group TTFT", got[2].ttft, 11)
 }
@@ -158,7 +159,7 @@ func TestSharedPrefix(t *testing.T) {
 func TestPreemptionAndRecompute(t *testing.T) {
 	v := linearVariant()
 	v.KVBlocks = 16
-	res, got := runRows(t, v, []traceRow{row(0, 96, 40), row(0, 96, 100)}, nil, nil)
+	res, got := runRows(t, v, []scenario.TraceRow{row(0, 96, 40), row(0, 96, 100)}, nil, nil)
 	if res.Preemptions != 1 {
 		t.Fatalf("%d preemptions, want 1", res.Preemptions)
 	}
@@ -218,8 +219,8 @@ func scaleTo(pairs ...float64) *scripted {
 // once; with drain they finish within a 30 s grace period, and fail at
 // the kill with a 2 s one.
 func TestPodKilledInFlight(t *testing.T) {
-	rows := []traceRow{row(0, 100, 2000), row(0.1, 100, 2000), row(0.2, 100, 2000), row(0.3, 100, 2000)}
-	rr := func(sc *Scenario) { sc.Gateway.Router = "round-robin" }
+	rows := []scenario.TraceRow{row(0, 100, 2000), row(0.1, 100, 2000), row(0.2, 100, 2000), row(0.3, 100, 2000)}
+	rr := func(sc *scenario.Scenario) { sc.Gateway.Router = "round-robin" }
 	v := linearVariant()
 	v.InitialReplicas = 2
 	for _, tc := range []struct {
@@ -252,7 +253,7 @@ func TestPodKilledInFlight(t *testing.T) {
 // and never the load.
 func TestReplicaSetVictims(t *testing.T) {
 	mk := func(name string, st replicaState, created, readyAt float64, uid uint64) *replica {
-		return &replica{v: &variantRT{cfg: Variant{Name: name}}, state: st, created: created, readyAt: readyAt, uid: uid}
+		return &replica{v: &variantRT{cfg: scenario.Variant{Name: name}}, state: st, created: created, readyAt: readyAt, uid: uid}
 	}
 	now := 1000.0
 	a := mk("a", ready, 0, 0, 5)       // ready 1 000 s
@@ -317,7 +318,7 @@ func TestDeletionCostSteersScaleDown(t *testing.T) {
 	v.InitialReplicas = 1
 	// One replica from the start, a second ready at 1 s; the request goes to
 	// the least loaded one: the first (the second is not ready yet).
-	rows := []traceRow{row(0.5, 100, 4000)}
+	rows := []scenario.TraceRow{row(0.5, 100, 4000)}
 	script := scaleTo(0, 2, 3, 1)
 	v.StartupSeconds, v.StartupJitterSeconds = 1, 1e-9
 	res, _ := runRows(t, v, rows, script, nil)
@@ -340,15 +341,15 @@ func TestDeletionCostSteersScaleDown(t *testing.T) {
 func TestSaturationAdmission(t *testing.T) {
 	v := linearVariant()
 	v.MaxBatchSize = 1 // one request at a time: the queue builds
-	var rows []traceRow
+	var rows []scenario.TraceRow
 	for i := range 20 {
 		r := row(0.001*float64(i), 100, 10)
 		if i%2 == 1 {
-			r.class = "sheddable"
+			r.Class = "sheddable"
 		}
 		rows = append(rows, r)
 	}
-	sat := func(sc *Scenario) { sc.Gateway.Saturation = &Saturation{} }
+	sat := func(sc *scenario.Scenario) { sc.Gateway.Saturation = &scenario.Saturation{} }
 	res, _ := runRows(t, v, rows, nil, sat)
 	// Requests 0–5 reach the pod (1 running, 5 waiting); of the next 14,
 	// the 7 sheddable ones are rejected and the 7 others wait.

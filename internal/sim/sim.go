@@ -5,12 +5,13 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 	"github.com/llm-d-incubation/wva/internal/sim/server"
 )
 
 // variantRT is a variant at run time.
 type variantRT struct {
-	cfg      Variant
+	cfg      scenario.Variant
 	srv      server.Config // its replicas' servers
 	model    int
 	idx      int // index in Sim.variants
@@ -24,7 +25,7 @@ type variantRT struct {
 
 // Sim is one run of a scenario under one autoscaler.
 type Sim struct {
-	sc       Scenario
+	sc       scenario.Scenario
 	instant  bool // the autoscaler's replicas are ready at once (Baseline.Instant)
 	now      float64
 	events   eventQueue
@@ -67,8 +68,8 @@ type Sim struct {
 }
 
 // New prepares a run of the scenario under the autoscaler.
-func New(sc Scenario, a Autoscaler) *Sim {
-	sc = sc.withDefaults()
+func New(sc scenario.Scenario, a Autoscaler) *Sim {
+	sc = sc.WithDefaults()
 	s := &Sim{sc: sc, scaler: a, startRNG: rand.New(rand.NewPCG(sc.Seed, 0x57a27)), uidRNG: rand.New(rand.NewPCG(sc.Seed, 0x0d1d))}
 	s.res = newResult(a.Name(), &sc)
 	s.instant = Instant(a.Name())
@@ -85,7 +86,7 @@ func New(sc Scenario, a Autoscaler) *Sim {
 		}
 		s.byModel = append(s.byModel, vs)
 		s.streams = append(s.streams, &stream{w: mod.Workload, rng: rand.New(rand.NewPCG(sc.Seed, uint64(1000+m))),
-			peak: mod.Workload.Rate.maxRate(sc.DurationSeconds)})
+			peak: mod.Workload.Rate.Peak(sc.DurationSeconds)})
 		s.tokenRNG = append(s.tokenRNG, rand.New(rand.NewPCG(sc.Seed, uint64(2000+m))))
 		s.classRNG = append(s.classRNG, rand.New(rand.NewPCG(sc.Seed, uint64(3000+m))))
 	}

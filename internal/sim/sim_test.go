@@ -10,12 +10,13 @@ import (
 
 	"github.com/llm-d-incubation/wva/examples/scenarios"
 	"github.com/llm-d-incubation/wva/internal/queueing"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
-func builtin(t testing.TB, name string, seconds float64) Scenario {
+func builtin(t testing.TB, name string, seconds float64) scenario.Scenario {
 	t.Helper()
-	sc, err := Builtin(scenarios.FS, name)
+	sc, err := scenario.Builtin(scenarios.FS, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,13 +103,13 @@ func TestInvariants(t *testing.T) {
 		invariantRequests, invariantTokens, horizon = 8_000, 4_000_000, 600
 	}
 	defer smallMeasurements()()
-	for _, name := range BuiltinNames(scenarios.FS) {
+	for _, name := range scenario.BuiltinNames(scenarios.FS) {
 		for _, as := range ExampleNames() {
 			t.Run(name+"/"+as, func(t *testing.T) {
 				sc := builtin(t, name, 0)
 				peak, tokens := 0.0, 0.0
 				for _, m := range sc.Models {
-					r := m.Workload.Rate.maxRate(sc.DurationSeconds)
+					r := m.Workload.Rate.Peak(sc.DurationSeconds)
 					peak += r
 					tokens += r * max(m.Workload.Output.Mean, 1)
 				}
@@ -222,7 +223,7 @@ func TestTunerLearnsTheSimulator(t *testing.T) {
 }
 
 func TestScenarioValidation(t *testing.T) {
-	_, err := ParseScenario([]byte(`
+	_, err := scenario.ParseScenario([]byte(`
 name: bad
 durationSeconds: 0
 models:
@@ -248,7 +249,7 @@ models:
 		}
 	}
 	// Periods and times that would make the run spin or never end.
-	_, err = ParseScenario([]byte(`
+	_, err = scenario.ParseScenario([]byte(`
 name: spin
 durationSeconds: 315360000
 recordSeconds: -15
@@ -284,10 +285,10 @@ models:
 			t.Errorf("missing %q in %v", want, err)
 		}
 	}
-	if _, err := ParseScenario([]byte("name: x\nturbo: 1\n")); err == nil {
+	if _, err := scenario.ParseScenario([]byte("name: x\nturbo: 1\n")); err == nil {
 		t.Error("accepted an unknown field")
 	}
-	if _, err := NewAutoscaler("static:x", &Scenario{}); err == nil {
+	if _, err := NewAutoscaler("static:x", &scenario.Scenario{}); err == nil {
 		t.Error("accepted static:x")
 	}
 }
@@ -296,7 +297,7 @@ models:
 // minute (target: at least 5 million).
 func BenchmarkSimulator(b *testing.B) {
 	sc := builtin(b, "diurnal", 0)
-	sc.Models[0].Workload.Rate = Rate{Pattern: "constant", RPS: 60}
+	sc.Models[0].Workload.Rate = scenario.Rate{Pattern: "constant", RPS: 60}
 	sc.DurationSeconds = 1200
 	sc.Models[0].Variants[0].MaxReplicas = 40
 	sc.Models[0].Variants[0].InitialReplicas = 20
@@ -314,7 +315,7 @@ func BenchmarkSimulator(b *testing.B) {
 // rejected with the field path and the unit; a run that completes nothing
 // says so.
 func TestLinearUnits(t *testing.T) {
-	_, err := ParseScenario([]byte(`
+	_, err := scenario.ParseScenario([]byte(`
 name: us
 durationSeconds: 60
 drainSeconds: -1
@@ -351,7 +352,7 @@ models:
 	// In ms the same coefficients are fine.
 	sc := oneReplica(1, tuner.Params{}, 64, 30)
 	sc.Models[0].Variants[0].LatencyModel = "linear"
-	sc.Models[0].Variants[0].Linear = LinearStep{Beta0: 6.9104, Beta1: 0.01767, Beta2: 0.00284, Alpha0: 1.6014, Alpha1: 0.00351, Alpha2: 1.8055}
+	sc.Models[0].Variants[0].Linear = scenario.LinearStep{Beta0: 6.9104, Beta1: 0.01767, Beta2: 0.00284, Alpha0: 1.6014, Alpha1: 0.00351, Alpha2: 1.8055}
 	if err := sc.Validate(); err != nil {
 		t.Fatal(err)
 	}

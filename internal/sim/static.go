@@ -3,13 +3,15 @@ package sim
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 func init() {
 	registerBaseline(Baseline{Name: "static", Order: 60, Example: "static:3",
 		Summary: "N replicas of every variant, whatever the load",
 		Param:   staticReplicas,
-		New: func(_ *Scenario, arg string) (Autoscaler, error) {
+		New: func(_ *scenario.Scenario, arg string) (Autoscaler, error) {
 			n, err := strconv.Atoi(arg)
 			return &Static{n: n}, err
 		}})
@@ -18,8 +20,8 @@ func init() {
 // staticReplicas reads the N of static:N, in canonical form.
 func staticReplicas(arg string) (string, error) {
 	n, err := strconv.Atoi(arg)
-	if err != nil || n < 0 || n > MaxReplicasPerVariant {
-		return "", fmt.Errorf("static:N needs a replica count between 0 and %d, got %q", MaxReplicasPerVariant, "static:"+arg)
+	if err != nil || n < 0 || n > scenario.MaxReplicasPerVariant {
+		return "", fmt.Errorf("static:N needs a replica count between 0 and %d, got %q", scenario.MaxReplicasPerVariant, "static:"+arg)
 	}
 	return strconv.Itoa(n), nil
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // A knob is one autoscaler setting a sweep varies: its default grid, the
@@ -16,7 +18,7 @@ import (
 // of its own). The autoscaler it belongs to is its key's prefix.
 type knob struct {
 	grid  []float64
-	field func(*Autoscalers) *float64
+	field func(*scenario.Autoscalers) *float64
 	unset float64
 	check func(float64) error
 }
@@ -166,10 +168,10 @@ type SweepResult struct {
 
 // sweepPoints expands the spec into the points to run, with the scenario
 // each runs (the knob values written into a copy of sc's autoscalers).
-func sweepPoints(sc Scenario, spec SweepSpec) ([]SweepPoint, []Scenario) {
+func sweepPoints(sc scenario.Scenario, spec SweepSpec) ([]SweepPoint, []scenario.Scenario) {
 	points := make([]SweepPoint, 0, 64)
-	scs := make([]Scenario, 0, 64)
-	base := sc.withDefaults().Autoscalers
+	scs := make([]scenario.Scenario, 0, 64)
+	base := sc.WithDefaults().Autoscalers
 	for _, name := range spec.Autoscalers {
 		var keys []string
 		for _, k := range KnobKeys() {
@@ -219,7 +221,7 @@ func sweepPoints(sc Scenario, spec SweepSpec) ([]SweepPoint, []Scenario) {
 
 // knobValue is the value a knob has in a (defaulted) configuration, as
 // the sweep writes it.
-func knobValue(a Autoscalers, key string) float64 {
+func knobValue(a scenario.Autoscalers, key string) float64 {
 	k := knobs[key]
 	v := *k.field(&a)
 	if v == 0 && k.unset != 0 {
@@ -248,7 +250,7 @@ func containsFloat(xs []float64, v float64) bool {
 }
 
 // SweepRuns is the number of simulations a sweep makes.
-func SweepRuns(sc Scenario, spec SweepSpec) int {
+func SweepRuns(sc scenario.Scenario, spec SweepSpec) int {
 	p, _ := sweepPoints(sc, spec)
 	return len(p) * len(spec.Seeds)
 }
@@ -258,12 +260,12 @@ func SweepRuns(sc Scenario, spec SweepSpec) int {
 // cost of each autoscaler at the target attainments and the dominance of
 // the first autoscaler's frontier over each other's. progress (may be
 // nil) is called after each run with the runs done and the total.
-func Sweep(ctx context.Context, sc Scenario, spec SweepSpec, progress func(done, total int)) (*SweepResult, error) {
+func Sweep(ctx context.Context, sc scenario.Scenario, spec SweepSpec, progress func(done, total int)) (*SweepResult, error) {
 	spec.progress = progress
 	if len(spec.Seeds) == 0 {
 		return nil, fmt.Errorf("sweep: no seeds")
 	}
-	if err := sc.checkRunnable(); err != nil {
+	if err := sc.CheckRunnable(); err != nil {
 		return nil, err
 	}
 	if err := CheckAutoscalers(spec.Autoscalers); err != nil {
@@ -350,7 +352,7 @@ type pointRuns struct {
 
 // runPoints runs every point with every seed; done says which runs
 // finished (all of them unless ctx was cancelled).
-func runPoints(ctx context.Context, points []SweepPoint, scs []Scenario, spec SweepSpec) (pointRuns, error) {
+func runPoints(ctx context.Context, points []SweepPoint, scs []scenario.Scenario, spec SweepSpec) (pointRuns, error) {
 	n := len(spec.Seeds)
 	grid := func() [][]float64 {
 		g := make([][]float64, len(points))

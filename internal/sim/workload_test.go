@@ -13,10 +13,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
-func runStatic(t *testing.T, sc Scenario, n int) *Result {
+func runStatic(t *testing.T, sc scenario.Scenario, n int) *Result {
 	t.Helper()
 	rs, err := Compare(context.Background(), sc, []string{fmt.Sprintf("static:%d", n)}, nil)
 	if err != nil {
@@ -36,9 +37,9 @@ func TestClassesShedOnlySheddable(t *testing.T) {
 	sc := oneReplica(20, tuner.Params{Alpha: 7, Beta: 0.02, Gamma: 5e-5}, 8, 600)
 	sc.Models[0].Variants[0].MaxReplicas = 1
 	sc.Gateway.QueueThreshold = 4
-	sc.Models[0].Workload.Classes = []Class{
-		{Name: "interactive", Share: 0.3, SLO: SLO{TTFTMs: 1e9, ITLMs: 1e9}},
-		{Name: "batch", Share: 0.7, SLO: SLO{TTFTMs: 1, ITLMs: 1}, Sheddable: true},
+	sc.Models[0].Workload.Classes = []scenario.Class{
+		{Name: "interactive", Share: 0.3, SLO: scenario.SLO{TTFTMs: 1e9, ITLMs: 1e9}},
+		{Name: "batch", Share: 0.7, SLO: scenario.SLO{TTFTMs: 1, ITLMs: 1}, Sheddable: true},
 	}
 	if err := sc.Validate(); err != nil {
 		t.Fatal(err)
@@ -75,9 +76,9 @@ func TestClassesShedOnlySheddable(t *testing.T) {
 // has it cached when the caches are too small for all groups (360 blocks:
 // the four prefixes take 384, two of them and the requests in flight fit).
 func TestPrefixCaching(t *testing.T) {
-	base := func() Scenario {
+	base := func() scenario.Scenario {
 		sc := oneReplica(2, tuner.Params{Alpha: 7, Beta: 0.02, Gamma: 5e-5}, 64, 900)
-		sc.Models[0].Workload.Input = Tokens{Dist: "constant", Mean: 2048}
+		sc.Models[0].Workload.Input = scenario.Tokens{Dist: "constant", Mean: 2048}
 		sc.Models[0].Variants[0].MaxReplicas = 2
 		sc.Models[0].Variants[0].KVBlocks = 360
 		return sc
@@ -91,7 +92,7 @@ func TestPrefixCaching(t *testing.T) {
 		sc := base()
 		sc.Models[0].Workload.PrefixGroups = 4
 		sc.Models[0].Workload.PrefixTokens = 1536
-		sc.Gateway.Weights = &ScorerWeights{KV: 1, Queue: 1, Batch: 1, Prefix: w}
+		sc.Gateway.Weights = &scenario.ScorerWeights{KV: 1, Queue: 1, Batch: 1, Prefix: w}
 		hits[w] = runStatic(t, sc, 2)
 	}
 	aff, none := hits[10], hits[0]
@@ -153,11 +154,11 @@ func TestTraceReplay(t *testing.T) {
 		}
 		rows = append(rows, fmt.Sprintf("%.2f,%d,%d,%s,%s", float64(i)*0.5, 300+i, 20+i%7, cls, prefix))
 	}
-	sc, err := LoadFile(writeTrace(t, t.TempDir(), rows))
+	sc, err := scenario.LoadFile(writeTrace(t, t.TempDir(), rows))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := sc.Models[0].Workload.Input.mean(); m != 300+199.0/2 {
+	if m := sc.Models[0].Workload.Input.BoundedMean(); m != 300+199.0/2 {
 		t.Errorf("trace input mean %v, want 399.5 (rows 0..199)", m)
 	}
 	r := runStatic(t, sc, 1)
@@ -171,7 +172,7 @@ func TestTraceReplay(t *testing.T) {
 		t.Error("no prefix hits though every other request shares prefix 0")
 	}
 	// The same file through ParseScenario is not loaded: Compare refuses.
-	raw, err := ParseScenario([]byte(fmt.Sprintf(traceScenario, "trace.csv")))
+	raw, err := scenario.ParseScenario([]byte(fmt.Sprintf(traceScenario, "trace.csv")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,12 +200,12 @@ func TestTraceErrors(t *testing.T) {
 		{[]string{"seconds,input_tokens,output_tokens,class", "0,10,10,a", "1,10,10,\"b", "\"", "2,ten,10,a"}, "trace.csv:5: column input_tokens: not a number"},
 		{[]string{"seconds,input_tokens,output_tokens", "0,10,10", "1,\"10", "\"x,10"}, "trace.csv:4: CSV syntax: extraneous or missing \" in quoted-field"},
 	} {
-		_, err := LoadFile(writeTrace(t, t.TempDir(), tc.rows))
+		_, err := scenario.LoadFile(writeTrace(t, t.TempDir(), tc.rows))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.rows, err, tc.want)
 		}
 	}
-	if _, err := LoadFile(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
+	if _, err := scenario.LoadFile(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
 		t.Error("loaded a missing file")
 	}
 }
@@ -212,9 +213,9 @@ func TestTraceErrors(t *testing.T) {
 func TestWorkloadValidation(t *testing.T) {
 	sc := oneReplica(1, tuner.Params{Alpha: 7, Beta: 0.02, Gamma: 5e-5}, 8, 60)
 	w := &sc.Models[0].Workload
-	w.Input = Tokens{Dist: "empirical"}
-	w.Output = Tokens{Dist: "empirical", Values: []float64{10, 0}}
-	w.Classes = []Class{{Name: "a", Share: 0.5, SLO: SLO{TTFTMs: 1, ITLMs: 1}}, {Name: "a", Share: 0.4}}
+	w.Input = scenario.Tokens{Dist: "empirical"}
+	w.Output = scenario.Tokens{Dist: "empirical", Values: []float64{10, 0}}
+	w.Classes = []scenario.Class{{Name: "a", Share: 0.5, SLO: scenario.SLO{TTFTMs: 1, ITLMs: 1}}, {Name: "a", Share: 0.4}}
 	w.PrefixGroups = 3
 	err := sc.Validate()
 	if err == nil {
@@ -227,11 +228,11 @@ func TestWorkloadValidation(t *testing.T) {
 		}
 	}
 	// Empirical draws come from the values.
-	tk := Tokens{Dist: "empirical", Values: []float64{5, 9}}
-	if m := tk.mean(); m != 7 {
+	tk := scenario.Tokens{Dist: "empirical", Values: []float64{5, 9}}
+	if m := tk.BoundedMean(); m != 7 {
 		t.Errorf("empirical mean %v, want 7", m)
 	}
-	if u := tk.upper(); u != 9 {
+	if u := tk.Upper(); u != 9 {
 		t.Errorf("empirical upper %v, want 9", u)
 	}
 }
@@ -241,9 +242,9 @@ func TestWorkloadValidation(t *testing.T) {
 func TestTraceRoundTrip(t *testing.T) {
 	sc := builtin(t, "bursty", 900)
 	w := &sc.Models[0].Workload
-	w.Classes = []Class{
+	w.Classes = []scenario.Class{
 		{Name: "chat", Share: 0.7, SLO: sc.Models[0].SLO},
-		{Name: "batch", Share: 0.3, SLO: SLO{TTFTMs: 30000, ITLMs: 200}, Sheddable: true},
+		{Name: "batch", Share: 0.3, SLO: scenario.SLO{TTFTMs: 30000, ITLMs: 200}, Sheddable: true},
 	}
 	w.PrefixGroups, w.PrefixTokens = 5, 512
 	sc.Gateway.QueueThreshold = 6
@@ -256,19 +257,19 @@ func TestTraceRoundTrip(t *testing.T) {
 	if err := os.WriteFile(p, []byte(buf.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := readTrace(p)
+	rows, err := scenario.ReadTrace(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	replay := sc
-	replay.Models = append([]Model(nil), sc.Models...)
+	replay.Models = append([]scenario.Model(nil), sc.Models...)
 	rw := &replay.Models[0].Workload
 	rw.Trace = "bursty.csv"
-	if err := useTrace(rw, rows); err != nil {
+	if err := scenario.UseTrace(rw, rows); err != nil {
 		t.Fatal(err)
 	}
 	var out [2][]byte
-	for i, s := range []Scenario{sc, replay} {
+	for i, s := range []scenario.Scenario{sc, replay} {
 		rs, err := Compare(context.Background(), s, []string{"hpa"}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -311,11 +312,11 @@ models:
     variants:
       - {name: v, accelerator: H100, cost: 1, params: {alpha: 7, beta: 0.02, gamma: 0.00005}, minReplicas: 1, maxReplicas: 1, initialReplicas: 1}
 `)
-	sc, err := LoadFile(sp)
+	sc, err := scenario.LoadFile(sp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := sc.Models[0].Workload.Input.mean(); m != 200 {
+	if m := sc.Models[0].Workload.Input.BoundedMean(); m != 200 {
 		t.Errorf("input mean %v, want 200 from in.txt", m)
 	}
 	var buf strings.Builder
@@ -341,7 +342,7 @@ models:
 	if len(seen) != 6 {
 		t.Errorf("drew %d of the 6 combinations: %v", len(seen), seen)
 	}
-	raw, err := ParseScenario(mustRead(t, sp))
+	raw, err := scenario.ParseScenario(mustRead(t, sp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +350,7 @@ models:
 		t.Errorf("Compare with an unloaded token file: %v", err)
 	}
 	write("in.txt", "100\nlots\n")
-	if _, err := LoadFile(sp); err == nil || !strings.Contains(err.Error(), "in.txt:2: value 1 of the line is not a whole token count between 1 and 10000000") {
+	if _, err := scenario.LoadFile(sp); err == nil || !strings.Contains(err.Error(), "in.txt:2: value 1 of the line is not a whole token count between 1 and 10000000") {
 		t.Errorf("bad token file: %v", err)
 	}
 }
@@ -362,7 +363,7 @@ func TestTokenFileLoadedOnce(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "in.txt"), []byte("100 200\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	scenario := func(input string) string {
+	writeScenario := func(input string) string {
 		p := filepath.Join(dir, "s.yaml")
 		body := `
 name: tokens
@@ -382,7 +383,7 @@ models:
 		}
 		return p
 	}
-	sc, err := LoadFile(scenario("{dist: empirical, file: in.txt}"))
+	sc, err := scenario.LoadFile(writeScenario("{dist: empirical, file: in.txt}"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +393,7 @@ models:
 	if _, err := Compare(context.Background(), sc, []string{"static:1"}, nil); err != nil {
 		t.Errorf("Compare: %v", err)
 	}
-	_, err = LoadFile(scenario("{dist: empirical, file: missing.txt, values: [5]}"))
+	_, err = scenario.LoadFile(writeScenario("{dist: empirical, file: missing.txt, values: [5]}"))
 	if err == nil || !strings.Contains(err.Error(), "models[0].workload.input.file: give values or a file, not both") {
 		t.Errorf("values and a file: %v", err)
 	}
@@ -410,7 +411,7 @@ func mustRead(t *testing.T, p string) []byte {
 // TestShippedTrace: examples/traces/chat.csv is what its generator
 // scenario writes, and replaying it under WVA gives the generator's run.
 func TestShippedTrace(t *testing.T) {
-	gen, err := LoadFile("../../examples/traces/chat-synthetic.yaml")
+	gen, err := scenario.LoadFile("../../examples/traces/chat-synthetic.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,12 +422,12 @@ func TestShippedTrace(t *testing.T) {
 	if string(mustRead(t, "../../examples/traces/chat.csv")) != buf.String() {
 		t.Fatal("examples/traces/chat.csv is out of date: regenerate it as chat-synthetic.yaml says")
 	}
-	replay, err := LoadFile("../../examples/traces/chat.yaml")
+	replay, err := scenario.LoadFile("../../examples/traces/chat.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rs [2]*Result
-	for i, sc := range []Scenario{gen, replay} {
+	for i, sc := range []scenario.Scenario{gen, replay} {
 		out, err := Compare(context.Background(), sc, []string{"wva"}, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/llm-d-incubation/wva/internal/collector"
 	"github.com/llm-d-incubation/wva/internal/drain"
 	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 	"github.com/llm-d-incubation/wva/internal/snapshot"
 )
 
@@ -19,7 +20,7 @@ var wvaEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // shows, keeping the engine (its state and learned parameters) across
 // cycles.
 type WVA struct {
-	cfg   WVAConfig
+	cfg   scenario.WVAConfig
 	e     *engine.Engine
 	b     snapshot.Builder
 	trace func(now float64, p *engine.Plan) // tests inspect the plans
@@ -67,26 +68,22 @@ func (w *WVA) DeletionCosts(*View) map[string]int32 {
 func init() {
 	registerBaseline(Baseline{Name: "wva", Order: 10, Default: true, Sweep: true,
 		Summary: "WVA's decision engine, the same code as the controller",
-		New:     func(sc *Scenario, _ string) (Autoscaler, error) { return newWVA(sc), nil },
+		New:     func(sc *scenario.Scenario, _ string) (Autoscaler, error) { return newWVA(sc), nil },
 		Knobs: map[string]knob{
 			"spareQuantile": {[]float64{0.5, 0.8, 0.95, 0.99},
-				func(a *Autoscalers) *float64 { return &a.WVA.SpareQuantile }, engine.DefaultSpareQuantile, fromZero(1, true, true)},
+				func(a *scenario.Autoscalers) *float64 { return &a.WVA.SpareQuantile }, engine.DefaultSpareQuantile, fromZero(1, true, true)},
 			"ttftAttainment": {[]float64{0, 0.99},
-				func(a *Autoscalers) *float64 { return &a.WVA.TTFTAttainment }, 0, fromZero(1, false, true)},
+				func(a *scenario.Autoscalers) *float64 { return &a.WVA.TTFTAttainment }, 0, fromZero(1, false, true)},
 			"kvCacheThreshold": {[]float64{0.7, 0.8, 0.9},
-				func(a *Autoscalers) *float64 { return &a.WVA.KVCacheThreshold }, engine.DefaultKVCacheThreshold, kvThreshold},
+				func(a *scenario.Autoscalers) *float64 { return &a.WVA.KVCacheThreshold }, engine.DefaultKVCacheThreshold, kvThreshold},
 			"drainTimeoutSeconds": {nil,
-				drainTimeout, 0, fromZero(MaxDrainTimeoutSeconds, false, false)},
+				drainTimeout, 0, fromZero(scenario.MaxDrainTimeoutSeconds, false, false)},
 		}})
 }
 
-// kvThresholdOK says whether a KV threshold lies above the saturation
-// analyzer's spare trigger and at most 1.
-func kvThresholdOK(v float64) bool { return v > engine.DefaultKVSpareTrigger && v <= 1 }
-
 // kvThreshold checks a sweep's KV threshold (kvThresholdOK).
 func kvThreshold(v float64) error {
-	if !kvThresholdOK(v) {
+	if !scenario.KVThresholdOK(v) {
 		return fmt.Errorf("must be in (%g, 1], above the saturation analyzer's spare trigger, got %g", engine.DefaultKVSpareTrigger, v)
 	}
 	return nil
@@ -96,8 +93,8 @@ func kvThreshold(v float64) error {
 // default when it sets none. The field is a pointer, so each call gives
 // the Autoscalers a fresh one: sweep points copied from one scenario must
 // not share it.
-func drainTimeout(a *Autoscalers) *float64 {
-	v := DefaultDrainTimeoutSeconds
+func drainTimeout(a *scenario.Autoscalers) *float64 {
+	v := scenario.DefaultDrainTimeoutSeconds
 	if a.WVA.DrainTimeoutSeconds != nil {
 		v = *a.WVA.DrainTimeoutSeconds
 	}
@@ -105,7 +102,7 @@ func drainTimeout(a *Autoscalers) *float64 {
 	return &v
 }
 
-func newWVA(sc *Scenario) *WVA {
+func newWVA(sc *scenario.Scenario) *WVA {
 	return &WVA{cfg: sc.Autoscalers.WVA, e: engine.New(nil), victims: map[string]bool{}, marked: map[string]bool{},
 		errs: map[string]int{}, firstErr: map[string]float64{}}
 }

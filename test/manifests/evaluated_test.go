@@ -8,7 +8,7 @@ import (
 
 	"github.com/llm-d-incubation/wva/internal/config"
 	"github.com/llm-d-incubation/wva/internal/engine"
-	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // checkEvaluatedConfig: an install's main and queueing-model ConfigMaps
@@ -26,7 +26,7 @@ func checkEvaluatedConfig(t *testing.T, what string, main, queueing map[string]s
 	if err != nil {
 		t.Fatalf("%s: queueing-model ConfigMap: %v", what, err)
 	}
-	eval := sim.DefaultWVAConfig()
+	eval := scenario.DefaultWVAConfig()
 	if want := time.Duration(eval.IntervalSeconds * float64(time.Second)); m.Interval != want {
 		t.Errorf("%s: GLOBAL_OPT_INTERVAL %v, the evaluation's cycle is %v", what, m.Interval, want)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // The golden-file tests render the reports of small fixed runs
@@ -29,17 +30,17 @@ var goldenAutoscalers = []string{"wva", "static:2"}
 // golden is the golden run, simulated once for the tests that render it.
 var golden struct {
 	once sync.Once
-	sc   sim.Scenario
+	sc   scenario.Scenario
 	rs   []*sim.Result
 	err  error
 }
 
 // goldenRun is testdata/golden.yaml run under goldenAutoscalers. The
 // results are shared: a test must not change them.
-func goldenRun(t *testing.T) (sim.Scenario, []*sim.Result) {
+func goldenRun(t *testing.T) (scenario.Scenario, []*sim.Result) {
 	t.Helper()
 	golden.once.Do(func() {
-		golden.sc, golden.err = sim.LoadFile(filepath.Join("testdata", "golden.yaml"))
+		golden.sc, golden.err = scenario.LoadFile(filepath.Join("testdata", "golden.yaml"))
 		if golden.err == nil {
 			golden.rs, golden.err = sim.Compare(context.Background(), golden.sc, goldenAutoscalers, nil)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // WriteMatrixJSON writes the cells.
@@ -80,7 +81,7 @@ func ci(v sim.Interval) string {
 // WriteMatrixMarkdown writes the report: per rate, a table of the cells
 // (every class together), a table per class, and the predictive model's
 // accuracy where a cell used it.
-func WriteMatrixMarkdown(w io.Writer, sc *sim.Scenario, cells []sim.MatrixCell) error {
+func WriteMatrixMarkdown(w io.Writer, sc *scenario.Scenario, cells []sim.MatrixCell) error {
 	fmt.Fprintf(w, "# %s\n\n%s\n\n", sc.Name, sc.Description)
 	if len(cells) > 0 {
 		fmt.Fprintf(w, "Seeds %s; figures are mean ± sd over the seeds, TTFT percentiles over the seeds' requests pooled with 95 %% bootstrap intervals.\n",

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // matrixScenario is package sim's tiny matrix (admission_config_test.go):
@@ -44,9 +45,9 @@ matrix:
 
 // runMatrix runs matrixScenario's matrix and returns the scenario and the
 // cells.
-func runMatrix(t *testing.T) (*sim.Scenario, []sim.MatrixCell) {
+func runMatrix(t *testing.T) (*scenario.Scenario, []sim.MatrixCell) {
 	t.Helper()
-	sc, err := sim.ParseScenario([]byte(matrixScenario))
+	sc, err := scenario.ParseScenario([]byte(matrixScenario))
 	if err != nil {
 		t.Fatal(err)
 	}

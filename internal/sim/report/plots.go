@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // colors are Tableau's ten (matplotlib's default cycle), so that the ten
@@ -27,7 +28,7 @@ var colors = []color.RGBA{{0x1f, 0x77, 0xb4, 0xff}, {0xd6, 0x27, 0x28, 0xff}, {0
 // WritePlots draws one figure per autoscaler (load and replicas, TTFT p99
 // against the SLO, KV utilisation, cost) and one overlay of all of them, as
 // PNG and SVG. It returns the file names.
-func WritePlots(dir string, sc sim.Scenario, rs []*sim.Result) (files []string, err error) {
+func WritePlots(dir string, sc scenario.Scenario, rs []*sim.Result) (files []string, err error) {
 	defer recoverPlot(&err)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, err

@@ -11,12 +11,13 @@ import (
 
 	"github.com/llm-d-incubation/wva/examples/scenarios"
 	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // builtin is a shipped scenario, cut to seconds when seconds > 0.
-func builtin(t testing.TB, name string, seconds float64) sim.Scenario {
+func builtin(t testing.TB, name string, seconds float64) scenario.Scenario {
 	t.Helper()
-	sc, err := sim.Builtin(scenarios.FS, name)
+	sc, err := scenario.Builtin(scenarios.FS, name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package sim
+package scenario
 
 import (
 	"math"
@@ -77,7 +77,7 @@ const (
 // fields are valid; LoadFile once, too, after the traces and token files
 // are read.
 func (s *Scenario) checkSize(add func(string, string, ...any)) {
-	c := s.withDefaults()
+	c := s.WithDefaults()
 	if !(c.DurationSeconds > 0 && c.DurationSeconds <= MaxDurationSeconds) {
 		return // reported by Validate; the products below would mean nothing
 	}
@@ -85,14 +85,14 @@ func (s *Scenario) checkSize(add func(string, string, ...any)) {
 	oneTooMany := false
 	for i, m := range c.Models {
 		p := "models[" + strconv.Itoa(i) + "]"
-		n := expectedRequests(m.Workload, c.DurationSeconds)
+		n := ExpectedRequests(m.Workload, c.DurationSeconds)
 		if n > MaxRequests {
 			oneTooMany = true
-			if m.Workload.rows != nil {
-				add(p+".workload.trace", "%d requests are more than the %d a run may simulate", len(m.Workload.rows), MaxRequests)
+			if m.Workload.Rows != nil {
+				add(p+".workload.trace", "%d requests are more than the %d a run may simulate", len(m.Workload.Rows), MaxRequests)
 			} else {
 				add(p+".workload.rate", "a peak of %.4g requests/s over durationSeconds %v is up to %.4g requests, more than the %d a run may simulate: lower the rate or the duration",
-					m.Workload.Rate.maxRate(c.DurationSeconds), c.DurationSeconds, n, MaxRequests)
+					m.Workload.Rate.Peak(c.DurationSeconds), c.DurationSeconds, n, MaxRequests)
 			}
 		}
 		total += n
@@ -101,7 +101,7 @@ func (s *Scenario) checkSize(add func(string, string, ...any)) {
 			if v.KVBlocks > MaxKVBlocks || v.KVBlocks < 0 {
 				if s.Models[i].Variants[j].KVBlocks == 0 {
 					add(vp+".kvBlocks", "the default, room for %d requests of %.4g tokens, is %d blocks of %d tokens, more than %d: set kvBlocks",
-						v.MaxBatchSize, m.Workload.Input.upper()+m.Workload.Output.upper(), v.KVBlocks, v.BlockSize, MaxKVBlocks)
+						v.MaxBatchSize, m.Workload.Input.Upper()+m.Workload.Output.Upper(), v.KVBlocks, v.BlockSize, MaxKVBlocks)
 				} else {
 					add(vp+".kvBlocks", "must be at most %d blocks, got %d", MaxKVBlocks, v.KVBlocks)
 				}
@@ -110,7 +110,7 @@ func (s *Scenario) checkSize(add func(string, string, ...any)) {
 			blocks += float64(v.MaxReplicas) * float64(v.KVBlocks)
 		}
 	}
-	checkRounds(&c, add)
+	CheckRounds(&c, add)
 	if total > MaxRequests && !oneTooMany {
 		add("models", "the workloads add up to %.4g requests (each model's peak rate × durationSeconds, or its trace's rows), more than the %d a run may simulate", total, MaxRequests)
 	}
@@ -122,26 +122,26 @@ func (s *Scenario) checkSize(add func(string, string, ...any)) {
 	}
 }
 
-// expectedRequests bounds the requests a workload brings in d seconds:
+// ExpectedRequests bounds the requests a workload brings in d seconds:
 // its trace's rows, or its peak rate × d (the candidates the Poisson
 // generator draws, and more than any arrival process brings).
-func expectedRequests(w Workload, d float64) float64 {
-	if w.rows != nil {
-		return float64(len(w.rows))
+func ExpectedRequests(w Workload, d float64) float64 {
+	if w.Rows != nil {
+		return float64(len(w.Rows))
 	}
 	if w.Trace != "" {
 		return 0 // not loaded yet: LoadFile checks the rows
 	}
-	n := w.Rate.maxRate(d) * d
+	n := w.Rate.Peak(d) * d
 	if math.IsNaN(n) {
 		return math.Inf(1)
 	}
 	return n
 }
 
-// checkRounds checks the recorded series and the rounds of the periodic
+// CheckRounds checks the recorded series and the rounds of the periodic
 // loops against their limits (c has its defaults).
-func checkRounds(c *Scenario, add func(string, string, ...any)) {
+func CheckRounds(c *Scenario, add func(string, string, ...any)) {
 	span := c.DurationSeconds + c.DrainSeconds
 	variants := 0
 	for _, m := range c.Models {

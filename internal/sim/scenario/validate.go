@@ -1,4 +1,4 @@
-package sim
+package scenario
 
 import (
 	"errors"
@@ -75,7 +75,7 @@ func validateAutoscalers(a Autoscalers, add func(path, format string, args ...an
 		add("autoscalers.clairvoyantAttainment", "must be a share in (0, 1) (0: the default %g), got %v", DefaultBoundAttainment, p)
 	}
 	if len(a.Default) > 0 {
-		if err := CheckAutoscalers(a.Default); err != nil {
+		if err := registered.Check(a.Default); err != nil {
 			add("autoscalers.default", "%v", err)
 		}
 	}
@@ -166,10 +166,10 @@ func validateWeights(w *ScorerWeights, add func(string, string, ...any)) {
 // simulator keeps every request's record in memory.
 const MaxDurationSeconds = 30 * 24 * 3600
 
-// minPeriodSeconds is the shortest period a scenario may set for a
+// MinPeriodSeconds is the shortest period a scenario may set for a
 // recurring event (recording, scraping, an autoscaler's loop): each adds
 // events for the whole run.
-const minPeriodSeconds = 0.1
+const MinPeriodSeconds = 0.1
 
 // validatePeriods checks every recurring period and every time setting:
 // finite and ≥ 0 (0 is the default), and periods not below
@@ -196,8 +196,8 @@ func (s *Scenario) validatePeriods(add func(string, string, ...any)) {
 		switch {
 		case !(f.v >= 0) || math.IsInf(f.v, 0):
 			add(f.name, "must be a finite number ≥ 0 (0: the default), got %v", f.v)
-		case f.period && f.v > 0 && f.v < minPeriodSeconds:
-			add(f.name, "must be at least %g seconds (0: the default), got %v", minPeriodSeconds, f.v)
+		case f.period && f.v > 0 && f.v < MinPeriodSeconds:
+			add(f.name, "must be at least %g seconds (0: the default), got %v", MinPeriodSeconds, f.v)
 		}
 	}
 	if a.KEDA.MinReplicaCount < 0 {
@@ -249,7 +249,7 @@ func (s *Scenario) validateInventory(add func(string, string, ...any)) {
 // validateKVThreshold checks WVA's KV threshold: 0 (the default) or above
 // the saturation analyzer's spare trigger, at most 1.
 func validateKVThreshold(p string, v float64, add func(string, string, ...any)) {
-	if v != 0 && !kvThresholdOK(v) {
+	if v != 0 && !KVThresholdOK(v) {
 		add(p+".kvCacheThreshold", "must be a KV-cache utilisation in (%g, 1], above the analyzer's spare trigger (0: the default 0.8), got %v",
 			engine.DefaultKVSpareTrigger, v)
 	}
@@ -333,3 +333,7 @@ func validateName(p, name string, add func(string, string, ...any)) {
 		add(p, "must be printable text (no control characters), got %q", name)
 	}
 }
+
+// KVThresholdOK says whether a KV threshold lies above the saturation
+// analyzer's spare trigger and at most 1.
+func KVThresholdOK(v float64) bool { return v > engine.DefaultKVSpareTrigger && v <= 1 }

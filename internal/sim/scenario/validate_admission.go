@@ -1,4 +1,4 @@
-package sim
+package scenario
 
 import (
 	"math"
@@ -12,14 +12,14 @@ import (
 // again, in seconds).
 func validateAdmission(p string, a *Admission, add func(string, string, ...any)) {
 	switch a.Policy {
-	case policyAlways, policyTokenBucket, policySLOGated, policyPredictive:
+	case PolicyAlways, PolicyTokenBucket, PolicySLOGated, PolicyPredictive:
 	default:
 		add(p+".policy", "must be always, token-bucket, slo-gated or predictive, got %q", a.Policy)
 	}
 	validatePredictive(p, a, add)
 	validateTokenBucket(p, a, add)
 	validateSLOGated(p, a, add)
-	if a.Calibrate && a.Policy != policyPredictive {
+	if a.Calibrate && a.Policy != PolicyPredictive {
 		add(p+".calibrate", "needs policy predictive (the calibrator learns its TTFT model), got %q", a.Policy)
 	}
 	if f := a.Fairness; f != nil {
@@ -65,12 +65,12 @@ func validatePredictive(p string, a *Admission, add func(string, string, ...any)
 func validateTokenBucket(p string, a *Admission, add func(string, string, ...any)) {
 	b := a.TokenBucket
 	switch {
-	case b == nil && a.Policy == policyTokenBucket:
+	case b == nil && a.Policy == PolicyTokenBucket:
 		add(p+".tokenBucket", "must be set for policy token-bucket (its rate, requests/s)")
 		return
 	case b == nil:
 		return
-	case a.Policy != policyTokenBucket:
+	case a.Policy != PolicyTokenBucket:
 		add(p+".tokenBucket", "is set, but the policy is %q", a.Policy)
 	}
 	if !(b.Rate > 0) || math.IsInf(b.Rate, 0) {
@@ -99,7 +99,7 @@ func validateSLOGated(p string, a *Admission, add func(string, string, ...any)) 
 	if g.Fleet != "" && g.Fleet != "min" && g.Fleet != "max" {
 		add(p+".sloGated.fleet", "must be min or max, got %q", g.Fleet)
 	}
-	if a.Policy != policySLOGated {
+	if a.Policy != PolicySLOGated {
 		add(p+".sloGated", "is set, but the policy is %q", a.Policy)
 	}
 }

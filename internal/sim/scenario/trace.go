@@ -1,4 +1,4 @@
-package sim
+package scenario
 
 import (
 	"encoding/csv"
@@ -15,12 +15,13 @@ import (
 	"github.com/llm-d-incubation/wva/internal/boundedio"
 )
 
-// traceRow is one request of a replayed trace.
-type traceRow struct {
-	t             float64
-	input, output int
-	class         string
-	prefix        int // -1: none
+// TraceRow is one request of a replayed trace.
+type TraceRow struct {
+	Time   float64
+	Input  int
+	Output int
+	Class  string
+	Prefix int // -1: none
 }
 
 // LoadFile reads a scenario file and the traces and token files it names
@@ -58,11 +59,11 @@ func LoadFile(path string) (Scenario, error) {
 			continue
 		}
 		p := resolve(path, w.Trace)
-		rows, err := readTrace(p)
+		rows, err := ReadTrace(p)
 		if err != nil {
 			return Scenario{}, fmt.Errorf("models[%d].workload.trace: %w", i, err)
 		}
-		if err := useTrace(w, rows); err != nil {
+		if err := UseTrace(w, rows); err != nil {
 			return Scenario{}, fmt.Errorf("models[%d].workload.trace: %s: %w", i, p, err)
 		}
 	}
@@ -74,29 +75,29 @@ func LoadFile(path string) (Scenario, error) {
 	return sc, nil
 }
 
-// useTrace attaches the rows to the workload. The token distributions
+// UseTrace attaches the rows to the workload. The token distributions
 // become the trace's empirical ones, so that the autoscalers that read the
 // workload's means (the oracle, KEDA's automatic threshold) and the
 // default KV-cache size see what the trace holds.
-func useTrace(w *Workload, rows []traceRow) error {
+func UseTrace(w *Workload, rows []TraceRow) error {
 	known := map[string]bool{}
 	for _, c := range w.Classes {
 		known[c.Name] = true
 	}
 	in, out := make([]float64, len(rows)), make([]float64, len(rows))
 	for j, r := range rows {
-		if r.class != "" && !known[r.class] {
+		if r.Class != "" && !known[r.Class] {
 			// The file's text is not repeated: the file may not be a trace.
 			return fmt.Errorf("request %d: its class is not one of the workload's classes (%s)", j+1, classList(w.Classes))
 		}
-		if r.prefix >= 0 && w.PrefixTokens == 0 {
+		if r.Prefix >= 0 && w.PrefixTokens == 0 {
 			return fmt.Errorf("request %d has a prefix group but the workload sets no prefixTokens", j+1)
 		}
-		in[j], out[j] = float64(r.input), float64(r.output)
+		in[j], out[j] = float64(r.Input), float64(r.Output)
 	}
 	w.Input = Tokens{Dist: "empirical", Values: in}
 	w.Output = Tokens{Dist: "empirical", Values: out}
-	w.rows = rows
+	w.Rows = rows
 	return nil
 }
 
@@ -112,14 +113,14 @@ func classList(cs []Class) string {
 	return strings.Join(names, ", ")
 }
 
-// traceRate is the highest arrival rate of the trace over 30-s windows
+// TraceRate is the highest arrival rate of the trace over 30-s windows
 // from t0 to t1 (requests/s).
-func traceRate(rows []traceRow, t0, t1 float64) float64 {
+func TraceRate(rows []TraceRow, t0, t1 float64) float64 {
 	const win = 30.0
 	peak := 0.0
 	for a := t0; a < t1 || a == t0; a += win {
-		i := sort.Search(len(rows), func(k int) bool { return rows[k].t >= a })
-		j := sort.Search(len(rows), func(k int) bool { return rows[k].t >= a+win })
+		i := sort.Search(len(rows), func(k int) bool { return rows[k].Time >= a })
+		j := sort.Search(len(rows), func(k int) bool { return rows[k].Time >= a+win })
 		peak = math.Max(peak, float64(j-i)/win)
 	}
 	return peak
@@ -165,9 +166,9 @@ func readCounts(path string) ([]float64, error) {
 	return out, nil
 }
 
-// readTrace parses a CSV with a header: seconds,input_tokens,output_tokens
+// ReadTrace parses a CSV with a header: seconds,input_tokens,output_tokens
 // and optionally class and prefix, in time order.
-func readTrace(path string) ([]traceRow, error) {
+func ReadTrace(path string) ([]TraceRow, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -188,7 +189,7 @@ func readTrace(path string) ([]traceRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	var rows []traceRow
+	var rows []TraceRow
 	last := 0.0
 	for {
 		rec, err := r.Read()
@@ -215,10 +216,10 @@ func readTrace(path string) ([]traceRow, error) {
 		if err != nil {
 			return nil, err
 		}
-		if row.t < last {
-			return nil, fmt.Errorf("%s:%d: times must not decrease (%v after %v)", path, line, row.t, last)
+		if row.Time < last {
+			return nil, fmt.Errorf("%s:%d: times must not decrease (%v after %v)", path, line, row.Time, last)
 		}
-		last = row.t
+		last = row.Time
 		rows = append(rows, row)
 	}
 	if len(rows) == 0 {
@@ -248,8 +249,8 @@ func traceColumns(head []string, path string) (map[string]int, error) {
 
 // parseRow reads one trace record; at names the line in errors, which do
 // not repeat the record's text.
-func parseRow(rec []string, col map[string]int, at string) (traceRow, error) {
-	row := traceRow{prefix: -1}
+func parseRow(rec []string, col map[string]int, at string) (TraceRow, error) {
+	row := TraceRow{Prefix: -1}
 	var vals [3]float64
 	for k, name := range []string{"seconds", "input_tokens", "output_tokens"} {
 		v, err := traceNumber(rec, col[name], name, at)
@@ -258,14 +259,14 @@ func parseRow(rec []string, col map[string]int, at string) (traceRow, error) {
 		}
 		vals[k] = v
 	}
-	row.t = vals[0]
-	if row.t < 0 || row.t > MaxDurationSeconds || vals[1] < 1 || vals[2] < 1 || vals[1] > MaxTokens || vals[2] > MaxTokens {
+	row.Time = vals[0]
+	if row.Time < 0 || row.Time > MaxDurationSeconds || vals[1] < 1 || vals[2] < 1 || vals[1] > MaxTokens || vals[2] > MaxTokens {
 		return row, fmt.Errorf("%s: seconds must be between 0 and %d, and token counts between 1 and %d", at, MaxDurationSeconds, MaxTokens)
 	}
 	if vals[1] != math.Trunc(vals[1]) || vals[2] != math.Trunc(vals[2]) {
 		return row, fmt.Errorf("%s: token counts must be whole numbers (%v, %v)", at, vals[1], vals[2])
 	}
-	row.input, row.output = int(vals[1]), int(vals[2])
+	row.Input, row.Output = int(vals[1]), int(vals[2])
 	err := row.readOptional(rec, col, at)
 	return row, err
 }
@@ -284,16 +285,16 @@ func traceNumber(rec []string, i int, name, at string) (float64, error) {
 }
 
 // readOptional reads the optional class and prefix columns of a record.
-func (row *traceRow) readOptional(rec []string, col map[string]int, at string) error {
+func (row *TraceRow) readOptional(rec []string, col map[string]int, at string) error {
 	if i, ok := col["class"]; ok && i < len(rec) {
-		row.class = strings.Clone(strings.TrimSpace(rec[i])) // not the whole record's memory
+		row.Class = strings.Clone(strings.TrimSpace(rec[i])) // not the whole record's memory
 	}
 	if i, ok := col["prefix"]; ok && i < len(rec) && strings.TrimSpace(rec[i]) != "" {
 		p, err := prefixGroup(rec[i], at)
 		if err != nil {
 			return err
 		}
-		row.prefix = p
+		row.Prefix = p
 	}
 	return nil
 }
@@ -305,37 +306,4 @@ func prefixGroup(s, at string) (int, error) {
 		return 0, fmt.Errorf("%s: column prefix: want a group number between 0 and %d", at, MaxPrefixGroups-1)
 	}
 	return p, nil
-}
-
-// WriteTrace writes the requests that model m of the scenario receives in
-// a run, in the CSV format LoadFile replays: replaying it gives the same
-// run as the synthetic workload. Use it to start a trace from a synthetic
-// workload, or to export one for another tool.
-func WriteTrace(w io.Writer, sc Scenario, m int) error {
-	if m < 0 || m >= len(sc.Models) {
-		return fmt.Errorf("no model %d (the scenario has %d)", m, len(sc.Models))
-	}
-	s := New(sc, &Static{n: 0})
-	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"seconds", "input_tokens", "output_tokens", "class", "prefix"})
-	wl := &s.sc.Models[m].Workload
-	end := s.sc.DurationSeconds
-	n := 0
-	for t := s.streams[m].next(0, end); t < end && (wl.NumRequests == 0 || n < wl.NumRequests); t = s.streams[m].next(t, end) {
-		n++
-		q := &request{model: m}
-		s.fill(q)
-		cls, prefix := "", ""
-		if len(wl.Classes) > 0 {
-			cls = wl.Classes[q.class].Name
-		}
-		if q.Prefix >= 0 {
-			prefix = strconv.Itoa(q.Prefix)
-		}
-		if err := cw.Write([]string{strconv.FormatFloat(t, 'g', -1, 64), strconv.Itoa(q.Input), strconv.Itoa(q.Output), cls, prefix}); err != nil {
-			return err
-		}
-	}
-	cw.Flush()
-	return cw.Error()
 }

@@ -1,4 +1,4 @@
-package sim
+package scenario
 
 import "math"
 
@@ -26,8 +26,8 @@ func validateKEDAEPP(a Autoscalers, add func(string, string, ...any)) {
 			add("autoscalers."+f.name, "must be a number in (0, %g] (0: the default), got %v", f.max, f.v)
 		}
 	}
-	if r := o.RuleSeconds; r > 0 && r < minPeriodSeconds {
-		add("autoscalers.kedaSlo.ruleSeconds", "must be at least %g seconds (0: the default), got %v", minPeriodSeconds, r)
+	if r := o.RuleSeconds; r > 0 && r < MinPeriodSeconds {
+		add("autoscalers.kedaSlo.ruleSeconds", "must be at least %g seconds (0: the default), got %v", MinPeriodSeconds, r)
 	}
 	if !(o.Quantile >= 0 && o.Quantile < 1) {
 		add("autoscalers.kedaSlo.quantile", "must be a quantile in (0, 1) (0: the default 0.9), got %v", o.Quantile)
@@ -40,8 +40,8 @@ func validateKEDAEPP(a Autoscalers, add func(string, string, ...any)) {
 
 // validateEPPScaler checks the settings the four paths share, under p.
 func validateEPPScaler(p string, e EPPScaler, add func(string, string, ...any)) {
-	if v := e.SyncSeconds; !(v >= 0) || math.IsInf(v, 0) || v > 0 && v < minPeriodSeconds {
-		add(p+".syncSeconds", "must be at least %g seconds (0: the default 15), got %v", minPeriodSeconds, v)
+	if v := e.SyncSeconds; !(v >= 0) || math.IsInf(v, 0) || v > 0 && v < MinPeriodSeconds {
+		add(p+".syncSeconds", "must be at least %g seconds (0: the default 15), got %v", MinPeriodSeconds, v)
 	}
 	if v := e.Tolerance; !(v >= 0 && v < 1) {
 		add(p+".tolerance", "must be in [0, 1) (0: the default 0.1), got %v", v)

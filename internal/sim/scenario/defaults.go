@@ -1,4 +1,4 @@
-package sim
+package scenario
 
 import (
 	"math"
@@ -13,10 +13,10 @@ func setDefault[T comparable](v *T, d T) {
 	}
 }
 
-// withDefaults returns a copy of the scenario with every unset field at its
+// WithDefaults returns a copy of the scenario with every unset field at its
 // default (docs/evaluation.md, "Scenario schema"); the models and their
 // variants are copied, s is not changed.
-func (s *Scenario) withDefaults() Scenario {
+func (s *Scenario) WithDefaults() Scenario {
 	c := *s
 	setDefault(&c.Seed, 1)
 	setDefault(&c.RecordSeconds, 15)
@@ -69,7 +69,7 @@ func (a Autoscalers) withDefaults() Autoscalers {
 	a.KEDATokens = a.KEDATokens.withDefaults()
 	a.KEDASLO = a.KEDASLO.withDefaults()
 	if len(a.Default) == 0 {
-		a.Default = DefaultAutoscalers()
+		a.Default = registered.Defaults()
 	}
 	return a
 }
@@ -147,7 +147,7 @@ func (v *Variant) withDefaults(w *Workload) {
 	}
 	setDefault(&v.BlockSize, 16)
 	if v.KVBlocks == 0 { // after the batch and block sizes it depends on
-		longest := w.Input.upper() + w.Output.upper()
+		longest := w.Input.Upper() + w.Output.Upper()
 		v.KVBlocks = int(math.Ceil(float64(v.MaxBatchSize)*longest/float64(v.BlockSize))) + 1
 	}
 	setDefault(&v.MaxReplicas, 10)
@@ -155,8 +155,8 @@ func (v *Variant) withDefaults(w *Workload) {
 	setDefault(&v.StartupJitterSeconds, 30)
 }
 
-// upper is the largest token count the distribution draws.
-func (t Tokens) upper() float64 {
+// Upper is the largest token count the distribution draws.
+func (t Tokens) Upper() float64 {
 	if t.Max > 0 {
 		return t.Max
 	}
@@ -172,3 +172,7 @@ func (t Tokens) upper() float64 {
 	}
 	return t.Mean + 4*t.SD
 }
+
+// DefaultBoundAttainment is the share of requests within the SLO the
+// bounds size for unless autoscalers.clairvoyantAttainment says otherwise.
+const DefaultBoundAttainment = 0.99

@@ -1,4 +1,4 @@
-package sim
+package scenario
 
 import (
 	"github.com/llm-d-incubation/wva/internal/admission"
@@ -80,10 +80,10 @@ type Fairness struct {
 
 // Admission policies by name.
 const (
-	policyAlways      = "always"
-	policyTokenBucket = "token-bucket"
-	policySLOGated    = "slo-gated"
-	policyPredictive  = "predictive"
+	PolicyAlways      = "always"
+	PolicyTokenBucket = "token-bucket"
+	PolicySLOGated    = "slo-gated"
+	PolicyPredictive  = "predictive"
 )
 
 // coefficients converts the model's coefficients to the package's
@@ -101,37 +101,37 @@ func (a *Admission) predictiveConfig() admission.PredictiveConfig {
 	}
 }
 
-// calibratorConfig starts the calibrator at the predictive policy's
+// CalibratorConfig starts the calibrator at the predictive policy's
 // coefficients.
-func (a *Admission) calibratorConfig() admission.CalibratorConfig {
+func (a *Admission) CalibratorConfig() admission.CalibratorConfig {
 	return admission.CalibratorConfig{Initial: a.Coefficients.coefficients(), Forgetting: a.Forgetting}
 }
 
-// build returns the policy the configuration names (behind the fairness
+// Build returns the policy the configuration names (behind the fairness
 // floor when set) and, for predictive, the predictive policy itself.
-func (a *Admission) build() (admission.Policy, *admission.Predictive, error) {
+func (a *Admission) Build() (admission.Policy, *admission.Predictive, error) {
 	var (
 		p    admission.Policy
 		pred *admission.Predictive
 		err  error
 	)
 	switch a.Policy {
-	case policyAlways:
+	case PolicyAlways:
 		p = admission.AlwaysAdmit{}
-	case policyTokenBucket:
+	case PolicyTokenBucket:
 		var c admission.BucketConfig
 		if a.TokenBucket != nil {
 			c = admission.BucketConfig{Rate: a.TokenBucket.Rate, Burst: a.TokenBucket.Burst}
 		}
 		p, err = admission.NewTokenBucket(c)
-	case policySLOGated:
+	case PolicySLOGated:
 		var c admission.GatedConfig
 		if g := a.SLOGated; g != nil {
 			c = admission.GatedConfig{StandardThreshold: g.StandardThreshold, SheddableThreshold: g.SheddableThreshold,
 				Fleet: admission.FleetDepth(g.Fleet)}
 		}
 		p, err = admission.NewSLOGated(c)
-	case policyPredictive:
+	case PolicyPredictive:
 		pred, err = admission.NewPredictive(a.predictiveConfig())
 		p = pred
 	default:
@@ -144,8 +144,8 @@ func (a *Admission) build() (admission.Policy, *admission.Predictive, error) {
 	return p, pred, err
 }
 
-// criticality is the admission class of a workload class.
-func (c Class) criticality() admission.Class {
+// AdmissionClass is the admission class of a workload class.
+func (c Class) AdmissionClass() admission.Class {
 	switch c.Criticality {
 	case "critical":
 		return admission.Critical
@@ -158,4 +158,13 @@ func (c Class) criticality() admission.Class {
 		return admission.Sheddable
 	}
 	return admission.Standard
+}
+
+// StepTimeSeconds is the step time assumed for a replica that reports
+// none.
+func (a *Admission) StepTimeSeconds() float64 {
+	if a.StepTimeMs > 0 {
+		return a.StepTimeMs / 1000
+	}
+	return admission.DefaultStepTime
 }

@@ -1,4 +1,4 @@
-package sim
+package scenario
 
 import (
 	"github.com/llm-d-incubation/wva/internal/tuner"
@@ -131,7 +131,7 @@ type Workload struct {
 	// ones. They need prefixGroups > 0.
 	NewPrefixGroups []NewPrefixGroup `json:"newPrefixGroups,omitempty"`
 
-	rows []traceRow // the loaded trace
+	Rows []TraceRow `json:"-"` // the loaded trace (LoadFile); not part of the schema
 }
 
 // NewPrefixGroup is a prefix group that appears at AtSeconds and takes a
@@ -160,8 +160,8 @@ type Class struct {
 	Criticality string `json:"criticality,omitempty"`
 }
 
-// requestPriority is the gateway priority of the class's requests.
-func (c Class) requestPriority() int {
+// RequestPriority is the gateway priority of the class's requests.
+func (c Class) RequestPriority() int {
 	if c.Sheddable && c.Priority == 0 {
 		return -1
 	}
