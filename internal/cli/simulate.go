@@ -15,6 +15,7 @@ import (
 
 	"github.com/llm-d-incubation/wva/examples/scenarios"
 	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/experiment"
 	"github.com/llm-d-incubation/wva/internal/sim/report"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
@@ -271,7 +272,7 @@ func (o *simulateOptions) runSeeds(cmd *cobra.Command, ctx context.Context, sc s
 		return err
 	}
 	var last time.Time
-	seeds, runs, err := sim.CompareSeeds(ctx, sc, names, all, o.parallel, func(done, total int) {
+	seeds, runs, err := experiment.CompareSeeds(ctx, sc, names, all, o.parallel, func(done, total int) {
 		if time.Since(last) < time.Second && done < total {
 			return
 		}
@@ -288,7 +289,7 @@ func (o *simulateOptions) runSeeds(cmd *cobra.Command, ctx context.Context, sc s
 	if len(runs) == 0 {
 		return errors.New("interrupted before the first seed finished")
 	}
-	ss := sim.Summarize(seeds, runs)
+	ss := experiment.Summarize(seeds, runs)
 	if !o.noFiles {
 		if err := createFile(filepath.Join(o.out, "seeds.csv"), func(w io.Writer) error { return report.WriteSeedCSV(w, ss) }); err != nil {
 			return fmt.Errorf("--out: %w", err)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/experiment"
 	"github.com/llm-d-incubation/wva/internal/sim/report"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
@@ -42,7 +42,7 @@ func (o *simulateOptions) runMatrix(cmd *cobra.Command, ctx context.Context, sc 
 	}
 	start := time.Now()
 	var last time.Time
-	runs, err := sim.RunMatrix(ctx, sc, o.parallel, func(done, total int) {
+	runs, err := experiment.RunMatrix(ctx, sc, o.parallel, func(done, total int) {
 		if time.Since(last) < time.Second && done < total {
 			return
 		}
@@ -59,7 +59,7 @@ func (o *simulateOptions) runMatrix(cmd *cobra.Command, ctx context.Context, sc 
 	if len(runs) == 0 {
 		return errors.New("interrupted before the first run finished")
 	}
-	cells := sim.SummarizeMatrix(runs)
+	cells := experiment.SummarizeMatrix(runs)
 	fmt.Fprintf(errw, "%s matrix: %d runs in %.1f s\n", sc.Name, len(runs), time.Since(start).Seconds())
 	if !o.noFiles {
 		if err := writeMatrixFiles(errw, o.out, &sc, cells); err != nil {
@@ -72,7 +72,7 @@ func (o *simulateOptions) runMatrix(cmd *cobra.Command, ctx context.Context, sc 
 	return report.WriteMatrixMarkdown(cmd.OutOrStdout(), &sc, cells)
 }
 
-func writeMatrixFiles(errw io.Writer, dir string, sc *scenario.Scenario, cells []sim.MatrixCell) error {
+func writeMatrixFiles(errw io.Writer, dir string, sc *scenario.Scenario, cells []experiment.MatrixCell) error {
 	for _, f := range []struct {
 		name  string
 		write func(io.Writer) error

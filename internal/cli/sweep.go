@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/experiment"
 	"github.com/llm-d-incubation/wva/internal/sim/report"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
@@ -24,7 +25,7 @@ func (o *simulateOptions) runSweep(cmd *cobra.Command, ctx context.Context, sc s
 	if len(names) == 0 {
 		names = sim.SweepAutoscalers()
 	}
-	spec := sim.SweepSpec{Autoscalers: names, Grids: map[string][]float64{}, Targets: o.attainment, Parallel: o.parallel}
+	spec := experiment.SweepSpec{Autoscalers: names, Grids: map[string][]float64{}, Targets: o.attainment, Parallel: o.parallel}
 	grids, err := o.parseGrids(names)
 	if err != nil {
 		return err
@@ -37,7 +38,7 @@ func (o *simulateOptions) runSweep(cmd *cobra.Command, ctx context.Context, sc s
 	for i := range o.repeat {
 		spec.Seeds = append(spec.Seeds, first+uint64(i))
 	}
-	if n := sim.SweepRuns(sc, spec); n > 20000 {
+	if n := experiment.SweepRuns(sc, spec); n > 20000 {
 		return fmt.Errorf("--sweep: %d simulations (settings × seeds) is more than 20 000; narrow --grid or --repeat", n)
 	}
 	if err := o.checkOut(); err != nil {
@@ -45,7 +46,7 @@ func (o *simulateOptions) runSweep(cmd *cobra.Command, ctx context.Context, sc s
 	}
 	start := time.Now()
 	var last time.Time
-	res, err := sim.Sweep(ctx, sc, spec, func(done, total int) {
+	res, err := experiment.Sweep(ctx, sc, spec, func(done, total int) {
 		if time.Since(last) < time.Second && done < total {
 			return
 		}
@@ -72,7 +73,7 @@ func (o *simulateOptions) runSweep(cmd *cobra.Command, ctx context.Context, sc s
 	return report.WriteSweepTable(cmd.OutOrStdout(), res)
 }
 
-func writeSweepFiles(errw io.Writer, dir string, res *sim.SweepResult) error {
+func writeSweepFiles(errw io.Writer, dir string, res *experiment.SweepResult) error {
 	files := []struct {
 		name  string
 		write func(io.Writer) error

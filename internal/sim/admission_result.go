@@ -255,7 +255,7 @@ func (t *admissionTally) finish(s *Sim) {
 			CacheHitArrived:  ratio(float64(c.hitArrived), float64(c.admitted+c.rejected)),
 			CacheHitAdmitted: ratio(float64(c.hitAdmitted), float64(c.admitted))}
 		sort.Float64s(ttfts)
-		ci := bootstrapQuantiles(ttfts, []float64{0.5, 0.99}, 1000, rand.New(rand.NewPCG(t.seed, 0xb0075+uint64(i))))
+		ci := BootstrapQuantiles(ttfts, []float64{0.5, 0.99}, 1000, rand.New(rand.NewPCG(t.seed, 0xb0075+uint64(i))))
 		ca.TTFTp50Ms, ca.TTFTp99Ms = ci[0], ci[1]
 		cs.Admission = ca
 	}
@@ -305,7 +305,7 @@ func errorStats(errs []float64) ErrorStats {
 		abs[i] = math.Abs(e)
 	}
 	sort.Float64s(abs)
-	return ErrorStats{N: len(errs), MedianAbs: 1000 * quantileSorted(abs, 0.5), P90Abs: 1000 * quantileSorted(abs, 0.9),
+	return ErrorStats{N: len(errs), MedianAbs: 1000 * QuantileSorted(abs, 0.5), P90Abs: 1000 * QuantileSorted(abs, 0.9),
 		MeanSigned: 1000 * sum / float64(len(errs))}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 	"github.com/llm-d-incubation/wva/internal/sim/server"
+	"github.com/llm-d-incubation/wva/internal/sim/simtest"
 )
 
 // The tests in this file pin gateway.admission in the simulator on cases
@@ -165,7 +166,7 @@ func TestPrefixMatchedOnce(t *testing.T) {
 // simulation as it is without admission (it adds figures only), and a
 // scenario without admission writes no admission keys.
 func TestAlwaysAdmitChangesNothing(t *testing.T) {
-	sc := builtin(t, "admission-matrix", 20)
+	sc := simtest.Builtin(t, "admission-matrix", 20)
 	sc.Gateway.Admission = &scenario.Admission{Policy: scenario.PolicyAlways}
 	with := New(sc, &Static{n: 8}).Run(context.Background(), nil)
 	sc.Gateway.Admission = nil
@@ -190,7 +191,7 @@ func TestAlwaysAdmitChangesNothing(t *testing.T) {
 // closer than the initial coefficients', and it learned from every
 // admitted request.
 func TestCalibrationLearns(t *testing.T) {
-	sc := builtin(t, "admission-matrix", 30)
+	sc := simtest.Builtin(t, "admission-matrix", 30)
 	sc.Gateway.Admission = &scenario.Admission{Policy: scenario.PolicyPredictive, Calibrate: true, Coefficients: scenario.Coefficients{Beta0Ms: 70}}
 	res := New(sc, &Static{n: 8}).Run(context.Background(), nil)
 	e, c := res.Admission.EstimateErrorMs, res.Admission.Calibration
@@ -207,7 +208,7 @@ func TestCalibrationLearns(t *testing.T) {
 // TestNewPrefixGroups: the new group takes its share of the arrivals from
 // its start on, and none before.
 func TestNewPrefixGroups(t *testing.T) {
-	sc := builtin(t, "admission-matrix", 60)
+	sc := simtest.Builtin(t, "admission-matrix", 60)
 	sc.Models[0].Workload.NewPrefixGroups = []scenario.NewPrefixGroup{{AtSeconds: 30, Share: 0.1}}
 	sc.Gateway.Admission = &scenario.Admission{Policy: scenario.PolicyAlways}
 	res := New(sc, &Static{n: 8}).Run(context.Background(), nil)

@@ -8,13 +8,14 @@ import (
 
 	"github.com/llm-d-incubation/wva/internal/engine"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
+	"github.com/llm-d-incubation/wva/internal/sim/simtest"
 )
 
 // TestHPAMetricsCombine: like the HPA controller, each metric proposes a
 // count and the largest wins, so an empty queue does not scale down a
 // fleet whose KV cache is at its target.
 func TestHPAMetricsCombine(t *testing.T) {
-	sc := builtin(t, "staircase", 0)
+	sc := simtest.Builtin(t, "staircase", 0)
 	view := func(now, queue, kv float64, n int) *View {
 		vv := VariantView{Current: n, Ready: n, MinReplicas: 1, MaxReplicas: 20}
 		for range n {
@@ -80,8 +81,8 @@ func TestWVADeletionCosts(t *testing.T) {
 // controller's) wakes the model within seconds of the first request, not
 // at the next 30-s cycle; the requests waiting at the gateway see it.
 func TestWVAFastLoopWakes(t *testing.T) {
-	sc := builtin(t, "scale-from-zero", 420) // first burst at 300 s
-	sc.Autoscalers.WVA.IntervalSeconds = 45  // the cycle would act at 315 s at the earliest
+	sc := simtest.Builtin(t, "scale-from-zero", 420) // first burst at 300 s
+	sc.Autoscalers.WVA.IntervalSeconds = 45          // the cycle would act at 315 s at the earliest
 	woke := func(fast float64) float64 {
 		s := sc
 		s.Autoscalers.WVA.ScaleFromZeroIntervalSeconds = fast
@@ -110,7 +111,7 @@ func TestWVAFastLoopWakes(t *testing.T) {
 // TestWVAEngineErrorsWarn: an engine error holds the variants and is
 // reported on the result rather than ignored.
 func TestWVAEngineErrorsWarn(t *testing.T) {
-	sc := builtin(t, "staircase", 120)
+	sc := simtest.Builtin(t, "staircase", 120)
 	sc.Autoscalers.WVA.Optimizer = "limited" // no inventory: the engine rejects every snapshot
 	a, err := NewAutoscaler("wva", &sc)
 	if err != nil {
@@ -127,7 +128,7 @@ func TestWVAEngineErrorsWarn(t *testing.T) {
 // gateway saturation on); the periodic cycles keep their times. With it
 // off (the default) every cycle is a periodic one.
 func TestWVASurgeExtraCycles(t *testing.T) {
-	sc := builtin(t, "mixed-slo", 900)
+	sc := simtest.Builtin(t, "mixed-slo", 900)
 	sc.Autoscalers.WVA.IntervalSeconds = 60
 	cycles := func(surge bool) (periodic, extra int) {
 		s := sc
@@ -159,7 +160,7 @@ func TestWVASurgeExtraCycles(t *testing.T) {
 // the proposed count overflow int; it must read as the most replicas, not
 // wrap to a negative count that holds or scales down.
 func TestBaselinesHugeRatios(t *testing.T) {
-	sc := builtin(t, "staircase", 0)
+	sc := simtest.Builtin(t, "staircase", 0)
 	sc.Autoscalers.HPA.QueueTarget = 1e-300
 	sc.Autoscalers.KEDA.Threshold = 1e-300
 	view := &View{Now: 0, Scenario: &sc, GatewayWaiting: []int{0}, Variants: []VariantView{{Current: 2, Ready: 2, MinReplicas: 1, MaxReplicas: 20,

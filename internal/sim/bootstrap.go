@@ -20,9 +20,9 @@ type Interval struct {
 // B of 1 000 or more for percentile intervals).
 const bootstrapResamples = 2000
 
-// quantileSorted is the p-quantile of ascending v, linearly interpolated
+// QuantileSorted is the p-quantile of ascending v, linearly interpolated
 // at rank p·(n − 1) as percentiles (and numpy) do.
-func quantileSorted(v []float64, p float64) float64 {
+func QuantileSorted(v []float64, p float64) float64 {
 	x := p * float64(len(v)-1)
 	i := int(x)
 	if i+1 >= len(v) {
@@ -31,7 +31,7 @@ func quantileSorted(v []float64, p float64) float64 {
 	return v[i] + (x-float64(i))*(v[i+1]-v[i])
 }
 
-// bootstrapQuantiles returns, for each p of ps, the sample's p-quantile
+// BootstrapQuantiles returns, for each p of ps, the sample's p-quantile
 // and its 95 % percentile-bootstrap interval (Efron & Tibshirani, §13.3):
 // the 2.5 % and 97.5 % points of the p-quantiles of B resamples of n
 // values drawn with replacement. sorted is the sample, ascending; the
@@ -47,7 +47,7 @@ func quantileSorted(v []float64, p float64) float64 {
 // Wiley, 2003, §2.1–2.2). Each resample's quantile has exactly the
 // distribution it has under naive resampling, at O(1) cost instead of
 // O(n); the intervals are marginal, so each quantile has its own draws.
-func bootstrapQuantiles(sorted []float64, ps []float64, scale float64, rng *rand.Rand) []Interval {
+func BootstrapQuantiles(sorted []float64, ps []float64, scale float64, rng *rand.Rand) []Interval {
 	out := make([]Interval, len(ps))
 	n := len(sorted)
 	if n == 0 {
@@ -69,8 +69,8 @@ func bootstrapQuantiles(sorted []float64, ps []float64, scale float64, rng *rand
 			est[b] = lo + frac*(hi-lo)
 		}
 		sort.Float64s(est)
-		out[k] = Interval{Value: scale * quantileSorted(sorted, p), Low: scale * quantileSorted(est, 0.025),
-			High: scale * quantileSorted(est, 0.975)}
+		out[k] = Interval{Value: scale * QuantileSorted(sorted, p), Low: scale * QuantileSorted(est, 0.025),
+			High: scale * QuantileSorted(est, 0.975)}
 	}
 	return out
 }

@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"testing"
+
+	"github.com/llm-d-incubation/wva/internal/sim/simtest"
 )
 
 // TestDrainBeforeScaleDown: on falling demand with long outputs and vLLM's
@@ -10,7 +12,7 @@ import (
 // first, and many without the drain; HPA, which cannot drain, terminates
 // requests on the same run.
 func TestDrainBeforeScaleDown(t *testing.T) {
-	sc := builtin(t, "long-outputs", 960) // the first drop, 20 → 8 requests/s at 600 s
+	sc := simtest.Builtin(t, "long-outputs", 960) // the first drop, 20 → 8 requests/s at 600 s
 	run := func(name string, timeout *float64) *Result {
 		t.Helper()
 		c := sc

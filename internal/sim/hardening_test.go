@@ -9,80 +9,25 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/llm-d-incubation/wva/examples/scenarios"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
+	"github.com/llm-d-incubation/wva/internal/sim/simtest"
 )
-
-// heavy is a scenario whose every simulated minute takes seconds of wall
-// time: 100 000 requests/s on one replica, the rest waiting at the gateway.
-func heavy(t testing.TB) scenario.Scenario {
-	t.Helper()
-	sc, err := scenario.ParseScenario([]byte(`
-name: heavy
-durationSeconds: 120
-models:
-  - name: m
-    slo: {ttftMs: 1000, itlMs: 50}
-    workload: {rate: {pattern: constant, rps: 100000}, input: {mean: 64}, output: {mean: 16}}
-    variants: [{name: v, accelerator: H100, params: {alpha: 5, beta: 0.01, gamma: 0.00001}, initialReplicas: 1, minReplicas: 1}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sc
-}
-
-// countdown is a context cancelled by its own use, not by the clock: its
-// Err reports nil for the first calls and Canceled from the call that
-// exhausts them on, when Done closes too and onCancel runs. A run that
-// stops on it stops at a point the test knows, however busy the machine.
-type countdown struct {
-	context.Context
-	mu       sync.Mutex
-	left     int
-	done     chan struct{}
-	onCancel func()
-}
-
-func newCountdown(calls int, onCancel func()) *countdown {
-	return &countdown{Context: context.Background(), left: calls, done: make(chan struct{}), onCancel: onCancel}
-}
-
-func (c *countdown) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.left > 0 {
-		c.left--
-		if c.left == 0 {
-			close(c.done)
-			if c.onCancel != nil {
-				c.onCancel()
-			}
-		}
-	}
-	if c.left == 0 {
-		return context.Canceled
-	}
-	return nil
-}
-
-func (c *countdown) Done() <-chan struct{} { return c.done }
 
 // TestCancelStopsRun: a cancelled context stops a run within
 // cancelCheckEvents events of the cancellation (a few milliseconds of
 // work, even where a simulated minute takes far longer), and the run says
-// it was interrupted; a comparison, a comparison over seeds and a sweep
-// stop too and keep no partial point.
+// it was interrupted; a comparison stops too and keeps no partial run
+// (experiment's TestCancelStopsExperiments: over seeds and a sweep).
 func TestCancelStopsRun(t *testing.T) {
-	sc := heavy(t)
+	sc := simtest.Heavy(t)
 	t.Run("run", func(t *testing.T) {
 		s := New(sc, &Static{n: 1})
 		handled, atCancel := 0, -1
 		s.check = func(*Sim, *event) { handled++ }
-		res := s.Run(newCountdown(3, func() { atCancel = handled }), nil)
+		res := s.Run(simtest.Countdown(3, func() { atCancel = handled }), nil)
 		if !res.Interrupted || res.Arrived == 0 || atCancel < 0 {
 			t.Fatalf("interrupted %v after %d requests (cancelled at event %d)", res.Interrupted, res.Arrived, atCancel)
 		}
@@ -94,21 +39,9 @@ func TestCancelStopsRun(t *testing.T) {
 		}
 	})
 	t.Run("compare", func(t *testing.T) {
-		rs, err := Compare(newCountdown(3, nil), sc, []string{"hpa", "static:1"}, nil)
+		rs, err := Compare(simtest.Countdown(3, nil), sc, []string{"hpa", "static:1"}, nil)
 		if err != nil || len(rs) != 1 || !rs[0].Interrupted {
 			t.Errorf("results %d (error %v): want the first run, interrupted, and no second", len(rs), err)
-		}
-	})
-	t.Run("seeds", func(t *testing.T) {
-		seeds, _, err := CompareSeeds(newCountdown(3, nil), sc, []string{"static:1"}, []uint64{1, 2, 3}, 2, nil)
-		if err != nil || len(seeds) != 0 {
-			t.Errorf("seeds %v, error %v", seeds, err)
-		}
-	})
-	t.Run("sweep", func(t *testing.T) {
-		res, err := Sweep(newCountdown(3, nil), sc, SweepSpec{Autoscalers: []string{"clairvoyant"}, Seeds: []uint64{1, 2}, Parallel: 2}, nil)
-		if err != nil || !res.Interrupted || len(res.Points) != 0 {
-			t.Errorf("sweep %+v, error %v", res, err)
 		}
 	})
 }
@@ -260,7 +193,7 @@ func TestScenarioFieldValidation(t *testing.T) {
 // the size limits (a tenth of each at most).
 func TestShippedScenariosWithinLimits(t *testing.T) {
 	for _, name := range scenario.BuiltinNames(scenarios.FS) {
-		sc := builtin(t, name, 0)
+		sc := simtest.Builtin(t, name, 0)
 		c := sc.WithDefaults()
 		requests, blocks := 0.0, 0.0
 		for _, m := range c.Models {
@@ -397,7 +330,7 @@ func TestTokenDrawsBounded(t *testing.T) {
 // first place; that the plots turn such a cost into an error is checked in
 // package report, TestPlotsNeverPanic.
 func TestHugeCostRefused(t *testing.T) {
-	sc := builtin(t, "staircase", 120)
+	sc := simtest.Builtin(t, "staircase", 120)
 	sc.Models[0].Variants[0].Cost = 1e17
 	if err := sc.Validate(); err == nil || !strings.Contains(err.Error(), "cost: must be at most 1e+12 per replica-hour") {
 		t.Errorf("cost 1e17: %v", err)
@@ -407,7 +340,7 @@ func TestHugeCostRefused(t *testing.T) {
 // TestNamesPrintable: names with control characters (printed raw to the
 // terminal by the tables) or beyond 256 bytes are refused, quoted escaped.
 func TestNamesPrintable(t *testing.T) {
-	sc := builtin(t, "staircase", 60)
+	sc := simtest.Builtin(t, "staircase", 60)
 	sc.Models[0].Name = "llama\x1b[31m"
 	sc.Models[0].Variants[0].Name = strings.Repeat("v", 300)
 	err := sc.Validate()
@@ -420,7 +353,7 @@ func TestNamesPrintable(t *testing.T) {
 // TestFractionalTokenCounts: an empirical distribution's counts are whole
 // numbers (3.5 was truncated to 3 in silence).
 func TestFractionalTokenCounts(t *testing.T) {
-	sc := builtin(t, "staircase", 60)
+	sc := simtest.Builtin(t, "staircase", 60)
 	sc.Models[0].Workload.Output = scenario.Tokens{Dist: "empirical", Values: []float64{100, 3.5}}
 	if err := sc.Validate(); err == nil || !strings.Contains(err.Error(), "output.values[1]: must be a whole token count between 1 and 10000000, got 3.5") {
 		t.Errorf("%v", err)

@@ -13,7 +13,7 @@ func init() {
 		New: func(sc *scenario.Scenario, _ string) (Autoscaler, error) {
 			return &HPA{cfg: sc.Autoscalers.HPA, recs: map[int][]rec{}}, nil
 		},
-		Knobs: map[string]knob{
+		Knobs: map[string]Knob{
 			"kvTarget": {[]float64{0.3, 0.5, 0.7, 0.9},
 				func(a *scenario.Autoscalers) *float64 { return &a.HPA.KVTarget }, 0, fromZero(1, true, false)},
 			"queueTarget": {[]float64{1, 3, 10},

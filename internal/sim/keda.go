@@ -11,7 +11,7 @@ func init() {
 	registerBaseline(Baseline{Name: "keda", Order: 30, Sweep: true,
 		Summary: "threshold scaling on requests in the system, with scale to zero",
 		New:     func(sc *scenario.Scenario, _ string) (Autoscaler, error) { return newKEDA(sc), nil },
-		Knobs: map[string]knob{
+		Knobs: map[string]Knob{
 			"thresholdFraction": {[]float64{0.25, 0.5, 0.75, 1},
 				func(a *scenario.Autoscalers) *float64 { return &a.KEDA.ThresholdFraction }, 0, fromZero(100, true, false)},
 			"threshold": {nil,

@@ -168,13 +168,13 @@ func freeAccelerators(v *View, out []int) map[string]int {
 }
 
 func init() {
-	reg := func(name, summary string, order int, knobs map[string]knob, build func(*scenario.Scenario) *kedaEPP) {
+	reg := func(name, summary string, order int, knobs map[string]Knob, build func(*scenario.Scenario) *kedaEPP) {
 		registerBaseline(Baseline{Name: name, Order: order, Sweep: true, Summary: summary, Knobs: knobs,
 			New: func(sc *scenario.Scenario, _ string) (Autoscaler, error) { return build(sc), nil }})
 	}
 	queue := func(a *scenario.Autoscalers) *scenario.EPPScaler { return &a.KEDAQueue.EPPScaler }
 	reg("keda-queue", "llm-d's KEDA guide on the endpoint picker's queued and running requests", 31,
-		map[string]knob{
+		map[string]Knob{
 			"queueThreshold": {nil, func(a *scenario.Autoscalers) *float64 { return &a.KEDAQueue.QueueThreshold }, 0, fromZero(1e6, true, false)},
 			"runningThreshold": {[]float64{4, 8, 16, 32},
 				func(a *scenario.Autoscalers) *float64 { return &a.KEDAQueue.RunningThreshold }, 0, fromZero(1e6, true, false)},
@@ -183,7 +183,7 @@ func init() {
 		}, newKEDAQueue)
 	sat := func(a *scenario.Autoscalers) *scenario.EPPScaler { return &a.KEDASaturation.EPPScaler }
 	reg("keda-saturation", "llm-d's KEDA guide on the endpoint picker's pool saturation and running requests", 32,
-		map[string]knob{
+		map[string]Knob{
 			"saturationThreshold": {nil, func(a *scenario.Autoscalers) *float64 { return &a.KEDASaturation.SaturationThreshold }, 0, fromZero(1e6, true, false)},
 			"runningThreshold": {[]float64{4, 8, 16, 32},
 				func(a *scenario.Autoscalers) *float64 { return &a.KEDASaturation.RunningThreshold }, 0, fromZero(1e6, true, false)},
@@ -192,7 +192,7 @@ func init() {
 		}, newKEDASaturation)
 	tok := func(a *scenario.Autoscalers) *scenario.EPPScaler { return &a.KEDATokens.EPPScaler }
 	reg("keda-tokens", "llm-d's token-aware KEDA guide: seconds of prefill backlog and KV-cache usage", 33,
-		map[string]knob{
+		map[string]Knob{
 			"backlogSeconds": {[]float64{0.5, 1, 1.5, 3},
 				func(a *scenario.Autoscalers) *float64 { return &a.KEDATokens.BacklogSeconds }, 0, fromZero(3600, true, false)},
 			"kvThreshold": {[]float64{0.5, 0.8},
@@ -202,7 +202,7 @@ func init() {
 		}, newKEDATokens)
 	slo := func(a *scenario.Autoscalers) *scenario.EPPScaler { return &a.KEDASLO.EPPScaler }
 	reg("keda-slo", "llm-d's SLO-aware KEDA guide: P90 TTFT and TPOT against the SLO, through its control law", 34,
-		map[string]knob{
+		map[string]Knob{
 			"thetaUp": {[]float64{0.45, 0.55, 0.7, 0.85},
 				func(a *scenario.Autoscalers) *float64 { return &a.KEDASLO.ThetaUp }, 0, fromZero(10, true, false)},
 			"thetaDown":              {nil, func(a *scenario.Autoscalers) *float64 { return &a.KEDASLO.ThetaDown }, 0, fromZero(10, true, false)},

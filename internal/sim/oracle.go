@@ -13,7 +13,7 @@ func init() {
 			return &Clairvoyant{interval: sc.Autoscalers.OracleIntervalSeconds, margin: sc.Autoscalers.ClairvoyantMargin,
 				b: newBound(sc)}, nil
 		},
-		Knobs: map[string]knob{
+		Knobs: map[string]Knob{
 			"margin": {[]float64{0, 0.15, 0.3, 0.5, 0.75, 1},
 				func(a *scenario.Autoscalers) *float64 { return &a.ClairvoyantMargin }, 0, fromZero(100, false, false)},
 			"attainment": {nil,

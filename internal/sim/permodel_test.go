@@ -4,13 +4,15 @@ import (
 	"context"
 	"math"
 	"testing"
+
+	"github.com/llm-d-incubation/wva/internal/sim/simtest"
 )
 
 // TestPerModelAddsUp: each model's figures add up to the fleet's, and a
 // model's attainment is its own (shared-budget's two models, where the
 // batch model's priority 2 leaves it behind under the shared inventory).
 func TestPerModelAddsUp(t *testing.T) {
-	sc := builtin(t, "shared-budget", 1500)
+	sc := simtest.Builtin(t, "shared-budget", 1500)
 	rs, err := Compare(context.Background(), sc, []string{"wva", "hpa"}, nil)
 	if err != nil {
 		t.Fatal(err)

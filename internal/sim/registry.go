@@ -30,7 +30,7 @@ type Baseline struct {
 	New func(sc *scenario.Scenario, arg string) (Autoscaler, error)
 	// Knobs are the settings a sweep can vary, by key without the
 	// "name." prefix.
-	Knobs map[string]knob
+	Knobs map[string]Knob
 	// Bound: a reference to compare against (it knows the future), not a
 	// rival: no dominance check against it.
 	Bound bool
@@ -47,7 +47,7 @@ var baselines []*Baseline
 // knobs are the settings a sweep can vary, by "autoscaler.key", filled
 // from the registry. The defaults' value of every knob is always added to
 // its grid, so the sweep contains the default point of each autoscaler.
-var knobs = map[string]knob{}
+var knobs = map[string]Knob{}
 
 // registerBaseline adds b to the registry; a name registered twice is a
 // programming error.
@@ -149,9 +149,9 @@ func orList(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-// baselineOf is the registered baseline of a run's autoscaler name, nil
+// BaselineOf is the registered baseline of a run's autoscaler name, nil
 // for one not registered (a test's own).
-func baselineOf(name string) *Baseline {
+func BaselineOf(name string) *Baseline {
 	b, _, err := lookup(name)
 	if err != nil {
 		return nil
@@ -195,7 +195,7 @@ func CheckAutoscalers(names []string) error {
 // (Baseline.Instant): such a run wins no seed, and the seeds' table says
 // so.
 func Instant(name string) bool {
-	b := baselineOf(name)
+	b := BaselineOf(name)
 	return b != nil && b.Instant
 }
 

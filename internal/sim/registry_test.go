@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/llm-d-incubation/wva/internal/sim/simtest"
 )
 
 // TestRegistryNames: the registered names in order, and the defaults.
@@ -14,7 +16,7 @@ func TestRegistryNames(t *testing.T) {
 	if got := DefaultAutoscalers(); !slices.Equal(got, []string{"wva", "hpa", "clairvoyant"}) {
 		t.Errorf("defaults %v", got)
 	}
-	if baselineOf("oracle") == nil || !Instant("oracle") || Instant("clairvoyant") || !baselineOf("clairvoyant").Bound {
+	if BaselineOf("oracle") == nil || !Instant("oracle") || Instant("clairvoyant") || !BaselineOf("clairvoyant").Bound {
 		t.Error("oracle is the instant bound; clairvoyant a bound that is not instant")
 	}
 }
@@ -22,7 +24,7 @@ func TestRegistryNames(t *testing.T) {
 // TestRegistryBuilds: every registered autoscaler builds under its name
 // for a shipped scenario, and its runs carry that name.
 func TestRegistryBuilds(t *testing.T) {
-	sc := builtin(t, "staircase", 0)
+	sc := simtest.Builtin(t, "staircase", 0)
 	for _, name := range ExampleNames() {
 		a, err := NewAutoscaler(name, &sc)
 		if err != nil {
@@ -38,12 +40,12 @@ func TestRegistryBuilds(t *testing.T) {
 // valid default grid.
 func TestRegistryKnobs(t *testing.T) {
 	for key, k := range knobs {
-		b := baselineOf(knobAutoscaler(key))
-		if b == nil || b.Knobs[strings.TrimPrefix(key, b.Name+".")].field == nil {
+		b := BaselineOf(KnobAutoscaler(key))
+		if b == nil || b.Knobs[strings.TrimPrefix(key, b.Name+".")].Field == nil {
 			t.Errorf("knob %s belongs to no registered autoscaler", key)
 		}
-		for _, v := range k.grid {
-			if err := k.check(v); err != nil {
+		for _, v := range k.Grid {
+			if err := k.Check(v); err != nil {
 				t.Errorf("knob %s: default grid value %v: %v", key, v, err)
 			}
 		}
@@ -53,7 +55,7 @@ func TestRegistryKnobs(t *testing.T) {
 // TestRegistryLookup: names resolve with their parameter in canonical
 // form; an unknown name lists the known ones.
 func TestRegistryLookup(t *testing.T) {
-	sc := builtin(t, "staircase", 0)
+	sc := simtest.Builtin(t, "staircase", 0)
 	if b, arg, err := lookup("static:007"); err != nil || b.Name != "static" || arg != "7" {
 		t.Errorf("static:007: %v %q %v", b, arg, err)
 	}

@@ -114,6 +114,15 @@ type ClassStats struct {
 	Admission *ClassAdmission `json:"admission,omitempty"`
 }
 
+// ClassNames are every model's classes in order, named "model/class".
+func (r *Result) ClassNames() []string { return r.classNames }
+
+// ClassAt is the i-th class in ClassNames' order.
+func (r *Result) ClassAt(i int) *ClassStats { return r.classKeys[i] }
+
+// ClassTTFTs are the i-th class's TTFTs in seconds (ClassNames' order).
+func (r *Result) ClassTTFTs(i int) []float64 { return r.classTTFTs[i] }
+
 // class returns the stats of class i of model m (a throwaway entry when
 // the model has no classes).
 func (r *Result) class(m, i int) *ClassStats {

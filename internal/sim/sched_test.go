@@ -10,6 +10,7 @@ import (
 
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 	"github.com/llm-d-incubation/wva/internal/sim/server"
+	"github.com/llm-d-incubation/wva/internal/sim/simtest"
 )
 
 // runOrder replays rows on one replica with the scheduling policy and
@@ -94,7 +95,7 @@ func TestPriorityPreemptionVictim(t *testing.T) {
 // TestWaitCounts: a replica's waiting requests by priority add up to its
 // queue after every event of a busy priority-fcfs run.
 func TestWaitCounts(t *testing.T) {
-	sc := builtin(t, "admission-matrix", 10)
+	sc := simtest.Builtin(t, "admission-matrix", 10)
 	sc.Models[0].Workload.Rate.RPS = 1100
 	sc.Models[0].Variants[0].SchedulingPolicy = server.PolicyPriority
 	sc.Models[0].Variants[0].KVBlocks = 3000
@@ -125,7 +126,7 @@ func TestBootstrapQuantiles(t *testing.T) {
 		sample[i] = math.Exp(rng.NormFloat64())
 	}
 	sort.Float64s(sample)
-	got := bootstrapQuantiles(sample, []float64{0.5, 0.99}, 1, rand.New(rand.NewPCG(7, 7)))
+	got := BootstrapQuantiles(sample, []float64{0.5, 0.99}, 1, rand.New(rand.NewPCG(7, 7)))
 	for k, p := range []float64{0.5, 0.99} {
 		naive := make([]float64, 20000)
 		re := make([]float64, len(sample))
@@ -134,23 +135,23 @@ func TestBootstrapQuantiles(t *testing.T) {
 				re[i] = sample[rng.IntN(len(sample))]
 			}
 			sort.Float64s(re)
-			naive[b] = quantileSorted(re, p)
+			naive[b] = QuantileSorted(re, p)
 		}
 		sort.Float64s(naive)
-		lo, hi := quantileSorted(naive, 0.025), quantileSorted(naive, 0.975)
+		lo, hi := QuantileSorted(naive, 0.025), QuantileSorted(naive, 0.975)
 		width := hi - lo
 		if math.Abs(got[k].Low-lo) > 0.15*width || math.Abs(got[k].High-hi) > 0.15*width {
 			t.Errorf("p%v: interval [%v, %v], naive resampling [%v, %v]", 100*p, got[k].Low, got[k].High, lo, hi)
 		}
-		if !(got[k].Low <= got[k].Value && got[k].Value <= got[k].High) || got[k].Value != quantileSorted(sample, p) {
+		if !(got[k].Low <= got[k].Value && got[k].Value <= got[k].High) || got[k].Value != QuantileSorted(sample, p) {
 			t.Errorf("p%v: %+v", 100*p, got[k])
 		}
 	}
-	again := bootstrapQuantiles(sample, []float64{0.5, 0.99}, 1, rand.New(rand.NewPCG(7, 7)))
+	again := BootstrapQuantiles(sample, []float64{0.5, 0.99}, 1, rand.New(rand.NewPCG(7, 7)))
 	if !slices.Equal(got, again) {
 		t.Errorf("same seed: %v, then %v", got, again)
 	}
-	flat := bootstrapQuantiles([]float64{3, 3, 3}, []float64{0.99}, 1000, rand.New(rand.NewPCG(1, 1)))
+	flat := BootstrapQuantiles([]float64{3, 3, 3}, []float64{0.99}, 1000, rand.New(rand.NewPCG(1, 1)))
 	if flat[0] != (Interval{3000, 3000, 3000}) {
 		t.Errorf("constant sample: %+v", flat[0])
 	}

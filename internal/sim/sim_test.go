@@ -11,20 +11,9 @@ import (
 	"github.com/llm-d-incubation/wva/examples/scenarios"
 	"github.com/llm-d-incubation/wva/internal/queueing"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
+	"github.com/llm-d-incubation/wva/internal/sim/simtest"
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
-
-func builtin(t testing.TB, name string, seconds float64) scenario.Scenario {
-	t.Helper()
-	sc, err := scenario.Builtin(scenarios.FS, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if seconds > 0 {
-		sc.DurationSeconds = seconds
-	}
-	return sc
-}
 
 // TestDeterministic: the same scenario and seed give byte-identical JSON,
 // and another seed, for the same autoscalers, another run of each (the
@@ -32,7 +21,7 @@ func builtin(t testing.TB, name string, seconds float64) scenario.Scenario {
 // otherwise differ by that field alone).
 func TestDeterministic(t *testing.T) {
 	defer smallMeasurements()()
-	sc := builtin(t, "bursty", 900)
+	sc := simtest.Builtin(t, "bursty", 900)
 	names := ExampleNames() // every registered autoscaler
 	run := func(seed uint64) []*Result {
 		t.Helper()
@@ -106,7 +95,7 @@ func TestInvariants(t *testing.T) {
 	for _, name := range scenario.BuiltinNames(scenarios.FS) {
 		for _, as := range ExampleNames() {
 			t.Run(name+"/"+as, func(t *testing.T) {
-				sc := builtin(t, name, 0)
+				sc := simtest.Builtin(t, name, 0)
 				peak, tokens := 0.0, 0.0
 				for _, m := range sc.Models {
 					r := m.Workload.Rate.Peak(sc.DurationSeconds)
@@ -296,7 +285,7 @@ models:
 // BenchmarkSimulator: a large scenario, in simulated requests per wall
 // minute (target: at least 5 million).
 func BenchmarkSimulator(b *testing.B) {
-	sc := builtin(b, "diurnal", 0)
+	sc := simtest.Builtin(b, "diurnal", 0)
 	sc.Models[0].Workload.Rate = scenario.Rate{Pattern: "constant", RPS: 60}
 	sc.DurationSeconds = 1200
 	sc.Models[0].Variants[0].MaxReplicas = 40

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
+	"github.com/llm-d-incubation/wva/internal/sim/simtest"
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
@@ -240,7 +241,7 @@ func TestWorkloadValidation(t *testing.T) {
 // TestTraceRoundTrip: replaying the trace WriteTrace records of a
 // synthetic workload (with classes and prefixes) gives the very same run.
 func TestTraceRoundTrip(t *testing.T) {
-	sc := builtin(t, "bursty", 900)
+	sc := simtest.Builtin(t, "bursty", 900)
 	w := &sc.Models[0].Workload
 	w.Classes = []scenario.Class{
 		{Name: "chat", Share: 0.7, SLO: sc.Models[0].SLO},

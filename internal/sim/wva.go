@@ -69,7 +69,7 @@ func init() {
 	registerBaseline(Baseline{Name: "wva", Order: 10, Default: true, Sweep: true,
 		Summary: "WVA's decision engine, the same code as the controller",
 		New:     func(sc *scenario.Scenario, _ string) (Autoscaler, error) { return newWVA(sc), nil },
-		Knobs: map[string]knob{
+		Knobs: map[string]Knob{
 			"spareQuantile": {[]float64{0.5, 0.8, 0.95, 0.99},
 				func(a *scenario.Autoscalers) *float64 { return &a.WVA.SpareQuantile }, engine.DefaultSpareQuantile, fromZero(1, true, true)},
 			"ttftAttainment": {[]float64{0, 0.99},

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/experiment"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
@@ -119,11 +120,11 @@ func TestGoldenResults(t *testing.T) {
 // the golden scenario.
 func TestGoldenSeeds(t *testing.T) {
 	sc, _ := goldenRun(t)
-	seeds, runs, err := sim.CompareSeeds(context.Background(), sc, goldenAutoscalers, []uint64{1, 2}, 2, nil)
+	seeds, runs, err := experiment.CompareSeeds(context.Background(), sc, goldenAutoscalers, []uint64{1, 2}, 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss := sim.Summarize(seeds, runs)
+	ss := experiment.Summarize(seeds, runs)
 	checkGolden(t, "seeds", render(t, func(b *bytes.Buffer) error { return WriteSeedTable(b, ss) }))
 	checkGolden(t, "seeds.csv", render(t, func(b *bytes.Buffer) error { return WriteSeedCSV(b, ss) }))
 }
@@ -132,7 +133,7 @@ func TestGoldenSeeds(t *testing.T) {
 // (the oracle) wins no seed, and its BEST SLO column says "-"; no
 // summaries print nothing.
 func TestSeedTableInstant(t *testing.T) {
-	ss := []sim.SeedSummary{{Autoscaler: "wva", Seeds: []uint64{1, 2}, Wins: 2}, {Autoscaler: "oracle", Seeds: []uint64{1, 2}}}
+	ss := []experiment.SeedSummary{{Autoscaler: "wva", Seeds: []uint64{1, 2}, Wins: 2}, {Autoscaler: "oracle", Seeds: []uint64{1, 2}}}
 	var b bytes.Buffer
 	if err := WriteSeedTable(&b, ss); err != nil {
 		t.Fatal(err)
@@ -156,10 +157,10 @@ func TestSeedTableInstant(t *testing.T) {
 // frontier plot is written.
 func TestGoldenSweep(t *testing.T) {
 	sc, _ := goldenRun(t)
-	spec := sim.SweepSpec{Autoscalers: []string{"wva", "hpa"}, Seeds: []uint64{1, 2}, Parallel: 2, Targets: []float64{50, 60, 95},
+	spec := experiment.SweepSpec{Autoscalers: []string{"wva", "hpa"}, Seeds: []uint64{1, 2}, Parallel: 2, Targets: []float64{50, 60, 95},
 		Grids: map[string][]float64{"hpa.kvTarget": {0.9}, "hpa.queueTarget": {1, 3}, "wva.spareQuantile": {0.5},
 			"wva.ttftAttainment": {0}, "wva.kvCacheThreshold": {0.8}}}
-	r, err := sim.Sweep(context.Background(), sc, spec, nil)
+	r, err := experiment.Sweep(context.Background(), sc, spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,11 +9,12 @@ import (
 	"strings"
 
 	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/experiment"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // WriteMatrixJSON writes the cells.
-func WriteMatrixJSON(w io.Writer, cells []sim.MatrixCell) error {
+func WriteMatrixJSON(w io.Writer, cells []experiment.MatrixCell) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(cells)
@@ -21,7 +22,7 @@ func WriteMatrixJSON(w io.Writer, cells []sim.MatrixCell) error {
 
 // WriteMatrixCSV writes one row per cell and class: the class's figures,
 // then its cell's.
-func WriteMatrixCSV(w io.Writer, cells []sim.MatrixCell) error {
+func WriteMatrixCSV(w io.Writer, cells []experiment.MatrixCell) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"config", "rate", "autoscaler", "seeds", "class",
 		"goodput_pct_mean", "goodput_pct_sd", "admitted_pct_mean", "admitted_pct_sd",
@@ -54,7 +55,7 @@ func WriteMatrixCSV(w io.Writer, cells []sim.MatrixCell) error {
 	return cw.Error()
 }
 
-func meanOf(s *sim.Stat) string {
+func meanOf(s *experiment.Stat) string {
 	if s == nil {
 		return ""
 	}
@@ -62,11 +63,11 @@ func meanOf(s *sim.Stat) string {
 }
 
 // pm formats a Stat as mean ± sd with the given decimals.
-func pm(s sim.Stat, dec int) string {
+func pm(s experiment.Stat, dec int) string {
 	return strconv.FormatFloat(s.Mean, 'f', dec, 64) + " ± " + strconv.FormatFloat(s.SD, 'f', dec, 64)
 }
 
-func pmPtr(s *sim.Stat, dec int) string {
+func pmPtr(s *experiment.Stat, dec int) string {
 	if s == nil {
 		return "–"
 	}
@@ -81,7 +82,7 @@ func ci(v sim.Interval) string {
 // WriteMatrixMarkdown writes the report: per rate, a table of the cells
 // (every class together), a table per class, and the predictive model's
 // accuracy where a cell used it.
-func WriteMatrixMarkdown(w io.Writer, sc *scenario.Scenario, cells []sim.MatrixCell) error {
+func WriteMatrixMarkdown(w io.Writer, sc *scenario.Scenario, cells []experiment.MatrixCell) error {
 	fmt.Fprintf(w, "# %s\n\n%s\n\n", sc.Name, sc.Description)
 	if len(cells) > 0 {
 		fmt.Fprintf(w, "Seeds %s; figures are mean ± sd over the seeds, TTFT percentiles over the seeds' requests pooled with 95 %% bootstrap intervals.\n",
@@ -104,7 +105,7 @@ func joinSeeds(seeds []uint64) string {
 	return strings.Join(parts, ", ")
 }
 
-func rateOrder(cells []sim.MatrixCell) []string {
+func rateOrder(cells []experiment.MatrixCell) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, c := range cells {
@@ -116,7 +117,7 @@ func rateOrder(cells []sim.MatrixCell) []string {
 	return out
 }
 
-func writeCellTable(w io.Writer, cells []sim.MatrixCell, rate string) {
+func writeCellTable(w io.Writer, cells []experiment.MatrixCell, rate string) {
 	fmt.Fprintln(w, "| config | autoscaler | goodput % | admitted % | new group / established admitted % | cache hit % of requests, arrived → admitted | cached prompt tokens %, arrived → admitted | server prefix hit % | output tok/s | GPU-h | cost |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, c := range cells {
@@ -138,7 +139,7 @@ func writeCellTable(w io.Writer, cells []sim.MatrixCell, rate string) {
 	}
 }
 
-func writeClassTables(w io.Writer, cells []sim.MatrixCell, rate string) {
+func writeClassTables(w io.Writer, cells []experiment.MatrixCell, rate string) {
 	fmt.Fprintln(w, "\n| config | autoscaler | class | goodput % | admitted % | TTFT p50 ms [95 % CI] | TTFT p99 ms [95 % CI] | p99 per seed ms | completed (fewest per seed) |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	for _, c := range cells {
@@ -153,7 +154,7 @@ func writeClassTables(w io.Writer, cells []sim.MatrixCell, rate string) {
 	}
 }
 
-func writeEstimateTable(w io.Writer, cells []sim.MatrixCell, rate string) {
+func writeEstimateTable(w io.Writer, cells []experiment.MatrixCell, rate string) {
 	header := false
 	for _, c := range cells {
 		e := c.Estimate

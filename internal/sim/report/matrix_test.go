@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/experiment"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
@@ -45,17 +45,17 @@ matrix:
 
 // runMatrix runs matrixScenario's matrix and returns the scenario and the
 // cells.
-func runMatrix(t *testing.T) (*scenario.Scenario, []sim.MatrixCell) {
+func runMatrix(t *testing.T) (*scenario.Scenario, []experiment.MatrixCell) {
 	t.Helper()
 	sc, err := scenario.ParseScenario([]byte(matrixScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs, err := sim.RunMatrix(context.Background(), sc, 2, nil)
+	runs, err := experiment.RunMatrix(context.Background(), sc, 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &sc, sim.SummarizeMatrix(runs)
+	return &sc, experiment.SummarizeMatrix(runs)
 }
 
 // TestMatrixReports: the report has a section per rate and a row per

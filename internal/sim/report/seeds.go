@@ -8,11 +8,12 @@ import (
 	"text/tabwriter"
 
 	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/experiment"
 )
 
 // WriteSeedTable prints the summaries: mean ± standard deviation, and the
 // range of the SLO attainment.
-func WriteSeedTable(w io.Writer, ss []sim.SeedSummary) error {
+func WriteSeedTable(w io.Writer, ss []experiment.SeedSummary) error {
 	if len(ss) == 0 {
 		return nil
 	}
@@ -33,7 +34,7 @@ func WriteSeedTable(w io.Writer, ss []sim.SeedSummary) error {
 }
 
 // WriteSeedCSV writes the summaries, one row per autoscaler.
-func WriteSeedCSV(w io.Writer, ss []sim.SeedSummary) error {
+func WriteSeedCSV(w io.Writer, ss []experiment.SeedSummary) error {
 	cw := csv.NewWriter(w)
 	names := []string{"slo_attainment_pct", "effective_throughput_rps", "ttft_p99_ms", "cost", "cost_per_1k_within_slo", "failed", "terminated"}
 	head := make([]string, 0, 3+4*len(names))
@@ -44,7 +45,7 @@ func WriteSeedCSV(w io.Writer, ss []sim.SeedSummary) error {
 	_ = cw.Write(head)
 	for _, s := range ss {
 		row := []string{s.Autoscaler, strconv.Itoa(len(s.Seeds)), strconv.Itoa(s.Wins)}
-		for _, st := range []sim.Stat{s.SLOAttainment, s.EffectiveThroughput, s.TTFTp99Ms, s.Cost, s.CostPer1kWithinSLO, s.Failed, s.Terminated} {
+		for _, st := range []experiment.Stat{s.SLOAttainment, s.EffectiveThroughput, s.TTFTp99Ms, s.Cost, s.CostPer1kWithinSLO, s.Failed, s.Terminated} {
 			row = append(row, f(st.Mean), f(st.SD), f(st.Min), f(st.Max))
 		}
 		_ = cw.Write(row)

@@ -16,13 +16,13 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/experiment"
 )
 
 // WriteSweepTable prints the frontier points of each autoscaler (and its
 // default point), then the cost at the target attainments and the
 // dominance checks.
-func WriteSweepTable(w io.Writer, r *sim.SweepResult) error {
+func WriteSweepTable(w io.Writer, r *experiment.SweepResult) error {
 	if len(r.Seeds) > 0 {
 		fmt.Fprintf(w, "%s: %d settings over %d seeds (%d–%d); frontier points (*) and the defaults (d), mean ± sd\n\n",
 			r.Scenario, len(r.Points), len(r.Seeds), r.Seeds[0], r.Seeds[len(r.Seeds)-1])
@@ -50,7 +50,7 @@ func WriteSweepTable(w io.Writer, r *sim.SweepResult) error {
 
 // writeFrontierPoints prints the table of the frontier points and the
 // defaults' points.
-func writeFrontierPoints(w io.Writer, r *sim.SweepResult) error {
+func writeFrontierPoints(w io.Writer, r *experiment.SweepResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "AUTOSCALER\tSETTINGS\t\tSLO %\tCOST\tTERMINATED")
 	for _, p := range r.Points {
@@ -75,7 +75,7 @@ func writeFrontierPoints(w io.Writer, r *sim.SweepResult) error {
 }
 
 // writeDominance prints the dominance checks.
-func writeDominance(w io.Writer, ds []sim.Dominance, on string) {
+func writeDominance(w io.Writer, ds []experiment.Dominance, on string) {
 	for _, d := range ds {
 		if d.Dominates {
 			fmt.Fprintf(w, "%s's frontier dominates %s's%s\n", d.A, d.B, on)
@@ -87,7 +87,7 @@ func writeDominance(w io.Writer, ds []sim.Dominance, on string) {
 
 // writeAtAttainment prints each autoscaler's cost at the target
 // attainments.
-func writeAtAttainment(w io.Writer, r []sim.AtAttainment) error {
+func writeAtAttainment(w io.Writer, r []experiment.AtAttainment) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	targets := attainmentTargets(r)
 	fmt.Fprint(tw, "AUTOSCALER\t")
@@ -105,7 +105,7 @@ func writeAtAttainment(w io.Writer, r []sim.AtAttainment) error {
 	return tw.Flush()
 }
 
-func formatAt(a sim.AtAttainment, ok bool) string {
+func formatAt(a experiment.AtAttainment, ok bool) string {
 	switch {
 	case !ok:
 		return ""
@@ -117,7 +117,7 @@ func formatAt(a sim.AtAttainment, ok bool) string {
 	return strconv.FormatFloat(a.Cost, 'f', 3, 64)
 }
 
-func attainmentTargets(r []sim.AtAttainment) []float64 {
+func attainmentTargets(r []experiment.AtAttainment) []float64 {
 	var ts []float64
 	for _, a := range r {
 		if !slices.Contains(ts, a.TargetPct) {
@@ -128,7 +128,7 @@ func attainmentTargets(r []sim.AtAttainment) []float64 {
 	return ts
 }
 
-func attainmentNames(r []sim.AtAttainment) []string {
+func attainmentNames(r []experiment.AtAttainment) []string {
 	var ns []string
 	for _, a := range r {
 		if len(ns) == 0 || ns[len(ns)-1] != a.Autoscaler {
@@ -138,17 +138,17 @@ func attainmentNames(r []sim.AtAttainment) []string {
 	return ns
 }
 
-func findAt(r []sim.AtAttainment, name string, t float64) (sim.AtAttainment, bool) {
+func findAt(r []experiment.AtAttainment, name string, t float64) (experiment.AtAttainment, bool) {
 	for _, a := range r {
 		if a.Autoscaler == name && a.TargetPct == t {
 			return a, true
 		}
 	}
-	return sim.AtAttainment{}, false
+	return experiment.AtAttainment{}, false
 }
 
 // WriteSweepCSV writes one row per point.
-func WriteSweepCSV(w io.Writer, r *sim.SweepResult) error {
+func WriteSweepCSV(w io.Writer, r *experiment.SweepResult) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"autoscaler", "settings", "default", "frontier", "seeds",
 		"slo_attainment_pct_mean", "slo_attainment_pct_sd", "slo_attainment_pct_min", "slo_attainment_pct_max",
@@ -166,11 +166,11 @@ func WriteSweepCSV(w io.Writer, r *sim.SweepResult) error {
 
 // WriteAttainmentCSV writes the cost of each autoscaler at each target
 // attainment (empty when not reached).
-func WriteAttainmentCSV(w io.Writer, r *sim.SweepResult) error {
+func WriteAttainmentCSV(w io.Writer, r *experiment.SweepResult) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"autoscaler", "target_slo_attainment_pct", "reached", "cost", "upper_bound",
 		"worst_model_reached", "worst_model_cost", "worst_model_upper_bound"})
-	cost := func(a sim.AtAttainment) string {
+	cost := func(a experiment.AtAttainment) string {
 		if a.Reached {
 			return f(a.Cost)
 		}
@@ -190,7 +190,7 @@ func WriteAttainmentCSV(w io.Writer, r *sim.SweepResult) error {
 // WriteSweepPlot draws every point (cost against SLO attainment), each
 // autoscaler's frontier as a line, its default point ringed, and the
 // targets as dashed lines, as dir/frontier.png and .svg.
-func WriteSweepPlot(dir string, r *sim.SweepResult) (files []string, err error) {
+func WriteSweepPlot(dir string, r *experiment.SweepResult) (files []string, err error) {
 	defer recoverPlot(&err)
 	p := plot.New()
 	p.Title.Text = r.Scenario + ": cost against SLO attainment (frontier lines; defaults ringed; bars ± 1 sd over seeds)"
@@ -231,7 +231,7 @@ func WriteSweepPlot(dir string, r *sim.SweepResult) (files []string, err error) 
 // lowest target attainment, to just above the highest point. Settings far
 // below would squeeze the part that matters into a corner; they are
 // clipped, and the title says how many.
-func zoom(p *plot.Plot, r *sim.SweepResult) {
+func zoom(p *plot.Plot, r *experiment.SweepResult) {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, pt := range r.Points {
 		hi = max(hi, pt.SLOAttainment.Mean+pt.SLOAttainment.SD)
@@ -269,7 +269,7 @@ func (s spread) XError(i int) (float64, float64) { return s.x[i].Low, s.x[i].Hig
 func (s spread) YError(i int) (float64, float64) { return s.y[i].Low, s.y[i].High }
 
 // errorBars adds the seeds' spread of each of an autoscaler's points.
-func errorBars(p *plot.Plot, points []sim.SweepPoint, name string, c color.Color) error {
+func errorBars(p *plot.Plot, points []experiment.SweepPoint, name string, c color.Color) error {
 	var s spread
 	for _, pt := range points {
 		if pt.Autoscaler != name {
@@ -298,7 +298,7 @@ func errorBars(p *plot.Plot, points []sim.SweepPoint, name string, c color.Color
 
 // plotFrontier adds an autoscaler's points (its defaults' ringed) and its
 // frontier line; it returns [lo, hi] widened to its points' attainments.
-func plotFrontier(p *plot.Plot, r *sim.SweepResult, name string, c color.Color, lo, hi float64) (float64, float64, error) {
+func plotFrontier(p *plot.Plot, r *experiment.SweepResult, name string, c color.Color, lo, hi float64) (float64, float64, error) {
 	var all, def plotter.XYs
 	for _, pt := range r.Points {
 		if pt.Autoscaler != name {

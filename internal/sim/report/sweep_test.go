@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/experiment"
 )
 
 // TestSweepReports: the table of a sweep gives the costs at equal
@@ -16,10 +16,10 @@ import (
 // TestSweepParallelDeterministic runs the same sweep for determinism).
 func TestSweepReports(t *testing.T) {
 	sc := builtin(t, "staircase", 240)
-	spec := sim.SweepSpec{Autoscalers: []string{"wva", "hpa"}, Seeds: []uint64{1, 2}, Parallel: 2,
+	spec := experiment.SweepSpec{Autoscalers: []string{"wva", "hpa"}, Seeds: []uint64{1, 2}, Parallel: 2,
 		Grids: map[string][]float64{"hpa.kvTarget": {0.3, 0.9}, "hpa.queueTarget": {3}, "wva.spareQuantile": {0.5},
 			"wva.ttftAttainment": {0}, "wva.kvCacheThreshold": {0.8}}}
-	r, err := sim.Sweep(context.Background(), sc, spec, nil)
+	r, err := experiment.Sweep(context.Background(), sc, spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestSweepReports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back := &sim.SweepResult{}
+	back := &experiment.SweepResult{}
 	if err := json.Unmarshal(out, back); err != nil {
 		t.Fatal(err)
 	}

@@ -1,15 +1,17 @@
-package sim
+package experiment
 
 import (
 	"math"
 	"testing"
+
+	"github.com/llm-d-incubation/wva/internal/sim"
 )
 
 func TestSummarize(t *testing.T) {
-	mk := func(name string, slo, cost float64) *Result {
-		return &Result{Autoscaler: name, SLOAttainment: slo, Cost: cost}
+	mk := func(name string, slo, cost float64) *sim.Result {
+		return &sim.Result{Autoscaler: name, SLOAttainment: slo, Cost: cost}
 	}
-	runs := [][]*Result{
+	runs := [][]*sim.Result{
 		{mk("wva", 0.99, 10), mk("hpa", 0.98, 12), mk("oracle", 1, 5)},
 		{mk("wva", 0.97, 14), mk("hpa", 0.97, 12), mk("oracle", 1, 5)},
 		{mk("wva", 0.95, 12), mk("hpa", 0.99, 12), mk("oracle", 1, 5)},

@@ -1,8 +1,10 @@
-package sim
+package experiment
 
 import (
 	"fmt"
 	"sort"
+
+	"github.com/llm-d-incubation/wva/internal/sim"
 )
 
 // A basis is the SLO attainment a frontier is drawn on: the fleet's, or
@@ -56,7 +58,7 @@ func compareOn(ps []SweepPoint, spec SweepSpec, b basis) ([]AtAttainment, []Domi
 	var dom []Dominance
 	a := spec.Autoscalers[0]
 	for _, name := range spec.Autoscalers[1:] {
-		if bl := baselineOf(name); bl != nil && bl.Bound {
+		if bl := sim.BaselineOf(name); bl != nil && bl.Bound {
 			continue
 		}
 		if d, ok := dominance(ps, a, name, b); ok {

@@ -1,4 +1,4 @@
-package sim
+package experiment
 
 import (
 	"bytes"
@@ -7,6 +7,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/simtest"
 )
 
 func pt(name string, slo, cost float64) SweepPoint {
@@ -60,12 +63,12 @@ func TestFrontierByHand(t *testing.T) {
 }
 
 func TestParseGrid(t *testing.T) {
-	key, vs, err := ParseGrid("hpa.kvTarget=0.3, 0.6")
+	key, vs, err := sim.ParseGrid("hpa.kvTarget=0.3, 0.6")
 	if err != nil || key != "hpa.kvTarget" || len(vs) != 2 || vs[1] != 0.6 {
 		t.Fatalf("got %q %v %v", key, vs, err)
 	}
 	for _, bad := range []string{"hpa.kvTarget", "nope=1", "hpa.kvTarget=x", "hpa.kvTarget=1.5", "wva.spareQuantile=1", "clairvoyant.margin=-1", "hpa.kvTarget=NaN", "wva.kvCacheThreshold=0.05"} {
-		if _, _, err := ParseGrid(bad); err == nil {
+		if _, _, err := sim.ParseGrid(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
@@ -74,7 +77,7 @@ func TestParseGrid(t *testing.T) {
 // TestSweepPoints: the grid is the product of the knobs' values with the
 // defaults' value added; exactly one point per autoscaler is the default.
 func TestSweepPoints(t *testing.T) {
-	sc := builtin(t, "staircase", 60)
+	sc := simtest.Builtin(t, "staircase", 60)
 	spec := SweepSpec{Autoscalers: []string{"hpa", "clairvoyant", "oracle"},
 		Grids: map[string][]float64{"hpa.kvTarget": {0.4, 0.6}, "hpa.queueTarget": {3}, "clairvoyant.margin": {0.5}}}
 	ps, scs := sweepPoints(sc, spec)
@@ -103,7 +106,7 @@ func TestSweepPoints(t *testing.T) {
 // runs go at once (the table and the frontier plot of this sweep are
 // checked in package report, TestSweepReports).
 func TestSweepParallelDeterministic(t *testing.T) {
-	sc := builtin(t, "staircase", 240)
+	sc := simtest.Builtin(t, "staircase", 240)
 	spec := SweepSpec{Autoscalers: []string{"wva", "hpa"}, Seeds: []uint64{1, 2},
 		Grids: map[string][]float64{"hpa.kvTarget": {0.3, 0.9}, "hpa.queueTarget": {3}, "wva.spareQuantile": {0.5},
 			"wva.ttftAttainment": {0}, "wva.kvCacheThreshold": {0.8}}}

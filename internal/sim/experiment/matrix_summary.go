@@ -1,8 +1,10 @@
-package sim
+package experiment
 
 import (
 	"math/rand/v2"
 	"sort"
+
+	"github.com/llm-d-incubation/wva/internal/sim"
 )
 
 // MatrixCell summarises one configuration at one rate under one
@@ -66,9 +68,9 @@ type MatrixClass struct {
 	// pooled, with 95 % bootstrap intervals; TTFTp99PerSeedMs is each
 	// seed's own p99 (its spread is the honest one: the requests of one
 	// run are not independent).
-	TTFTp50Ms        Interval `json:"ttftP50Ms"`
-	TTFTp99Ms        Interval `json:"ttftP99Ms"`
-	TTFTp99PerSeedMs Stat     `json:"ttftP99PerSeedMs"`
+	TTFTp50Ms        sim.Interval `json:"ttftP50Ms"`
+	TTFTp99Ms        sim.Interval `json:"ttftP99Ms"`
+	TTFTp99PerSeedMs Stat         `json:"ttftP99PerSeedMs"`
 	// Completed over the seeds, and the fewest of one seed.
 	Completed           int64 `json:"completed"`
 	CompletedMinPerSeed int64 `json:"completedMinPerSeed"`
@@ -78,7 +80,7 @@ type MatrixClass struct {
 // (in the order they come) and summarises each group.
 func SummarizeMatrix(runs []MatrixRun) []MatrixCell {
 	var cells []MatrixCell
-	var groups [][]*Result
+	var groups [][]*sim.Result
 	index := map[[3]string]int{}
 	for _, r := range runs {
 		key := [3]string{r.Config, r.Rate, r.Result.Autoscaler}
@@ -98,7 +100,7 @@ func SummarizeMatrix(runs []MatrixRun) []MatrixCell {
 }
 
 // pick collects a figure of each result.
-func pick(rs []*Result, f func(r *Result) float64) Stat {
+func pick(rs []*sim.Result, f func(r *sim.Result) float64) Stat {
 	xs := make([]float64, len(rs))
 	for i, r := range rs {
 		xs[i] = f(r)
@@ -108,7 +110,7 @@ func pick(rs []*Result, f func(r *Result) float64) Stat {
 
 // pickPtr is pick over the results that have the figure (ok), or nil when
 // none has.
-func pickPtr(rs []*Result, f func(r *Result) (float64, bool)) *Stat {
+func pickPtr(rs []*sim.Result, f func(r *sim.Result) (float64, bool)) *Stat {
 	var xs []float64
 	for _, r := range rs {
 		if x, ok := f(r); ok {
@@ -122,42 +124,42 @@ func pickPtr(rs []*Result, f func(r *Result) (float64, bool)) *Stat {
 	return &s
 }
 
-func (c *MatrixCell) summarize(rs []*Result, k uint64) {
+func (c *MatrixCell) summarize(rs []*sim.Result, k uint64) {
 	for _, r := range rs {
 		c.Seeds = append(c.Seeds, r.Seed)
 	}
-	c.GoodputPct = pick(rs, func(r *Result) float64 { return 100 * r.SLOAttainment })
-	c.EffectiveThroughput = pick(rs, func(r *Result) float64 { return r.EffectiveThroughput })
-	c.OutputTokensPerSecond = pick(rs, func(r *Result) float64 { return r.OutputTokensPerSecond })
-	c.GPUHours = pick(rs, func(r *Result) float64 { return r.GPUHours })
-	c.Cost = pick(rs, func(r *Result) float64 { return r.Cost })
-	c.ServerPrefixHitPct = pick(rs, func(r *Result) float64 { return 100 * r.PrefixCacheHitRate })
-	c.AdmittedPct = pick(rs, func(r *Result) float64 {
-		return 100 * ratio(float64(r.Arrived-r.FailedBy.Admission), float64(r.Arrived))
+	c.GoodputPct = pick(rs, func(r *sim.Result) float64 { return 100 * r.SLOAttainment })
+	c.EffectiveThroughput = pick(rs, func(r *sim.Result) float64 { return r.EffectiveThroughput })
+	c.OutputTokensPerSecond = pick(rs, func(r *sim.Result) float64 { return r.OutputTokensPerSecond })
+	c.GPUHours = pick(rs, func(r *sim.Result) float64 { return r.GPUHours })
+	c.Cost = pick(rs, func(r *sim.Result) float64 { return r.Cost })
+	c.ServerPrefixHitPct = pick(rs, func(r *sim.Result) float64 { return 100 * r.PrefixCacheHitRate })
+	c.AdmittedPct = pick(rs, func(r *sim.Result) float64 {
+		return 100 * fraction(float64(r.Arrived-r.FailedBy.Admission), float64(r.Arrived))
 	})
-	adm := func(f func(a *AdmissionStats) (float64, bool)) *Stat {
-		return pickPtr(rs, func(r *Result) (float64, bool) {
+	adm := func(f func(a *sim.AdmissionStats) (float64, bool)) *Stat {
+		return pickPtr(rs, func(r *sim.Result) (float64, bool) {
 			if r.Admission == nil {
 				return 0, false
 			}
 			return f(r.Admission)
 		})
 	}
-	c.CacheHitArrivedPct = adm(func(a *AdmissionStats) (float64, bool) { return 100 * a.CacheHitArrived, true })
-	c.CacheHitAdmittedPct = adm(func(a *AdmissionStats) (float64, bool) { return 100 * a.CacheHitAdmitted, true })
-	c.CachedTokensArrivedPct = adm(func(a *AdmissionStats) (float64, bool) { return 100 * a.CachedTokensArrived, true })
-	c.CachedTokensAdmittedPct = adm(func(a *AdmissionStats) (float64, bool) { return 100 * a.CachedTokensAdmitted, true })
-	c.NewGroupAdmittedPct = adm(func(a *AdmissionStats) (float64, bool) {
+	c.CacheHitArrivedPct = adm(func(a *sim.AdmissionStats) (float64, bool) { return 100 * a.CacheHitArrived, true })
+	c.CacheHitAdmittedPct = adm(func(a *sim.AdmissionStats) (float64, bool) { return 100 * a.CacheHitAdmitted, true })
+	c.CachedTokensArrivedPct = adm(func(a *sim.AdmissionStats) (float64, bool) { return 100 * a.CachedTokensArrived, true })
+	c.CachedTokensAdmittedPct = adm(func(a *sim.AdmissionStats) (float64, bool) { return 100 * a.CachedTokensAdmitted, true })
+	c.NewGroupAdmittedPct = adm(func(a *sim.AdmissionStats) (float64, bool) {
 		return 100 * share(a.NewGroups), a.NewGroups != nil
 	})
-	c.EstablishedAdmittedPct = adm(func(a *AdmissionStats) (float64, bool) {
+	c.EstablishedAdmittedPct = adm(func(a *sim.AdmissionStats) (float64, bool) {
 		return 100 * share(a.EstablishedSinceNewGroups), a.EstablishedSinceNewGroups != nil
 	})
 	c.Estimate = estimateOf(rs)
 	c.summarizeClasses(rs, k)
 }
 
-func share(g *GroupAdmission) float64 {
+func share(g *sim.GroupAdmission) float64 {
 	if g == nil {
 		return 0
 	}
@@ -166,21 +168,21 @@ func share(g *GroupAdmission) float64 {
 
 // estimateOf summarises the predictive model's accuracy, when the runs
 // used it.
-func estimateOf(rs []*Result) *MatrixEstimate {
-	errs := func(f func(e *EstimateErrors) float64) *Stat {
-		return pickPtr(rs, func(r *Result) (float64, bool) {
+func estimateOf(rs []*sim.Result) *MatrixEstimate {
+	errs := func(f func(e *sim.EstimateErrors) float64) *Stat {
+		return pickPtr(rs, func(r *sim.Result) (float64, bool) {
 			if r.Admission == nil || r.Admission.EstimateErrorMs == nil {
 				return 0, false
 			}
 			return f(r.Admission.EstimateErrorMs), true
 		})
 	}
-	inUse := errs(func(e *EstimateErrors) float64 { return e.InUse.MedianAbs })
+	inUse := errs(func(e *sim.EstimateErrors) float64 { return e.InUse.MedianAbs })
 	if inUse == nil {
 		return nil
 	}
-	fit := func(f func(c *Calibration) float64) *Stat {
-		return pickPtr(rs, func(r *Result) (float64, bool) {
+	fit := func(f func(c *sim.Calibration) float64) *Stat {
+		return pickPtr(rs, func(r *sim.Result) (float64, bool) {
 			if r.Admission == nil || r.Admission.Calibration == nil {
 				return 0, false
 			}
@@ -188,37 +190,37 @@ func estimateOf(rs []*Result) *MatrixEstimate {
 		})
 	}
 	return &MatrixEstimate{InUseMedianAbsMs: *inUse,
-		InitialMedianAbsMs:  *errs(func(e *EstimateErrors) float64 { return e.Initial.MedianAbs }),
-		BestCaseMedianAbsMs: *errs(func(e *EstimateErrors) float64 { return e.BestCase.MedianAbs }),
-		InUseMeanSignedMs:   *errs(func(e *EstimateErrors) float64 { return e.InUse.MeanSigned }),
-		Beta0Ms:             fit(func(c *Calibration) float64 { return c.Beta0Ms }),
-		Beta1Ms:             fit(func(c *Calibration) float64 { return c.Beta1Ms }),
-		Queue:               fit(func(c *Calibration) float64 { return c.Queue })}
+		InitialMedianAbsMs:  *errs(func(e *sim.EstimateErrors) float64 { return e.Initial.MedianAbs }),
+		BestCaseMedianAbsMs: *errs(func(e *sim.EstimateErrors) float64 { return e.BestCase.MedianAbs }),
+		InUseMeanSignedMs:   *errs(func(e *sim.EstimateErrors) float64 { return e.InUse.MeanSigned }),
+		Beta0Ms:             fit(func(c *sim.Calibration) float64 { return c.Beta0Ms }),
+		Beta1Ms:             fit(func(c *sim.Calibration) float64 { return c.Beta1Ms }),
+		Queue:               fit(func(c *sim.Calibration) float64 { return c.Queue })}
 }
 
 // summarizeClasses fills the per-class figures; k seeds the bootstrap.
-func (c *MatrixCell) summarizeClasses(rs []*Result, k uint64) {
-	for i, name := range rs[0].classNames {
+func (c *MatrixCell) summarizeClasses(rs []*sim.Result, k uint64) {
+	for i, name := range rs[0].ClassNames() {
 		mc := MatrixClass{Class: name, CompletedMinPerSeed: -1}
-		mc.GoodputPct = pick(rs, func(r *Result) float64 { return 100 * r.classKeys[i].SLOAttainment })
-		mc.AdmittedPct = pick(rs, func(r *Result) float64 {
-			cs := r.classKeys[i]
+		mc.GoodputPct = pick(rs, func(r *sim.Result) float64 { return 100 * r.ClassAt(i).SLOAttainment })
+		mc.AdmittedPct = pick(rs, func(r *sim.Result) float64 {
+			cs := r.ClassAt(i)
 			if cs.Admission == nil {
 				return 100
 			}
-			return 100 * ratio(float64(cs.Admission.Admitted), float64(cs.Arrived))
+			return 100 * fraction(float64(cs.Admission.Admitted), float64(cs.Arrived))
 		})
 		var pooled []float64
 		p99 := make([]float64, len(rs))
 		for j, r := range rs {
-			t := r.classTTFTs[i]
+			t := r.ClassTTFTs(i)
 			pooled = append(pooled, t...)
 			sorted := append([]float64(nil), t...)
 			sort.Float64s(sorted)
 			if len(sorted) > 0 {
-				p99[j] = 1000 * quantileSorted(sorted, 0.99)
+				p99[j] = 1000 * sim.QuantileSorted(sorted, 0.99)
 			}
-			n := r.classKeys[i].Completed
+			n := r.ClassAt(i).Completed
 			mc.Completed += n
 			if mc.CompletedMinPerSeed < 0 || n < mc.CompletedMinPerSeed {
 				mc.CompletedMinPerSeed = n
@@ -226,8 +228,16 @@ func (c *MatrixCell) summarizeClasses(rs []*Result, k uint64) {
 		}
 		mc.TTFTp99PerSeedMs = statOf(p99)
 		sort.Float64s(pooled)
-		ci := bootstrapQuantiles(pooled, []float64{0.5, 0.99}, 1000, rand.New(rand.NewPCG(rs[0].Seed, k<<8|uint64(i))))
+		ci := sim.BootstrapQuantiles(pooled, []float64{0.5, 0.99}, 1000, rand.New(rand.NewPCG(rs[0].Seed, k<<8|uint64(i))))
 		mc.TTFTp50Ms, mc.TTFTp99Ms = ci[0], ci[1]
 		c.Classes = append(c.Classes, mc)
 	}
+}
+
+// fraction is a / b, 0 when b is 0 (no run, no request).
+func fraction(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
 }

@@ -1,6 +1,12 @@
-package sim
+package experiment
 
-import "math"
+import (
+	"context"
+	"math"
+
+	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
+)
 
 // Stat is a figure's mean, standard deviation and range over seeds.
 type Stat struct {
@@ -51,7 +57,7 @@ type SeedSummary struct {
 
 // Summarize turns runs (one Compare result list per seed, the autoscalers
 // in the same order) into one summary per autoscaler.
-func Summarize(seeds []uint64, runs [][]*Result) []SeedSummary {
+func Summarize(seeds []uint64, runs [][]*sim.Result) []SeedSummary {
 	if len(runs) == 0 {
 		return nil
 	}
@@ -75,15 +81,64 @@ func Summarize(seeds []uint64, runs [][]*Result) []SeedSummary {
 	for _, rs := range runs {
 		best := 0.0
 		for _, r := range rs {
-			if !Instant(r.Autoscaler) {
+			if !sim.Instant(r.Autoscaler) {
 				best = math.Max(best, r.SLOAttainment)
 			}
 		}
 		for i, r := range rs {
-			if !Instant(r.Autoscaler) && r.SLOAttainment == best {
+			if !sim.Instant(r.Autoscaler) && r.SLOAttainment == best {
 				out[i].Wins++
 			}
 		}
 	}
 	return out
+}
+
+// CompareSeeds runs Compare for each seed, spreading the runs (one per seed
+// and autoscaler) over parallel workers. It returns the seeds that
+// finished, in order, with their results; when ctx is cancelled the seeds
+// with a missing run are left out. progress (may be nil) is called after
+// each run with the runs done and the total.
+func CompareSeeds(ctx context.Context, sc scenario.Scenario, names []string, seeds []uint64, parallel int, progress func(done, total int)) ([]uint64, [][]*sim.Result, error) {
+	if len(names) == 0 {
+		names = sc.WithDefaults().Autoscalers.Default
+	}
+	if err := sim.CheckAutoscalers(names); err != nil {
+		return nil, nil, err
+	}
+	if err := sc.CheckRunnable(); err != nil {
+		return nil, nil, err
+	}
+	// Seed by seed, so that an interrupted run leaves whole seeds.
+	jobs := make([]sim.Job, 0, len(seeds)*len(names))
+	for _, seed := range seeds {
+		s := sc
+		s.Seed = seed
+		for _, name := range names {
+			jobs = append(jobs, sim.Job{Scenario: s, Autoscaler: name})
+		}
+	}
+	runs := make([][]*sim.Result, len(seeds))
+	for i := range runs {
+		runs[i] = make([]*sim.Result, len(names))
+	}
+	err := sim.RunJobs(ctx, jobs, parallel, progress, func(k int, r *sim.Result) {
+		runs[k/len(names)][k%len(names)] = r
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var doneSeeds []uint64
+	var doneRuns [][]*sim.Result
+	for i, rs := range runs {
+		complete := true
+		for _, r := range rs {
+			complete = complete && r != nil
+		}
+		if complete {
+			doneSeeds = append(doneSeeds, seeds[i])
+			doneRuns = append(doneRuns, rs)
+		}
+	}
+	return doneSeeds, doneRuns, nil
 }

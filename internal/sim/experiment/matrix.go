@@ -1,16 +1,17 @@
-package sim
+package experiment
 
 import (
 	"context"
 	"fmt"
 
+	"github.com/llm-d-incubation/wva/internal/sim"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 // MatrixRun is one run of a matrix.
 type MatrixRun struct {
 	Config, Rate string
-	Result       *Result
+	Result       *sim.Result
 }
 
 // RunMatrix runs the scenario's matrix on up to parallel workers and
@@ -25,7 +26,7 @@ func RunMatrix(ctx context.Context, sc scenario.Scenario, parallel int, progress
 		return nil, err
 	}
 	m := sc.MatrixDefaults()
-	var jobs []job
+	var jobs []sim.Job
 	var runs []MatrixRun
 	for ci := range m.Configs {
 		for ri := range m.Rates {
@@ -37,13 +38,13 @@ func RunMatrix(ctx context.Context, sc scenario.Scenario, parallel int, progress
 				for _, seed := range m.Seeds {
 					c := cell
 					c.Seed = seed
-					jobs = append(jobs, job{sc: c, autoscaler: a})
+					jobs = append(jobs, sim.Job{Scenario: c, Autoscaler: a})
 					runs = append(runs, MatrixRun{Config: m.Configs[ci].Name, Rate: m.Rates[ri].Name})
 				}
 			}
 		}
 	}
-	err := runJobs(ctx, jobs, parallel, progress, func(k int, r *Result) { runs[k].Result = r })
+	err := sim.RunJobs(ctx, jobs, parallel, progress, func(k int, r *sim.Result) { runs[k].Result = r })
 	if err != nil {
 		return nil, err
 	}

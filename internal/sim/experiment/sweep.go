@@ -1,87 +1,15 @@
-package sim
+package experiment
 
 import (
 	"context"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
+	"github.com/llm-d-incubation/wva/internal/sim"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
-
-// A knob is one autoscaler setting a sweep varies: its default grid, the
-// field of the scenario's autoscalers it is written into, and the value
-// that field's 0 stands for (the engine's default, where 0 is not a value
-// of its own). The autoscaler it belongs to is its key's prefix.
-type knob struct {
-	grid  []float64
-	field func(*scenario.Autoscalers) *float64
-	unset float64
-	check func(float64) error
-}
-
-// fromZero checks that a value lies between 0 and hi, each end open or
-// closed.
-func fromZero(hi float64, zeroOpen, hiOpen bool) func(float64) error {
-	return func(v float64) error {
-		ok := !math.IsNaN(v) && (v > 0 || !zeroOpen && v == 0) && (v < hi || !hiOpen && v == hi)
-		if !ok {
-			l, h := "[", "]"
-			if zeroOpen {
-				l = "("
-			}
-			if hiOpen {
-				h = ")"
-			}
-			return fmt.Errorf("must be in %s0, %g%s, got %g", l, hi, h, v)
-		}
-		return nil
-	}
-}
-
-// knobAutoscaler is the autoscaler a knob's key belongs to.
-func knobAutoscaler(key string) string {
-	name, _, _ := strings.Cut(key, ".")
-	return name
-}
-
-// KnobKeys lists the settings a sweep can vary.
-func KnobKeys() []string {
-	out := make([]string, 0, len(knobs))
-	for k := range knobs {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// ParseGrid reads "KEY=V1,V2,…" (one --grid flag).
-func ParseGrid(s string) (string, []float64, error) {
-	key, list, ok := strings.Cut(s, "=")
-	key = strings.TrimSpace(key)
-	k, known := knobs[key]
-	if !ok || !known {
-		return "", nil, fmt.Errorf("%q: want KEY=V1,V2,… with KEY one of %s", s, strings.Join(KnobKeys(), ", "))
-	}
-	var vs []float64
-	for _, f := range strings.Split(list, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil {
-			return "", nil, fmt.Errorf("%s: %q is not a number", key, f)
-		}
-		if err := k.check(v); err != nil {
-			return "", nil, fmt.Errorf("%s: %w", key, err)
-		}
-		vs = append(vs, v)
-	}
-	if len(vs) > 50 {
-		return "", nil, fmt.Errorf("%s: at most 50 values, got %d", key, len(vs))
-	}
-	return key, vs, nil
-}
 
 // SweepSpec says what a sweep runs.
 type SweepSpec struct {
@@ -174,8 +102,8 @@ func sweepPoints(sc scenario.Scenario, spec SweepSpec) ([]SweepPoint, []scenario
 	base := sc.WithDefaults().Autoscalers
 	for _, name := range spec.Autoscalers {
 		var keys []string
-		for _, k := range KnobKeys() {
-			if knobAutoscaler(k) == name && (len(knobs[k].grid) > 0 || len(spec.Grids[k]) > 0) {
+		for _, k := range sim.KnobKeys() {
+			if sim.KnobAutoscaler(k) == name && (len(sim.KnobOf(k).Grid) > 0 || len(spec.Grids[k]) > 0) {
 				keys = append(keys, k)
 			}
 		}
@@ -183,9 +111,9 @@ func sweepPoints(sc scenario.Scenario, spec SweepSpec) ([]SweepPoint, []scenario
 		for _, k := range keys {
 			grid := spec.Grids[k]
 			if grid == nil {
-				grid = knobs[k].grid
+				grid = sim.KnobOf(k).Grid
 			}
-			grid = withValue(grid, knobValue(base, k))
+			grid = withValue(grid, sim.KnobValue(base, k))
 			var next []map[string]float64
 			for _, c := range combos {
 				for _, v := range grid {
@@ -205,8 +133,8 @@ func sweepPoints(sc scenario.Scenario, spec SweepSpec) ([]SweepPoint, []scenario
 			def := true
 			parts := make([]string, 0, len(keys))
 			for _, k := range keys {
-				*knobs[k].field(&s.Autoscalers) = c[k]
-				def = def && c[k] == knobValue(base, k)
+				*sim.KnobOf(k).Field(&s.Autoscalers) = c[k]
+				def = def && c[k] == sim.KnobValue(base, k)
 				parts = append(parts, strings.TrimPrefix(k, name+".")+"="+strconv.FormatFloat(c[k], 'g', -1, 64))
 			}
 			if len(c) == 0 {
@@ -217,17 +145,6 @@ func sweepPoints(sc scenario.Scenario, spec SweepSpec) ([]SweepPoint, []scenario
 		}
 	}
 	return points, scs
-}
-
-// knobValue is the value a knob has in a (defaulted) configuration, as
-// the sweep writes it.
-func knobValue(a scenario.Autoscalers, key string) float64 {
-	k := knobs[key]
-	v := *k.field(&a)
-	if v == 0 && k.unset != 0 {
-		return k.unset
-	}
-	return v
 }
 
 // withValue returns grid with v added (sorted, no duplicates).
@@ -268,7 +185,7 @@ func Sweep(ctx context.Context, sc scenario.Scenario, spec SweepSpec, progress f
 	if err := sc.CheckRunnable(); err != nil {
 		return nil, err
 	}
-	if err := CheckAutoscalers(spec.Autoscalers); err != nil {
+	if err := sim.CheckAutoscalers(spec.Autoscalers); err != nil {
 		return nil, err
 	}
 	points, scs := sweepPoints(sc, spec)
@@ -298,52 +215,6 @@ func allTrue(bs []bool) bool {
 	return true
 }
 
-// runParallel calls run(0…n−1) on up to workers goroutines, stopping at
-// the first error or when ctx is done, and reports progress after each.
-func runParallel(ctx context.Context, n, workers int, run func(int) error, progress func(done, total int)) error {
-	workers = max(1, min(workers, n))
-	next := make(chan int)
-	var mu sync.Mutex
-	var first error
-	finished := 0
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range next {
-				err := run(k)
-				mu.Lock()
-				if err != nil && first == nil {
-					first = err
-				}
-				finished++
-				if progress != nil {
-					progress(finished, n)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-feed:
-	for k := range n {
-		mu.Lock()
-		failed := first != nil
-		mu.Unlock()
-		if failed {
-			break
-		}
-		select {
-		case next <- k:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	return first
-}
-
 // pointRuns are the figures of every point's runs, by point and seed.
 type pointRuns struct {
 	slo, worst, cost, term [][]float64
@@ -363,16 +234,16 @@ func runPoints(ctx context.Context, points []SweepPoint, scs []scenario.Scenario
 	}
 	m := pointRuns{slo: grid(), worst: grid(), cost: grid(), term: grid(), done: make([][]bool, len(points))}
 	// Point by point, so that an interrupted sweep leaves whole points.
-	jobs := make([]job, 0, len(points)*n)
+	jobs := make([]sim.Job, 0, len(points)*n)
 	for i := range points {
 		m.done[i] = make([]bool, n)
 		for _, seed := range spec.Seeds {
 			s := scs[i]
 			s.Seed = seed
-			jobs = append(jobs, job{sc: s, autoscaler: points[i].Autoscaler})
+			jobs = append(jobs, sim.Job{Scenario: s, Autoscaler: points[i].Autoscaler})
 		}
 	}
-	err := runJobs(ctx, jobs, spec.Parallel, spec.progress, func(k int, r *Result) {
+	err := sim.RunJobs(ctx, jobs, spec.Parallel, spec.progress, func(k int, r *sim.Result) {
 		i, j := k/n, k%n
 		m.slo[i][j], m.cost[i][j], m.done[i][j] = 100*r.SLOAttainment, r.Cost, true
 		m.term[i][j] = float64(r.FailedBy.Terminated)
@@ -383,7 +254,7 @@ func runPoints(ctx context.Context, points []SweepPoint, scs []scenario.Scenario
 
 // worstModel is the lowest of a run's models' SLO attainments (the fleet's
 // without per-model figures).
-func worstModel(r *Result) float64 {
+func worstModel(r *sim.Result) float64 {
 	if len(r.PerModel) == 0 {
 		return r.SLOAttainment
 	}
