@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"context"
 	"encoding/binary"
 	"maps"
 	"math"
@@ -69,10 +68,7 @@ type plan struct {
 // provision returns the replicas per view variant for each model's peak
 // true rate over the next ahead(model) seconds, times 1 + margin.
 func (b *bound) provision(v *View, ahead func(model int) float64, margin float64) []int {
-	ctx := v.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := v.Context()
 	for _, cs := range b.curves {
 		for _, c := range cs {
 			c.ctx = ctx

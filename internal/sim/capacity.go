@@ -183,17 +183,17 @@ func attainmentAt(ctx context.Context, base scenario.Scenario, rate, p float64) 
 	r := capMeasure.Requests
 	sc.DurationSeconds = math.Min(math.Max(r/rate, math.Min(capMeasure.MinSeconds, 10*r/rate)), capMaxSeconds)
 	sc.DrainSeconds = capDrainSeconds
-	s := New(sc, &Static{n: sc.Models[0].Variants[0].InitialReplicas})
+	s := New(sc, NewStatic(sc.Models[0].Variants[0].InitialReplicas))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	budget := (1 - p) * rate * sc.DurationSeconds * 1.5 // the arrivals' count varies: stop only well past it
 	hopeless := false
-	s.done = func(s *Sim, _ *request) {
-		if float64(s.res.Completed-s.res.WithinSLO+s.res.Failed) > budget {
+	s.OnRequestDone(func(res *Result) {
+		if float64(res.Completed-res.WithinSLO+res.Failed) > budget {
 			hopeless = true
 			cancel()
 		}
-	}
+	})
 	res := s.Run(ctx, nil)
 	if hopeless || res.Interrupted {
 		return 0

@@ -69,9 +69,9 @@ type eppState struct {
 	keep float64
 }
 
-// An eppReader is an autoscaler that reads the EPP's metrics: the run
+// An EPPReader is an autoscaler that reads the EPP's metrics: the run
 // keeps them and scrapes them.
-type eppReader interface{ readsEPP() }
+type EPPReader interface{ ReadsEPP() }
 
 func newEPPState(sc *scenario.Scenario) *eppState {
 	slo := sc.Autoscalers.KEDASLO
@@ -205,12 +205,12 @@ func (e *EPPMetrics) Gauges(m int) (queue, running, saturation, inflightTokens, 
 	return x.queue, x.running, x.saturation, x.inflightTokens, x.kvSum, ok
 }
 
-// latencyQuantiles are histogram_quantile(q, sum(rate(h_bucket[window])))
+// LatencyQuantiles are histogram_quantile(q, sum(rate(h_bucket[window])))
 // of the TTFT and TPOT histograms of model m, evaluated at time t (a
 // recording rule's evaluation: the scrapes stored by then, no query
 // delay). ok is false where Prometheus returns NaN: fewer than two scrapes
 // in the window, or no request observed in it.
-func (e *EPPMetrics) latencyQuantiles(m int, t, window, q float64) (ttft, tpot float64, okT, okP bool) {
+func (e *EPPMetrics) LatencyQuantiles(m int, t, window, q float64) (ttft, tpot float64, okT, okP bool) {
 	xs := e.st.models[m].samples
 	first, last := -1, -1
 	for i, x := range xs {
@@ -257,3 +257,10 @@ func histogramQuantile(q float64, bounds, a, b []float64) (float64, bool) {
 	}
 	return lo, true
 }
+
+// Now is the time the metrics are read at.
+func (e *EPPMetrics) Now() float64 { return e.now }
+
+// Delay is the metrics pipeline's delay (Now − Delay is the newest sample
+// a query sees).
+func (e *EPPMetrics) Delay() float64 { return e.delay }

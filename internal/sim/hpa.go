@@ -8,16 +8,16 @@ import (
 )
 
 func init() {
-	registerBaseline(Baseline{Name: "hpa", Order: 20, Default: true, Sweep: true,
+	RegisterBaseline(Baseline{Name: "hpa", Order: 20, Default: true, Sweep: true,
 		Summary: "the Kubernetes HPA algorithm on queue depth and KV usage",
 		New: func(sc *scenario.Scenario, _ string) (Autoscaler, error) {
 			return &HPA{cfg: sc.Autoscalers.HPA, recs: map[int][]rec{}}, nil
 		},
 		Knobs: map[string]Knob{
 			"kvTarget": {[]float64{0.3, 0.5, 0.7, 0.9},
-				func(a *scenario.Autoscalers) *float64 { return &a.HPA.KVTarget }, 0, fromZero(1, true, false)},
+				func(a *scenario.Autoscalers) *float64 { return &a.HPA.KVTarget }, 0, FromZero(1, true, false)},
 			"queueTarget": {[]float64{1, 3, 10},
-				func(a *scenario.Autoscalers) *float64 { return &a.HPA.QueueTarget }, 0, fromZero(1e6, true, false)},
+				func(a *scenario.Autoscalers) *float64 { return &a.HPA.QueueTarget }, 0, FromZero(1e6, true, false)},
 		}})
 }
 

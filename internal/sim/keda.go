@@ -8,14 +8,14 @@ import (
 )
 
 func init() {
-	registerBaseline(Baseline{Name: "keda", Order: 30, Sweep: true,
+	RegisterBaseline(Baseline{Name: "keda", Order: 30, Sweep: true,
 		Summary: "threshold scaling on requests in the system, with scale to zero",
 		New:     func(sc *scenario.Scenario, _ string) (Autoscaler, error) { return newKEDA(sc), nil },
 		Knobs: map[string]Knob{
 			"thresholdFraction": {[]float64{0.25, 0.5, 0.75, 1},
-				func(a *scenario.Autoscalers) *float64 { return &a.KEDA.ThresholdFraction }, 0, fromZero(100, true, false)},
+				func(a *scenario.Autoscalers) *float64 { return &a.KEDA.ThresholdFraction }, 0, FromZero(100, true, false)},
 			"threshold": {nil,
-				func(a *scenario.Autoscalers) *float64 { return &a.KEDA.Threshold }, 0, fromZero(1e6, true, false)},
+				func(a *scenario.Autoscalers) *float64 { return &a.KEDA.Threshold }, 0, FromZero(1e6, true, false)},
 		}})
 }
 

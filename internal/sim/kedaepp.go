@@ -52,9 +52,9 @@ func (k *kedaEPP) Name() string { return k.name }
 // Interval implements Autoscaler.
 func (k *kedaEPP) Interval() float64 { return k.cfg.SyncSeconds }
 
-func (k *kedaEPP) readsEPP() {}
+func (k *kedaEPP) ReadsEPP() {}
 
-var _ eppReader = (*kedaEPP)(nil)
+var _ EPPReader = (*kedaEPP)(nil)
 
 // Decide implements Autoscaler.
 func (k *kedaEPP) Decide(v *View) []int {
@@ -169,46 +169,46 @@ func freeAccelerators(v *View, out []int) map[string]int {
 
 func init() {
 	reg := func(name, summary string, order int, knobs map[string]Knob, build func(*scenario.Scenario) *kedaEPP) {
-		registerBaseline(Baseline{Name: name, Order: order, Sweep: true, Summary: summary, Knobs: knobs,
+		RegisterBaseline(Baseline{Name: name, Order: order, Sweep: true, Summary: summary, Knobs: knobs,
 			New: func(sc *scenario.Scenario, _ string) (Autoscaler, error) { return build(sc), nil }})
 	}
 	queue := func(a *scenario.Autoscalers) *scenario.EPPScaler { return &a.KEDAQueue.EPPScaler }
 	reg("keda-queue", "llm-d's KEDA guide on the endpoint picker's queued and running requests", 31,
 		map[string]Knob{
-			"queueThreshold": {nil, func(a *scenario.Autoscalers) *float64 { return &a.KEDAQueue.QueueThreshold }, 0, fromZero(1e6, true, false)},
+			"queueThreshold": {nil, func(a *scenario.Autoscalers) *float64 { return &a.KEDAQueue.QueueThreshold }, 0, FromZero(1e6, true, false)},
 			"runningThreshold": {[]float64{4, 8, 16, 32},
-				func(a *scenario.Autoscalers) *float64 { return &a.KEDAQueue.RunningThreshold }, 0, fromZero(1e6, true, false)},
-			"scaleUpWindowSeconds":   {[]float64{0, 300}, scaleWindow(queue, scenario.QueueBehavior, true), 0, fromZero(3600, false, false)},
-			"scaleDownWindowSeconds": {nil, scaleWindow(queue, scenario.QueueBehavior, false), 0, fromZero(3600, false, false)},
+				func(a *scenario.Autoscalers) *float64 { return &a.KEDAQueue.RunningThreshold }, 0, FromZero(1e6, true, false)},
+			"scaleUpWindowSeconds":   {[]float64{0, 300}, scaleWindow(queue, scenario.QueueBehavior, true), 0, FromZero(3600, false, false)},
+			"scaleDownWindowSeconds": {nil, scaleWindow(queue, scenario.QueueBehavior, false), 0, FromZero(3600, false, false)},
 		}, newKEDAQueue)
 	sat := func(a *scenario.Autoscalers) *scenario.EPPScaler { return &a.KEDASaturation.EPPScaler }
 	reg("keda-saturation", "llm-d's KEDA guide on the endpoint picker's pool saturation and running requests", 32,
 		map[string]Knob{
-			"saturationThreshold": {nil, func(a *scenario.Autoscalers) *float64 { return &a.KEDASaturation.SaturationThreshold }, 0, fromZero(1e6, true, false)},
+			"saturationThreshold": {nil, func(a *scenario.Autoscalers) *float64 { return &a.KEDASaturation.SaturationThreshold }, 0, FromZero(1e6, true, false)},
 			"runningThreshold": {[]float64{4, 8, 16, 32},
-				func(a *scenario.Autoscalers) *float64 { return &a.KEDASaturation.RunningThreshold }, 0, fromZero(1e6, true, false)},
-			"scaleUpWindowSeconds":   {[]float64{0, 300}, scaleWindow(sat, scenario.QueueBehavior, true), 0, fromZero(3600, false, false)},
-			"scaleDownWindowSeconds": {nil, scaleWindow(sat, scenario.QueueBehavior, false), 0, fromZero(3600, false, false)},
+				func(a *scenario.Autoscalers) *float64 { return &a.KEDASaturation.RunningThreshold }, 0, FromZero(1e6, true, false)},
+			"scaleUpWindowSeconds":   {[]float64{0, 300}, scaleWindow(sat, scenario.QueueBehavior, true), 0, FromZero(3600, false, false)},
+			"scaleDownWindowSeconds": {nil, scaleWindow(sat, scenario.QueueBehavior, false), 0, FromZero(3600, false, false)},
 		}, newKEDASaturation)
 	tok := func(a *scenario.Autoscalers) *scenario.EPPScaler { return &a.KEDATokens.EPPScaler }
 	reg("keda-tokens", "llm-d's token-aware KEDA guide: seconds of prefill backlog and KV-cache usage", 33,
 		map[string]Knob{
 			"backlogSeconds": {[]float64{0.5, 1, 1.5, 3},
-				func(a *scenario.Autoscalers) *float64 { return &a.KEDATokens.BacklogSeconds }, 0, fromZero(3600, true, false)},
+				func(a *scenario.Autoscalers) *float64 { return &a.KEDATokens.BacklogSeconds }, 0, FromZero(3600, true, false)},
 			"kvThreshold": {[]float64{0.5, 0.8},
-				func(a *scenario.Autoscalers) *float64 { return &a.KEDATokens.KVThreshold }, 0, fromZero(1, true, false)},
-			"scaleUpWindowSeconds":   {nil, scaleWindow(tok, scenario.TokensBehavior, true), 0, fromZero(3600, false, false)},
-			"scaleDownWindowSeconds": {nil, scaleWindow(tok, scenario.TokensBehavior, false), 0, fromZero(3600, false, false)},
+				func(a *scenario.Autoscalers) *float64 { return &a.KEDATokens.KVThreshold }, 0, FromZero(1, true, false)},
+			"scaleUpWindowSeconds":   {nil, scaleWindow(tok, scenario.TokensBehavior, true), 0, FromZero(3600, false, false)},
+			"scaleDownWindowSeconds": {nil, scaleWindow(tok, scenario.TokensBehavior, false), 0, FromZero(3600, false, false)},
 		}, newKEDATokens)
 	slo := func(a *scenario.Autoscalers) *scenario.EPPScaler { return &a.KEDASLO.EPPScaler }
 	reg("keda-slo", "llm-d's SLO-aware KEDA guide: P90 TTFT and TPOT against the SLO, through its control law", 34,
 		map[string]Knob{
 			"thetaUp": {[]float64{0.45, 0.55, 0.7, 0.85},
-				func(a *scenario.Autoscalers) *float64 { return &a.KEDASLO.ThetaUp }, 0, fromZero(10, true, false)},
-			"thetaDown":              {nil, func(a *scenario.Autoscalers) *float64 { return &a.KEDASLO.ThetaDown }, 0, fromZero(10, true, false)},
-			"quantile":               {nil, func(a *scenario.Autoscalers) *float64 { return &a.KEDASLO.Quantile }, 0, fromZero(1, true, true)},
-			"scaleUpWindowSeconds":   {nil, scaleWindow(slo, scenario.SLOBehavior, true), 0, fromZero(3600, false, false)},
-			"scaleDownWindowSeconds": {nil, scaleWindow(slo, scenario.SLOBehavior, false), 0, fromZero(3600, false, false)},
+				func(a *scenario.Autoscalers) *float64 { return &a.KEDASLO.ThetaUp }, 0, FromZero(10, true, false)},
+			"thetaDown":              {nil, func(a *scenario.Autoscalers) *float64 { return &a.KEDASLO.ThetaDown }, 0, FromZero(10, true, false)},
+			"quantile":               {nil, func(a *scenario.Autoscalers) *float64 { return &a.KEDASLO.Quantile }, 0, FromZero(1, true, true)},
+			"scaleUpWindowSeconds":   {nil, scaleWindow(slo, scenario.SLOBehavior, true), 0, FromZero(3600, false, false)},
+			"scaleDownWindowSeconds": {nil, scaleWindow(slo, scenario.SLOBehavior, false), 0, FromZero(3600, false, false)},
 		}, newKEDASLO)
 }
 
@@ -274,7 +274,7 @@ func cheapest(vs []scenario.Variant) scenario.Variant {
 // (maxBatchedTokens) over the TTFT of a chunk-long prompt at light load,
 // the chunk's prefill iteration plus the front end's overheads.
 func prefillSpeed(v scenario.Variant) float64 {
-	c := serverConfig(&v)
+	c := ServerConfig(&v)
 	chunk := v.MaxBatchedTokens
 	ttft := c.PrefillSeconds(chunk) + c.OverheadSeconds(chunk) + c.TokenOverheadSeconds()
 	if !(ttft > 0) {
@@ -325,7 +325,7 @@ func poolSLO(m scenario.Model) scenario.SLO {
 // clamped raw signal of the evaluations within AverageSeconds. ok is false
 // before the first evaluation.
 func sloSignal(k scenario.KEDASLOConfig, e *EPPMetrics, m int, slo scenario.SLO) (float64, bool) {
-	last := math.Floor((e.now-e.delay)/k.RuleSeconds) * k.RuleSeconds
+	last := math.Floor((e.Now()-e.Delay())/k.RuleSeconds) * k.RuleSeconds
 	if last < 0 {
 		return 0, false
 	}
@@ -340,7 +340,7 @@ func sloSignal(k scenario.KEDASLOConfig, e *EPPMetrics, m int, slo scenario.SLO)
 // sloRaw is the rule's raw signal at t: max(P90 TTFT / S_ttft, P90 TPOT /
 // S_tpot), a quantile Prometheus returns as NaN (no traffic) counting 0.
 func sloRaw(k scenario.KEDASLOConfig, e *EPPMetrics, m int, t float64, slo scenario.SLO) float64 {
-	ttft, tpot, okT, okP := e.latencyQuantiles(m, t, k.WindowSeconds, k.Quantile)
+	ttft, tpot, okT, okP := e.LatencyQuantiles(m, t, k.WindowSeconds, k.Quantile)
 	s := 0.0
 	if okT {
 		s = ttft * 1000 / slo.TTFTMs

@@ -23,7 +23,10 @@ type eppGauges struct {
 
 func (p *eppProbe) Name() string      { return "probe" }
 func (p *eppProbe) Interval() float64 { return p.interval }
-func (p *eppProbe) readsEPP()         {}
+func (p *eppProbe) ReadsEPP()         {}
+
+var _ EPPReader = (*eppProbe)(nil)
+
 func (p *eppProbe) Decide(v *View) []int {
 	g := eppGauges{t: v.Now}
 	g.queue, g.running, g.saturation, g.tokens, g.kvSum, g.ok = v.EPP.Gauges(0)

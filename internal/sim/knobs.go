@@ -21,9 +21,9 @@ type Knob struct {
 	Check func(float64) error
 }
 
-// fromZero checks that a value lies between 0 and hi, each end open or
+// FromZero checks that a value lies between 0 and hi, each end open or
 // closed.
-func fromZero(hi float64, zeroOpen, hiOpen bool) func(float64) error {
+func FromZero(hi float64, zeroOpen, hiOpen bool) func(float64) error {
 	return func(v float64) error {
 		ok := !math.IsNaN(v) && (v > 0 || !zeroOpen && v == 0) && (v < hi || !hiOpen && v == hi)
 		if !ok {

@@ -242,3 +242,12 @@ func diff(a, b server.Counters) server.Counters {
 		TTFTCount: a.TTFTCount - b.TTFTCount, ITLSum: a.ITLSum - b.ITLSum, ITLCount: a.ITLCount - b.ITLCount,
 		PromptTokens: a.PromptTokens - b.PromptTokens, GenerationTokens: a.GenerationTokens - b.GenerationTokens}
 }
+
+// Context is the run's context (Background outside a run): an autoscaler
+// that does long work in Decide stops when it is done.
+func (v *View) Context() context.Context {
+	if v.ctx == nil {
+		return context.Background()
+	}
+	return v.ctx
+}

@@ -7,7 +7,7 @@ import (
 )
 
 func init() {
-	registerBaseline(Baseline{Name: "clairvoyant", Order: 40, Bound: true, Default: true, Sweep: true,
+	RegisterBaseline(Baseline{Name: "clairvoyant", Order: 40, Bound: true, Default: true, Sweep: true,
 		Summary: "the cheapest SLO-meeting replicas for the true future load, ordered ahead by the start-up time: the reference bound",
 		New: func(sc *scenario.Scenario, _ string) (Autoscaler, error) {
 			return &Clairvoyant{interval: sc.Autoscalers.OracleIntervalSeconds, margin: sc.Autoscalers.ClairvoyantMargin,
@@ -15,11 +15,11 @@ func init() {
 		},
 		Knobs: map[string]Knob{
 			"margin": {[]float64{0, 0.15, 0.3, 0.5, 0.75, 1},
-				func(a *scenario.Autoscalers) *float64 { return &a.ClairvoyantMargin }, 0, fromZero(100, false, false)},
+				func(a *scenario.Autoscalers) *float64 { return &a.ClairvoyantMargin }, 0, FromZero(100, false, false)},
 			"attainment": {nil,
-				func(a *scenario.Autoscalers) *float64 { return &a.ClairvoyantAttainment }, scenario.DefaultBoundAttainment, fromZero(1, true, true)},
+				func(a *scenario.Autoscalers) *float64 { return &a.ClairvoyantAttainment }, scenario.DefaultBoundAttainment, FromZero(1, true, true)},
 		}})
-	registerBaseline(Baseline{Name: "oracle", Order: 50, Bound: true, Instant: true,
+	RegisterBaseline(Baseline{Name: "oracle", Order: 50, Bound: true, Instant: true,
 		Summary: "the same provisioned instantly: a bound no fleet can reach",
 		New: func(sc *scenario.Scenario, _ string) (Autoscaler, error) {
 			return &Oracle{interval: sc.Autoscalers.OracleIntervalSeconds, b: newBound(sc)}, nil

@@ -49,9 +49,9 @@ var baselines []*Baseline
 // its grid, so the sweep contains the default point of each autoscaler.
 var knobs = map[string]Knob{}
 
-// registerBaseline adds b to the registry; a name registered twice is a
+// RegisterBaseline adds b to the registry; a name registered twice is a
 // programming error.
-func registerBaseline(b Baseline) {
+func RegisterBaseline(b Baseline) {
 	for _, o := range baselines {
 		if o.Name == b.Name {
 			panic("sim: autoscaler " + b.Name + " registered twice")

@@ -80,8 +80,8 @@ func newReplica(s *Sim, id int, v *variantRT, uid uint64) *replica {
 	return r
 }
 
-// serverConfig is what a variant's server needs of it.
-func serverConfig(v *scenario.Variant) server.Config {
+// ServerConfig is what a variant's server needs of it.
+func ServerConfig(v *scenario.Variant) server.Config {
 	return server.Config{KVBlocks: v.KVBlocks, BlockSize: v.BlockSize, MaxBatchSize: v.MaxBatchSize,
 		MaxBatchedTokens: v.MaxBatchedTokens, Policy: v.SchedulingPolicy, LatencyModel: v.LatencyModel,
 		Iteration: server.IterationModel{Alpha: v.Params.Alpha, Beta: v.Params.Beta, Gamma: v.Params.Gamma},

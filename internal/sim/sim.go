@@ -74,13 +74,13 @@ func New(sc scenario.Scenario, a Autoscaler) *Sim {
 	s.res = newResult(a.Name(), &sc)
 	s.instant = Instant(a.Name())
 	s.gate = newGate(&sc, s.res)
-	if _, ok := a.(eppReader); ok {
+	if _, ok := a.(EPPReader); ok {
 		s.epp = newEPPState(&sc)
 	}
 	for m, mod := range sc.Models {
 		var vs []*variantRT
 		for _, v := range mod.Variants {
-			rt := &variantRT{cfg: v, srv: serverConfig(&v), model: m, idx: len(s.variants), key: mod.Name + "/" + v.Name}
+			rt := &variantRT{cfg: v, srv: ServerConfig(&v), model: m, idx: len(s.variants), key: mod.Name + "/" + v.Name}
 			s.variants = append(s.variants, rt)
 			vs = append(vs, rt)
 		}
@@ -294,3 +294,10 @@ func (s *Sim) dispatchLoop(e *event) {
 // tokenOverheadSeconds is the linear model's per-output-token overhead α2
 // (server.Config.TokenOverheadSeconds).
 func (v *variantRT) tokenOverheadSeconds() float64 { return v.srv.TokenOverheadSeconds() }
+
+// OnRequestDone has f called with the run's result so far after every
+// request that completes (the measured capacity stops a run that can no
+// longer reach its attainment).
+func (s *Sim) OnRequestDone(f func(res *Result)) {
+	s.done = func(s *Sim, _ *request) { f(s.res) }
+}

@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	registerBaseline(Baseline{Name: "static", Order: 60, Example: "static:3",
+	RegisterBaseline(Baseline{Name: "static", Order: 60, Example: "static:3",
 		Summary: "N replicas of every variant, whatever the load",
 		Param:   staticReplicas,
 		New: func(_ *scenario.Scenario, arg string) (Autoscaler, error) {
@@ -43,3 +43,6 @@ func (s *Static) Decide(v *View) []int {
 	}
 	return out
 }
+
+// NewStatic is a fixed fleet of n replicas per variant.
+func NewStatic(n int) *Static { return &Static{n: n} }

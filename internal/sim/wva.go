@@ -66,18 +66,18 @@ func (w *WVA) DeletionCosts(*View) map[string]int32 {
 }
 
 func init() {
-	registerBaseline(Baseline{Name: "wva", Order: 10, Default: true, Sweep: true,
+	RegisterBaseline(Baseline{Name: "wva", Order: 10, Default: true, Sweep: true,
 		Summary: "WVA's decision engine, the same code as the controller",
 		New:     func(sc *scenario.Scenario, _ string) (Autoscaler, error) { return newWVA(sc), nil },
 		Knobs: map[string]Knob{
 			"spareQuantile": {[]float64{0.5, 0.8, 0.95, 0.99},
-				func(a *scenario.Autoscalers) *float64 { return &a.WVA.SpareQuantile }, engine.DefaultSpareQuantile, fromZero(1, true, true)},
+				func(a *scenario.Autoscalers) *float64 { return &a.WVA.SpareQuantile }, engine.DefaultSpareQuantile, FromZero(1, true, true)},
 			"ttftAttainment": {[]float64{0, 0.99},
-				func(a *scenario.Autoscalers) *float64 { return &a.WVA.TTFTAttainment }, 0, fromZero(1, false, true)},
+				func(a *scenario.Autoscalers) *float64 { return &a.WVA.TTFTAttainment }, 0, FromZero(1, false, true)},
 			"kvCacheThreshold": {[]float64{0.7, 0.8, 0.9},
 				func(a *scenario.Autoscalers) *float64 { return &a.WVA.KVCacheThreshold }, engine.DefaultKVCacheThreshold, kvThreshold},
 			"drainTimeoutSeconds": {nil,
-				drainTimeout, 0, fromZero(scenario.MaxDrainTimeoutSeconds, false, false)},
+				drainTimeout, 0, FromZero(scenario.MaxDrainTimeoutSeconds, false, false)},
 		}})
 }
 
