@@ -15,6 +15,7 @@ import (
 
 	"github.com/llm-d-incubation/wva/examples/scenarios"
 	"github.com/llm-d-incubation/wva/internal/sim"
+	_ "github.com/llm-d-incubation/wva/internal/sim/baselines" // registers the autoscalers --autoscalers names
 	"github.com/llm-d-incubation/wva/internal/sim/experiment"
 	"github.com/llm-d-incubation/wva/internal/sim/report"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"

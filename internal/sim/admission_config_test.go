@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
+	"github.com/llm-d-incubation/wva/internal/sim/simtest"
 )
 
 // TestScorerWeightsString: the string form sets the scorers it names (the
@@ -45,7 +46,7 @@ func TestScorerWeightsErrors(t *testing.T) {
 // TestScorerWeightsInScenario: a scenario's weights in either form.
 func TestScorerWeightsInScenario(t *testing.T) {
 	parse := func(gateway string) (scenario.Scenario, error) {
-		return scenario.ParseScenario([]byte(validScenario + "gateway: " + gateway + "\n"))
+		return scenario.ParseScenario([]byte(simtest.ValidScenario + "gateway: " + gateway + "\n"))
 	}
 	sc, err := parse(`{weights: "prefix-affinity:4,queue-depth:3"}`)
 	if err != nil || *sc.Gateway.Weights != (scenario.ScorerWeights{Prefix: 4, Queue: 3}) {
@@ -128,7 +129,7 @@ func TestAdmissionValidation(t *testing.T) {
 		}, `matrix.autoscalers: unknown autoscaler "magic"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sc, err := scenario.ParseScenario([]byte(validScenario))
+			sc, err := scenario.ParseScenario([]byte(simtest.ValidScenario))
 			if err != nil {
 				t.Fatal(err)
 			}

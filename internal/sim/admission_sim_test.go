@@ -51,8 +51,8 @@ func TestRejectedUseNoCapacity(t *testing.T) {
 		alone = append(alone, classRow(at, 300, 30, "critical", -1))
 	}
 	reject := &scenario.Admission{Policy: scenario.PolicyPredictive, BudgetsMs: scenario.Budgets{Sheddable: 0.001}}
-	res, got := runRows(t, linearVariant(), mixed, nil, withAdmission(reject))
-	base, want := runRows(t, linearVariant(), alone, nil, threeClasses)
+	res, got := runRows(t, simtest.LinearVariant(), mixed, nil, withAdmission(reject))
+	base, want := runRows(t, simtest.LinearVariant(), alone, nil, threeClasses)
 	if res.FailedBy.Admission != 40 || res.Failed != 40 || res.Completed != 40 {
 		t.Fatalf("failed %d (admission %d), completed %d; want 40 rejected, 40 completed", res.Failed, res.FailedBy.Admission, res.Completed)
 	}
@@ -68,7 +68,7 @@ func TestRejectedUseNoCapacity(t *testing.T) {
 	if c.Admitted != 0 || c.Rejected != 40 || c.Goodput != 0 {
 		t.Errorf("sheddable: %+v", c)
 	}
-	_, slowed := runRows(t, linearVariant(), mixed, nil, withAdmission(&scenario.Admission{Policy: scenario.PolicyAlways}))
+	_, slowed := runRows(t, simtest.LinearVariant(), mixed, nil, withAdmission(&scenario.Admission{Policy: scenario.PolicyAlways}))
 	if slowed[39].ttft <= want[20].ttft {
 		t.Errorf("admitted, the sheddable requests did not slow the critical ones: %v vs %v ms", slowed[39].ttft, want[20].ttft)
 	}
@@ -84,7 +84,7 @@ func TestRejectedUseNoCapacity(t *testing.T) {
 func TestAdmissionFigures(t *testing.T) {
 	rows := []scenario.TraceRow{classRow(0, 100, 2, "standard", 3), classRow(0.1, 100, 2, "standard", 4),
 		classRow(0.2, 100, 2, "critical", -1), classRow(1.5, 100, 2, "standard", 3), classRow(1.6, 100, 2, "sheddable", 4)}
-	res, _ := runRows(t, linearVariant(), rows, nil,
+	res, _ := runRows(t, simtest.LinearVariant(), rows, nil,
 		withAdmission(&scenario.Admission{Policy: scenario.PolicyTokenBucket, TokenBucket: &scenario.TokenBucket{Rate: 1, Burst: 1}}))
 	a := res.Admission
 	if a == nil || a.Decided != 5 || a.Admitted != 3 || a.Rejected != 2 || res.FailedBy.Admission != 2 {
@@ -98,7 +98,7 @@ func TestAdmissionFigures(t *testing.T) {
 		if c.Admission.Admitted != want[0] || c.Admission.Rejected != want[1] || c.Arrived != want[2] {
 			t.Errorf("%s: %+v, arrived %d; want admitted, rejected, arrived %v", name, c.Admission, c.Arrived, want)
 		}
-		near(t, name+" goodput", c.Admission.Goodput, float64(want[0])/float64(want[2]))
+		simtest.Near(t, name+" goodput", c.Admission.Goodput, float64(want[0])/float64(want[2]))
 	}
 	checkFigureGroups(t, res)
 }
@@ -109,10 +109,10 @@ func checkFigureGroups(t *testing.T, res *Result) {
 	t.Helper()
 	a := res.Admission
 	std := res.Classes["m/standard"].Admission
-	near(t, "standard cache hits among arrived", std.CacheHitArrived, 1.0/3)
-	near(t, "standard cache hits among admitted", std.CacheHitAdmitted, 1.0/2)
-	near(t, "cache hits among arrived", a.CacheHitArrived, 1.0/5)
-	near(t, "prompt tokens cached, admitted", a.CachedTokensAdmitted, 64.0/300)
+	simtest.Near(t, "standard cache hits among arrived", std.CacheHitArrived, 1.0/3)
+	simtest.Near(t, "standard cache hits among admitted", std.CacheHitAdmitted, 1.0/2)
+	simtest.Near(t, "cache hits among arrived", a.CacheHitArrived, 1.0/5)
+	simtest.Near(t, "prompt tokens cached, admitted", a.CachedTokensAdmitted, 64.0/300)
 	g3, g4 := a.Groups["m/group-3"], a.Groups["m/group-4"]
 	if g3 == nil || g4 == nil || g3.Arrived != 2 || g3.Admitted != 2 || g4.Arrived != 2 || g4.Admitted != 0 || g4.FirstSeconds != 0.1 {
 		t.Errorf("groups %+v %+v", g3, g4)
@@ -132,7 +132,7 @@ func TestPrefixMatchedOnce(t *testing.T) {
 	for i := range 300 {
 		rows = append(rows, classRow(float64(i)*0.01, 200+i%50, 20, []string{"critical", "standard", "sheddable"}[i%3], i%7))
 	}
-	v := linearVariant()
+	v := simtest.LinearVariant()
 	v.InitialReplicas = 3
 	sc := scenario.Scenario{Name: "once", DurationSeconds: 600, DrainSeconds: 600, Models: []scenario.Model{{Name: "m", SLO: scenario.SLO{TTFTMs: 1e6, ITLMs: 1e6},
 		Workload: scenario.Workload{Rows: rows, PrefixTokens: 64}, Variants: []scenario.Variant{v}}},
@@ -231,7 +231,7 @@ func TestNewPrefixGroups(t *testing.T) {
 // of the TTFT model carries. Their TTFT as the client sees it keeps the
 // hold.
 func TestCalibrationFromDispatch(t *testing.T) {
-	v := linearVariant()
+	v := simtest.LinearVariant()
 	v.InitialReplicas, v.MinReplicas, v.StartupSeconds = 0, 0, 5
 	var rows []scenario.TraceRow
 	for i := range 20 {

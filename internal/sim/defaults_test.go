@@ -1,4 +1,4 @@
-package sim
+package sim_test
 
 import (
 	"reflect"
@@ -61,3 +61,4 @@ func TestDefaultsFillACopy(t *testing.T) {
 		}
 	}
 }
+func ptr[T any](v T) *T { return &v }

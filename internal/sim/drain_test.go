@@ -1,9 +1,10 @@
-package sim
+package sim_test
 
 import (
 	"context"
 	"testing"
 
+	"github.com/llm-d-incubation/wva/internal/sim"
 	"github.com/llm-d-incubation/wva/internal/sim/simtest"
 )
 
@@ -13,11 +14,11 @@ import (
 // requests on the same run.
 func TestDrainBeforeScaleDown(t *testing.T) {
 	sc := simtest.Builtin(t, "long-outputs", 960) // the first drop, 20 → 8 requests/s at 600 s
-	run := func(name string, timeout *float64) *Result {
+	run := func(name string, timeout *float64) *sim.Result {
 		t.Helper()
 		c := sc
 		c.Autoscalers.WVA.DrainTimeoutSeconds = timeout
-		rs, err := Compare(context.Background(), c, []string{name}, nil)
+		rs, err := sim.Compare(context.Background(), c, []string{name}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,7 +34,7 @@ func TestDrainBeforeScaleDown(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name    string
-		r       *Result
+		r       *sim.Result
 		atLeast int64
 	}{{"no drain", run("wva", &off), 10}, {"hpa", run("hpa", nil), 10}} {
 		if c.r.FailedBy.Terminated < c.atLeast {

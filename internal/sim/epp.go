@@ -205,12 +205,12 @@ func (e *EPPMetrics) Gauges(m int) (queue, running, saturation, inflightTokens, 
 	return x.queue, x.running, x.saturation, x.inflightTokens, x.kvSum, ok
 }
 
-// LatencyQuantiles are histogram_quantile(q, sum(rate(h_bucket[window])))
+// latencyQuantiles are histogram_quantile(q, sum(rate(h_bucket[window])))
 // of the TTFT and TPOT histograms of model m, evaluated at time t (a
 // recording rule's evaluation: the scrapes stored by then, no query
 // delay). ok is false where Prometheus returns NaN: fewer than two scrapes
 // in the window, or no request observed in it.
-func (e *EPPMetrics) LatencyQuantiles(m int, t, window, q float64) (ttft, tpot float64, okT, okP bool) {
+func (e *EPPMetrics) latencyQuantiles(m int, t, window, q float64) (ttft, tpot float64, okT, okP bool) {
 	xs := e.st.models[m].samples
 	first, last := -1, -1
 	for i, x := range xs {
@@ -258,9 +258,57 @@ func histogramQuantile(q float64, bounds, a, b []float64) (float64, bool) {
 	return lo, true
 }
 
-// Now is the time the metrics are read at.
-func (e *EPPMetrics) Now() float64 { return e.now }
+// SLOSignal is the SLO-aware guide's recording rules' s for model m as
+// KEDA reads it now (keda-slo; the rules run in Prometheus, over the EPP's
+// latency histograms): the newest rule evaluation the pipeline's delay
+// lets through, averaging the clamped raw signal of the evaluations within
+// AverageSeconds. ok is false before the first evaluation.
+func (e *EPPMetrics) SLOSignal(m int, k scenario.KEDASLOConfig, slo scenario.SLO) (float64, bool) {
+	last := math.Floor((e.now-e.delay)/k.RuleSeconds) * k.RuleSeconds
+	if last < 0 {
+		return 0, false
+	}
+	sum, n := 0.0, 0
+	for t := last; t > last-k.AverageSeconds && t >= 0; t -= k.RuleSeconds {
+		sum += math.Min(e.sloRaw(m, k, t, slo), k.Clamp)
+		n++
+	}
+	return sum / float64(n), true
+}
 
-// Delay is the metrics pipeline's delay (Now − Delay is the newest sample
-// a query sees).
-func (e *EPPMetrics) Delay() float64 { return e.delay }
+// sloRaw is the rule's raw signal at t: max(P90 TTFT / S_ttft, P90 TPOT /
+// S_tpot), a quantile Prometheus returns as NaN (no traffic) counting 0.
+func (e *EPPMetrics) sloRaw(m int, k scenario.KEDASLOConfig, t float64, slo scenario.SLO) float64 {
+	ttft, tpot, okT, okP := e.latencyQuantiles(m, t, k.WindowSeconds, k.Quantile)
+	s := 0.0
+	if okT {
+		s = ttft * 1000 / slo.TTFTMs
+	}
+	if okP {
+		s = math.Max(s, tpot*1000/slo.ITLMs)
+	}
+	return s
+}
+
+// EPPGaugeScrape is one scrape of a model's EPP gauges, made by hand
+// (NewEPPMetrics).
+type EPPGaugeScrape struct {
+	T, Queue, Running, Saturation, InflightTokens, KVSum float64
+}
+
+// NewEPPMetrics is what an autoscaler reads at now, through a pipeline of
+// the given delay, from scrapes of the gauges made by hand (scrapes[m],
+// model m's in time order; no latency observations): for testing an
+// autoscaler that reads the EPP on views of its own making. sc must have
+// its defaults.
+func NewEPPMetrics(sc *scenario.Scenario, now, delay float64, scrapes [][]EPPGaugeScrape) *EPPMetrics {
+	st := newEPPState(sc)
+	for m, xs := range scrapes {
+		for _, x := range xs {
+			st.models[m].samples = append(st.models[m].samples, eppSample{t: x.T, queue: x.Queue, running: x.Running,
+				saturation: x.Saturation, inflightTokens: x.InflightTokens, kvSum: x.KVSum,
+				ttft: make([]float64, len(eppTTFTBuckets)+1), tpot: make([]float64, len(eppTPOTBuckets)+1)})
+		}
+	}
+	return &EPPMetrics{st: st, now: now, delay: delay}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/llm-d-incubation/wva/examples/scenarios"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
+	"github.com/llm-d-incubation/wva/internal/sim/simtest"
 )
 
 // FuzzScenario parses arbitrary bytes as a scenario. It must never panic;
@@ -37,14 +38,14 @@ func FuzzScenario(f *testing.F) {
 			f.Add(data)
 		}
 	}
-	f.Add([]byte(validScenario))
+	f.Add([]byte(simtest.ValidScenario))
 	// Hardening seeds (issue 28): odd inventories, numbers beyond float64,
 	// limited mode, long documents.
 	for _, extra := range []string{"inventory: {H100: 0}\n", "inventory: {\"\": 1, H100: 2}\n", "inventory: {h100: 4}\n",
 		"inventory: {H100: 1099511627776}\n", "autoscalers: {wva: {optimizer: limited}}\n",
 		"autoscalers: {wva: {optimizer: limited, drainTimeoutSeconds: 3600}}\ninventory: {H100: 3}\n",
 		"recordSeconds: 1e309\n", "seed: 18446744073709551616\n", "---\nname: second\n"} {
-		f.Add([]byte(validScenario + extra))
+		f.Add([]byte(simtest.ValidScenario + extra))
 	}
 	f.Add([]byte(`{"name":"j","durationSeconds":1,"models":[{"name":"m","slo":{"ttftMs":1,"itlMs":1},` +
 		`"workload":{"rate":{"pattern":"spikes","spikes":[{"atSeconds":0,"durationSeconds":1,"rps":3}]},"input":{"dist":"empirical","values":[1,2]},"output":{"mean":1}},` +

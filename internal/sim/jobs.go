@@ -13,14 +13,21 @@ type Job struct {
 	Autoscaler string
 }
 
-// RunJobs runs the jobs on up to parallel workers, in order, and passes
-// keep each result that finished (not cut short by ctx) with its job's
-// index; keep is called from the workers, once per index. It stops at the
-// first error (an autoscaler that cannot be built) or when ctx is done.
-// progress (may be nil) is called after each job with the jobs done and
-// the total.
+// RunJobs runs the jobs on up to parallel workers and passes keep each
+// result that finished (not cut short by ctx) with its job's index; keep
+// is called from the workers, once per index. It stops at the first error
+// (an autoscaler that cannot be built) or when ctx is done. progress (may
+// be nil) is called after each job with the jobs done and the total.
+//
+// The jobs start in order, except that the first job of each bound
+// autoscaler starts first: a bound measures its scenario's capacity once
+// (cached, its later runs wait for it), and started first it measures
+// while the other workers run the rest, instead of holding them at the end.
+// The results do not depend on the order.
 func RunJobs(ctx context.Context, jobs []Job, parallel int, progress func(done, total int), keep func(k int, r *Result)) error {
-	return RunParallel(ctx, len(jobs), parallel, func(k int) error {
+	order := boundsFirst(jobs)
+	return RunParallel(ctx, len(jobs), parallel, func(i int) error {
+		k := order[i]
 		s := jobs[k].Scenario
 		a, err := NewAutoscaler(jobs[k].Autoscaler, &s)
 		if err != nil {
@@ -31,6 +38,27 @@ func RunJobs(ctx context.Context, jobs []Job, parallel int, progress func(done, 
 		}
 		return nil
 	}, progress)
+}
+
+// boundsFirst is the order RunJobs starts the jobs in: the first job of
+// each bound autoscaler, then the others as listed.
+func boundsFirst(jobs []Job) []int {
+	order := make([]int, 0, len(jobs))
+	seen := map[string]bool{}
+	first := make([]bool, len(jobs))
+	for k, j := range jobs {
+		if b := BaselineOf(j.Autoscaler); b != nil && b.Bound && !seen[b.Name] {
+			seen[b.Name] = true
+			first[k] = true
+			order = append(order, k)
+		}
+	}
+	for k := range jobs {
+		if !first[k] {
+			order = append(order, k)
+		}
+	}
+	return order
 }
 
 // RunParallel calls run(0…n−1) on up to workers goroutines, stopping at

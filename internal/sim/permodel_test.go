@@ -1,10 +1,11 @@
-package sim
+package sim_test
 
 import (
 	"context"
 	"math"
 	"testing"
 
+	"github.com/llm-d-incubation/wva/internal/sim"
 	"github.com/llm-d-incubation/wva/internal/sim/simtest"
 )
 
@@ -13,7 +14,7 @@ import (
 // batch model's priority 2 leaves it behind under the shared inventory).
 func TestPerModelAddsUp(t *testing.T) {
 	sc := simtest.Builtin(t, "shared-budget", 1500)
-	rs, err := Compare(context.Background(), sc, []string{"wva", "hpa"}, nil)
+	rs, err := sim.Compare(context.Background(), sc, []string{"wva", "hpa"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,9 +28,9 @@ func TestPerModelAddsUp(t *testing.T) {
 
 // checkModelSums checks that a run's per-model figures add up to its
 // fleet's, and each model's attainment is its own ratio.
-func checkModelSums(t *testing.T, r *Result) {
+func checkModelSums(t *testing.T, r *sim.Result) {
 	t.Helper()
-	var sum ModelStats
+	var sum sim.ModelStats
 	for _, m := range r.PerModel {
 		sum.Arrived += m.Arrived
 		sum.Completed += m.Completed

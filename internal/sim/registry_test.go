@@ -1,22 +1,23 @@
-package sim
+package sim_test
 
 import (
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/llm-d-incubation/wva/internal/sim"
 	"github.com/llm-d-incubation/wva/internal/sim/simtest"
 )
 
 // TestRegistryNames: the registered names in order, and the defaults.
 func TestRegistryNames(t *testing.T) {
-	if got := AutoscalerNames(); !slices.Equal(got, []string{"wva", "hpa", "keda", "keda-queue", "keda-saturation", "keda-tokens", "keda-slo", "clairvoyant", "oracle", "static:N"}) {
+	if got := sim.AutoscalerNames(); !slices.Equal(got, []string{"wva", "hpa", "keda", "keda-queue", "keda-saturation", "keda-tokens", "keda-slo", "clairvoyant", "oracle", "static:N"}) {
 		t.Errorf("names %v", got)
 	}
-	if got := DefaultAutoscalers(); !slices.Equal(got, []string{"wva", "hpa", "clairvoyant"}) {
+	if got := sim.DefaultAutoscalers(); !slices.Equal(got, []string{"wva", "hpa", "clairvoyant"}) {
 		t.Errorf("defaults %v", got)
 	}
-	if BaselineOf("oracle") == nil || !Instant("oracle") || Instant("clairvoyant") || !BaselineOf("clairvoyant").Bound {
+	if sim.BaselineOf("oracle") == nil || !sim.Instant("oracle") || sim.Instant("clairvoyant") || !sim.BaselineOf("clairvoyant").Bound {
 		t.Error("oracle is the instant bound; clairvoyant a bound that is not instant")
 	}
 }
@@ -25,8 +26,8 @@ func TestRegistryNames(t *testing.T) {
 // for a shipped scenario, and its runs carry that name.
 func TestRegistryBuilds(t *testing.T) {
 	sc := simtest.Builtin(t, "staircase", 0)
-	for _, name := range ExampleNames() {
-		a, err := NewAutoscaler(name, &sc)
+	for _, name := range sim.ExampleNames() {
+		a, err := sim.NewAutoscaler(name, &sc)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -39,8 +40,8 @@ func TestRegistryBuilds(t *testing.T) {
 // TestRegistryKnobs: every knob is under its autoscaler's prefix, with a
 // valid default grid.
 func TestRegistryKnobs(t *testing.T) {
-	for key, k := range knobs {
-		b := BaselineOf(KnobAutoscaler(key))
+	for key, k := range sim.AllKnobs() {
+		b := sim.BaselineOf(sim.KnobAutoscaler(key))
 		if b == nil || b.Knobs[strings.TrimPrefix(key, b.Name+".")].Field == nil {
 			t.Errorf("knob %s belongs to no registered autoscaler", key)
 		}
@@ -56,15 +57,15 @@ func TestRegistryKnobs(t *testing.T) {
 // form; an unknown name lists the known ones.
 func TestRegistryLookup(t *testing.T) {
 	sc := simtest.Builtin(t, "staircase", 0)
-	if b, arg, err := lookup("static:007"); err != nil || b.Name != "static" || arg != "7" {
+	if b, arg, err := sim.Lookup("static:007"); err != nil || b.Name != "static" || arg != "7" {
 		t.Errorf("static:007: %v %q %v", b, arg, err)
 	}
 	for _, bad := range []string{"static", "wva:2", "turbo", "static:-1"} {
-		if _, err := NewAutoscaler(bad, &sc); err == nil {
+		if _, err := sim.NewAutoscaler(bad, &sc); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if _, err := NewAutoscaler("turbo", &sc); err == nil || !strings.Contains(err.Error(), "want wva, hpa, keda, keda-queue, keda-saturation, keda-tokens, keda-slo, clairvoyant, oracle or static:N") {
+	if _, err := sim.NewAutoscaler("turbo", &sc); err == nil || !strings.Contains(err.Error(), "want wva, hpa, keda, keda-queue, keda-saturation, keda-tokens, keda-slo, clairvoyant, oracle or static:N") {
 		t.Errorf("unknown: %v", err)
 	}
 }

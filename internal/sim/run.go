@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
@@ -16,6 +17,9 @@ func Compare(ctx context.Context, sc scenario.Scenario, names []string, progress
 	full := sc.WithDefaults()
 	if len(names) == 0 {
 		names = full.Autoscalers.Default
+	}
+	if len(names) == 0 {
+		return nil, errors.New("no autoscaler to run: name one (--autoscalers) or list autoscalers.default in the scenario")
 	}
 	if err := CheckAutoscalers(names); err != nil {
 		return nil, err

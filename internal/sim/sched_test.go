@@ -33,7 +33,7 @@ func runOrder(t *testing.T, v scenario.Variant, policy string, rows []scenario.T
 // critical (3), critical (4). fcfs serves them in arrival order;
 // priority-fcfs by priority, then arrival: 3, 4, 2, 1.
 func TestPriorityFCFSOrder(t *testing.T) {
-	v := linearVariant()
+	v := simtest.LinearVariant()
 	v.MaxBatchSize = 1
 	rows := []scenario.TraceRow{classRow(0, 100, 3, "sheddable", -1), classRow(0, 100, 3, "standard", -1),
 		classRow(0, 100, 3, "critical", -1), classRow(0, 100, 3, "critical", -1)}
@@ -51,7 +51,7 @@ func TestPriorityFCFSOrder(t *testing.T) {
 // a sheddable one runs (max batch 1) waits for it to finish, as in vLLM's
 // v1 scheduler: it overtakes waiting requests, not running ones.
 func TestPriorityDoesNotPreemptRunning(t *testing.T) {
-	v := linearVariant()
+	v := simtest.LinearVariant()
 	v.MaxBatchSize = 1
 	rows := []scenario.TraceRow{classRow(0, 100, 10, "sheddable", -1), classRow(0.005, 100, 10, "standard", -1),
 		classRow(0.02, 100, 10, "critical", -1)}
@@ -60,8 +60,8 @@ func TestPriorityDoesNotPreemptRunning(t *testing.T) {
 		t.Fatalf("order %v, %d preemptions", order, res.Preemptions)
 	}
 	// The sheddable request: 11 ms of prefill and 9 decodes of 10.5 ms.
-	near(t, "sheddable E2E", got[1].e2e, 11+9*10.5)
-	near(t, "critical TTFT", got[3].ttft, 11+9*10.5-20+11)
+	simtest.Near(t, "sheddable E2E", got[1].e2e, 11+9*10.5)
+	simtest.Near(t, "critical TTFT", got[3].ttft, 11+9*10.5-20+11)
 }
 
 // TestPriorityPreemptionVictim: the KV cache of TestPreemptionAndRecompute
@@ -71,7 +71,7 @@ func TestPriorityDoesNotPreemptRunning(t *testing.T) {
 // one, although it is the head of the batch (vLLM's max(running,
 // key=(priority, arrival))), so the critical one runs through.
 func TestPriorityPreemptionVictim(t *testing.T) {
-	v := linearVariant()
+	v := simtest.LinearVariant()
 	v.KVBlocks = 16
 	rows := []scenario.TraceRow{classRow(0, 96, 40, "sheddable", -1), classRow(0, 96, 100, "critical", -1)}
 	_, fcfs, res := runOrder(t, v, server.PolicyFCFS, rows)

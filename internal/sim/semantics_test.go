@@ -2,11 +2,11 @@ package sim
 
 import (
 	"context"
-	"math"
 	"testing"
 
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 	"github.com/llm-d-incubation/wva/internal/sim/server"
+	"github.com/llm-d-incubation/wva/internal/sim/simtest"
 )
 
 // The tests in this file pin the server, Kubernetes and gateway semantics
@@ -14,12 +14,6 @@ import (
 // the arithmetic simple: an iteration takes β0 + β1·prefill tokens +
 // β2·decode tokens = 10 ms + 0.01 ms per prompt token computed + 0.5 ms per
 // decoding request.
-
-func linearVariant() scenario.Variant {
-	return scenario.Variant{Name: "v", Accelerator: "H100", Cost: 1, LatencyModel: "linear",
-		Linear:       scenario.LinearStep{Beta0: 10, Beta1: 0.01, Beta2: 0.5},
-		MaxBatchSize: 64, KVBlocks: 1000, BlockSize: 16, MinReplicas: 1, MaxReplicas: 4, InitialReplicas: 1}
-}
 
 // outcome is one completed request, in ms from its arrival.
 type outcome struct{ ttft, e2e, itl float64 }
@@ -59,95 +53,84 @@ func runRows(t *testing.T, v scenario.Variant, rows []scenario.TraceRow, a Autos
 	return res, out
 }
 
-func row(at float64, in, out int) scenario.TraceRow {
-	return scenario.TraceRow{Time: at, Input: in, Output: out, Class: "critical", Prefix: -1}
-}
-
-func near(t *testing.T, what string, got, want float64) {
-	t.Helper()
-	if math.Abs(got-want) > 1e-6*math.Max(1, math.Abs(want)) {
-		t.Errorf("%s = %.6f, want %.6f", what, got, want)
-	}
-}
-
 // TestOneRequest: the iteration that completes the prefill yields the
 // first token; the other o − 1 tokens take one decode iteration each; α0 +
 // α1·input delays the request's entry to the queue; α2 adds to the TTFT
 // and to every inter-token interval, not to the clock.
 func TestOneRequest(t *testing.T) {
-	rows := []scenario.TraceRow{row(0, 100, 4)}
-	res, got := runRows(t, linearVariant(), rows, nil, nil)
+	rows := []scenario.TraceRow{simtest.Row(0, 100, 4)}
+	res, got := runRows(t, simtest.LinearVariant(), rows, nil, nil)
 	// Prefill of 100 tokens: 10 + 1 = 11 ms; 3 decodes of 10.5 ms.
-	near(t, "TTFT", got[1].ttft, 11)
-	near(t, "ITL", got[1].itl, 10.5)
-	near(t, "E2E", got[1].e2e, 42.5)
-	near(t, "result TTFT mean", res.TTFTms.Mean, 11)
-	near(t, "result ITL per token", res.ITLms.Mean, 10.5)
-	near(t, "result ITL p99", res.ITLms.P99, 10.5)
-	near(t, "result E2E", res.E2Ems.Mean, 42.5)
-	near(t, "a drained run's length", res.DurationSecs, 0.0425)
-	near(t, "throughput", res.ThroughputRPS, 1/0.0425)
-	near(t, "output tokens/s", res.OutputTokensPerSecond, 4/0.0425)
+	simtest.Near(t, "TTFT", got[1].ttft, 11)
+	simtest.Near(t, "ITL", got[1].itl, 10.5)
+	simtest.Near(t, "E2E", got[1].e2e, 42.5)
+	simtest.Near(t, "result TTFT mean", res.TTFTms.Mean, 11)
+	simtest.Near(t, "result ITL per token", res.ITLms.Mean, 10.5)
+	simtest.Near(t, "result ITL p99", res.ITLms.P99, 10.5)
+	simtest.Near(t, "result E2E", res.E2Ems.Mean, 42.5)
+	simtest.Near(t, "a drained run's length", res.DurationSecs, 0.0425)
+	simtest.Near(t, "throughput", res.ThroughputRPS, 1/0.0425)
+	simtest.Near(t, "output tokens/s", res.OutputTokensPerSecond, 4/0.0425)
 
-	v := linearVariant()
+	v := simtest.LinearVariant()
 	v.Linear.Alpha0, v.Linear.Alpha1, v.Linear.Alpha2 = 5, 0.01, 2
 	_, got = runRows(t, v, rows, nil, nil)
 	// In the queue at 5 + 1 = 6 ms; first token at 17 ms, + α2 = 19;
 	// each interval 10.5 + 2; E2E 6 + 11 + 31.5 + 4·2.
-	near(t, "TTFT with α", got[1].ttft, 19)
-	near(t, "ITL with α", got[1].itl, 12.5)
-	near(t, "E2E with α", got[1].e2e, 56.5)
+	simtest.Near(t, "TTFT with α", got[1].ttft, 19)
+	simtest.Near(t, "ITL with α", got[1].itl, 12.5)
+	simtest.Near(t, "E2E with α", got[1].e2e, 56.5)
 
 	// One output token: done with the prefill.
-	_, got = runRows(t, linearVariant(), []scenario.TraceRow{row(0, 100, 1)}, nil, nil)
-	near(t, "one token: E2E", got[1].e2e, 11)
-	near(t, "one token: ITL", got[1].itl, 0)
+	_, got = runRows(t, simtest.LinearVariant(), []scenario.TraceRow{simtest.Row(0, 100, 1)}, nil, nil)
+	simtest.Near(t, "one token: E2E", got[1].e2e, 11)
+	simtest.Near(t, "one token: ITL", got[1].itl, 0)
 }
 
 // TestChunkedPrefill: a prompt larger than the token budget takes what is
 // left of it and continues in the next iteration; a decode is served
 // before an admission.
 func TestChunkedPrefill(t *testing.T) {
-	v := linearVariant()
+	v := simtest.LinearVariant()
 	v.MaxBatchedTokens = 64
-	_, got := runRows(t, v, []scenario.TraceRow{row(0, 100, 2)}, nil, nil)
+	_, got := runRows(t, v, []scenario.TraceRow{simtest.Row(0, 100, 2)}, nil, nil)
 	// 64 tokens (10.64 ms) then 36 (10.36 ms): first token at 21 ms; one
 	// decode of 10.5.
-	near(t, "chunked TTFT", got[1].ttft, 21)
-	near(t, "chunked E2E", got[1].e2e, 31.5)
+	simtest.Near(t, "chunked TTFT", got[1].ttft, 21)
+	simtest.Near(t, "chunked E2E", got[1].e2e, 31.5)
 
 	// A decodes while B (arriving during A's prefill) is chunked into the
 	// budget that A's decode leaves: 63 tokens, then 37 with A's next
 	// decode.
-	_, got = runRows(t, v, []scenario.TraceRow{row(0, 50, 3), row(0.001, 100, 2)}, nil, nil)
+	_, got = runRows(t, v, []scenario.TraceRow{simtest.Row(0, 50, 3), simtest.Row(0.001, 100, 2)}, nil, nil)
 	// Iteration 1 (0–10.5 ms): A's prefill of 50. Iteration 2 (10.5–21.63):
 	// A decode + B 63 tokens = 10 + 0.5 + 0.63. Iteration 3 (21.63–32.5):
 	// A decode (done) + B 37 = 10 + 0.5 + 0.37 → B's first token.
 	// Iteration 4: B decodes alone, 10.5 ms.
-	near(t, "A TTFT", got[1].ttft, 10.5)
-	near(t, "A E2E", got[1].e2e, 32.5)
-	near(t, "B TTFT", got[2].ttft, 32.5-1)
-	near(t, "B E2E", got[2].e2e, 43-1)
+	simtest.Near(t, "A TTFT", got[1].ttft, 10.5)
+	simtest.Near(t, "A E2E", got[1].e2e, 32.5)
+	simtest.Near(t, "B TTFT", got[2].ttft, 32.5-1)
+	simtest.Near(t, "B E2E", got[2].e2e, 43-1)
 }
 
 // TestSharedPrefix: a request whose prompt starts with a prefix another
 // request left in the cache computes only the rest; its own blocks are not
 // shared.
 func TestSharedPrefix(t *testing.T) {
-	rows := []scenario.TraceRow{row(0, 100, 2), row(1, 100, 2)}
+	rows := []scenario.TraceRow{simtest.Row(0, 100, 2), simtest.Row(1, 100, 2)}
 	rows[0].Prefix, rows[1].Prefix = 3, 3
-	res, got := runRows(t, linearVariant(), rows, nil, nil)
+	res, got := runRows(t, simtest.LinearVariant(), rows, nil, nil)
 	// The prefix is 64 tokens, four blocks: B computes 36 tokens.
-	near(t, "A TTFT", got[1].ttft, 11)
-	near(t, "B TTFT", got[2].ttft, 10.36)
-	near(t, "hit rate", res.PrefixCacheHitRate, 64.0/200)
+	simtest.Near(t, "A TTFT", got[1].ttft, 11)
+	simtest.Near(t, "B TTFT", got[2].ttft, 10.36)
+	simtest.Near(t, "hit rate", res.PrefixCacheHitRate, 64.0/200)
 	if res.PrefixHits != 1 {
 		t.Errorf("%d admissions hit the cache, want 1", res.PrefixHits)
 	}
 	// Another group shares nothing.
 	rows[1].Prefix = 4
-	_, got = runRows(t, linearVariant(), rows, nil, nil)
-	near(t, "other group TTFT", got[2].ttft, 11)
+	_, got = runRows(t, simtest.LinearVariant(), rows, nil, nil)
+	simtest.Near(t, "other group TTFT", got[2].ttft, 11)
 }
 
 // TestPreemptionAndRecompute: 16 blocks of 16 tokens; A (96 + 40 tokens)
@@ -157,22 +140,22 @@ func TestSharedPrefix(t *testing.T) {
 // again and finds 5 of its 6 prompt blocks (the last prompt token is
 // always computed), so it computes 16 tokens. Its TTFT stays the first.
 func TestPreemptionAndRecompute(t *testing.T) {
-	v := linearVariant()
+	v := simtest.LinearVariant()
 	v.KVBlocks = 16
-	res, got := runRows(t, v, []scenario.TraceRow{row(0, 96, 40), row(0, 96, 100)}, nil, nil)
+	res, got := runRows(t, v, []scenario.TraceRow{simtest.Row(0, 96, 40), simtest.Row(0, 96, 100)}, nil, nil)
 	if res.Preemptions != 1 {
 		t.Fatalf("%d preemptions, want 1", res.Preemptions)
 	}
 	// 1: both prefill 192 tokens, 11.92 ms. 2–33: both decode, 11 ms.
 	// 34: A alone (B preempted), 10.5. 35: A + B's 16 tokens, 10.66.
 	// 36–40: both decode, 11; A is done. B: 94 more decodes of 10.5.
-	near(t, "A TTFT", got[1].ttft, 11.92)
-	near(t, "B TTFT (first prefill)", got[2].ttft, 11.92)
+	simtest.Near(t, "A TTFT", got[1].ttft, 11.92)
+	simtest.Near(t, "B TTFT (first prefill)", got[2].ttft, 11.92)
 	aDone := 11.92 + 32*11 + 10.5 + 10.66 + 5*11
-	near(t, "A E2E", got[1].e2e, aDone)
-	near(t, "A ITL", got[1].itl, (aDone-11.92)/39)
-	near(t, "B E2E", got[2].e2e, aDone+94*10.5)
-	near(t, "hit rate", res.PrefixCacheHitRate, 80.0/(3*96))
+	simtest.Near(t, "A E2E", got[1].e2e, aDone)
+	simtest.Near(t, "A ITL", got[1].itl, (aDone-11.92)/39)
+	simtest.Near(t, "B E2E", got[2].e2e, aDone+94*10.5)
+	simtest.Near(t, "hit rate", res.PrefixCacheHitRate, 80.0/(3*96))
 }
 
 // scripted sets every variant's replicas by time: the last entry at or
@@ -219,9 +202,9 @@ func scaleTo(pairs ...float64) *scripted {
 // once; with drain they finish within a 30 s grace period, and fail at
 // the kill with a 2 s one.
 func TestPodKilledInFlight(t *testing.T) {
-	rows := []scenario.TraceRow{row(0, 100, 2000), row(0.1, 100, 2000), row(0.2, 100, 2000), row(0.3, 100, 2000)}
+	rows := []scenario.TraceRow{simtest.Row(0, 100, 2000), simtest.Row(0.1, 100, 2000), simtest.Row(0.2, 100, 2000), simtest.Row(0.3, 100, 2000)}
 	rr := func(sc *scenario.Scenario) { sc.Gateway.Router = "round-robin" }
-	v := linearVariant()
+	v := simtest.LinearVariant()
 	v.InitialReplicas = 2
 	for _, tc := range []struct {
 		shutdown   string
@@ -314,11 +297,11 @@ func busy(t *testing.T, r *replica, n int) {
 // pod with a higher pod-deletion-cost keeps its requests alive; without
 // the annotation the ReplicaSet deletes by readiness, whatever the load.
 func TestDeletionCostSteersScaleDown(t *testing.T) {
-	v := linearVariant()
+	v := simtest.LinearVariant()
 	v.InitialReplicas = 1
 	// One replica from the start, a second ready at 1 s; the request goes to
 	// the least loaded one: the first (the second is not ready yet).
-	rows := []scenario.TraceRow{row(0.5, 100, 4000)}
+	rows := []scenario.TraceRow{simtest.Row(0.5, 100, 4000)}
 	script := scaleTo(0, 2, 3, 1)
 	v.StartupSeconds, v.StartupJitterSeconds = 1, 1e-9
 	res, _ := runRows(t, v, rows, script, nil)
@@ -339,11 +322,11 @@ func TestDeletionCostSteersScaleDown(t *testing.T) {
 // at once and the others wait at the gateway until a pod has room; none
 // times out.
 func TestSaturationAdmission(t *testing.T) {
-	v := linearVariant()
+	v := simtest.LinearVariant()
 	v.MaxBatchSize = 1 // one request at a time: the queue builds
 	var rows []scenario.TraceRow
 	for i := range 20 {
-		r := row(0.001*float64(i), 100, 10)
+		r := simtest.Row(0.001*float64(i), 100, 10)
 		if i%2 == 1 {
 			r.Class = "sheddable"
 		}
@@ -370,8 +353,8 @@ func TestSaturationAdmission(t *testing.T) {
 // ends when the last request is done; without a drain it ends at
 // durationSeconds with requests in flight.
 func TestNumRequestsAndDrain(t *testing.T) {
-	sc := oneReplica(5, linearVariant().Params, 64, 3600)
-	sc.Models[0].Variants[0] = linearVariant()
+	sc := oneReplica(5, simtest.LinearVariant().Params, 64, 3600)
+	sc.Models[0].Variants[0] = simtest.LinearVariant()
 	sc.Models[0].Workload.NumRequests = 100
 	sc.DrainSeconds = 60
 	res := New(sc, &Static{n: 1}).Run(context.Background(), nil)

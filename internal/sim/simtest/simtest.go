@@ -5,6 +5,7 @@ package simtest
 
 import (
 	"context"
+	"math"
 	"sync"
 	"testing"
 
@@ -81,3 +82,35 @@ func (c *countdown) Err() error {
 }
 
 func (c *countdown) Done() <-chan struct{} { return c.done }
+
+// LinearVariant is a small replica with the linear (BLIS-style) step-time
+// model (β0 = 10, β1 = 0.01 per prefill token, β2 = 0.5 per decode token).
+func LinearVariant() scenario.Variant {
+	return scenario.Variant{Name: "v", Accelerator: "H100", Cost: 1, LatencyModel: "linear",
+		Linear:       scenario.LinearStep{Beta0: 10, Beta1: 0.01, Beta2: 0.5},
+		MaxBatchSize: 64, KVBlocks: 1000, BlockSize: 16, MinReplicas: 1, MaxReplicas: 4, InitialReplicas: 1}
+}
+
+// Row is a trace row of a critical request without a shared prefix.
+func Row(at float64, in, out int) scenario.TraceRow {
+	return scenario.TraceRow{Time: at, Input: in, Output: out, Class: "critical", Prefix: -1}
+}
+
+// Near fails t unless got is want within a relative 1e-6.
+func Near(t *testing.T, what string, got, want float64) {
+	t.Helper()
+	if math.Abs(got-want) > 1e-6*math.Max(1, math.Abs(want)) {
+		t.Errorf("%s = %.6f, want %.6f", what, got, want)
+	}
+}
+
+// ValidScenario is a small valid scenario file that tests edit.
+const ValidScenario = `
+name: ok
+durationSeconds: 600
+models:
+  - name: m
+    slo: {ttftMs: 1000, itlMs: 50}
+    workload: {rate: {pattern: constant, rps: 2}, input: {mean: 512}, output: {mean: 64}}
+    variants: [{name: v, accelerator: H100, cost: 1, params: {alpha: 5, beta: 0.01, gamma: 0.00001}}]
+`

@@ -1,4 +1,4 @@
-package sim
+package baselines
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/sim"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 	"github.com/llm-d-incubation/wva/internal/sim/simtest"
 )
@@ -16,12 +17,12 @@ import (
 // fleet whose KV cache is at its target.
 func TestHPAMetricsCombine(t *testing.T) {
 	sc := simtest.Builtin(t, "staircase", 0)
-	view := func(now, queue, kv float64, n int) *View {
-		vv := VariantView{Current: n, Ready: n, MinReplicas: 1, MaxReplicas: 20}
+	view := func(now, queue, kv float64, n int) *sim.View {
+		vv := sim.VariantView{Current: n, Ready: n, MinReplicas: 1, MaxReplicas: 20}
 		for range n {
-			vv.Pods = append(vv.Pods, PodMetrics{WaitingRequests: queue, KVCacheUsage: kv})
+			vv.Pods = append(vv.Pods, sim.PodMetrics{WaitingRequests: queue, KVCacheUsage: kv})
 		}
-		return &View{Now: now, Scenario: &sc, Variants: []VariantView{vv}}
+		return &sim.View{Now: now, Scenario: &sc, Variants: []sim.VariantView{vv}}
 	}
 	for _, tc := range []struct {
 		name      string
@@ -34,7 +35,7 @@ func TestHPAMetricsCombine(t *testing.T) {
 		{"scale-up limited to max(2×, +4)", 30, 0.5, 2, 6},
 		{"both below: the larger proposal", 0, 0.25, 8, 4},
 	} {
-		h, err := NewAutoscaler("hpa", &sc)
+		h, err := sim.NewAutoscaler("hpa", &sc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +47,7 @@ func TestHPAMetricsCombine(t *testing.T) {
 	}
 	// Scale-down is stabilised: the highest recommendation of the last
 	// 300 s holds.
-	h, _ := NewAutoscaler("hpa", &sc)
+	h, _ := sim.NewAutoscaler("hpa", &sc)
 	if got := h.Decide(view(0, 0, 0.75, 8))[0]; got != 12 {
 		t.Fatalf("first decision %d, want 12", got)
 	}
@@ -86,19 +87,10 @@ func TestWVAFastLoopWakes(t *testing.T) {
 	woke := func(fast float64) float64 {
 		s := sc
 		s.Autoscalers.WVA.ScaleFromZeroIntervalSeconds = fast
-		a, err := NewAutoscaler("wva", &s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sim := New(s, a)
-		at := -1.0
-		sim.check = func(sm *Sim, _ *event) {
-			if at < 0 && sm.variants[0].desired > 0 {
-				at = sm.now
-			}
-		}
-		sim.Run(context.Background(), nil)
-		return at
+		d := s.WithDefaults()
+		w := &wakeWatch{WVA: newWVA(&d), at: -1}
+		sim.New(s, w).Run(context.Background(), nil)
+		return w.at
 	}
 	if at := woke(2); !(at > 300 && at <= 303) {
 		t.Errorf("with the 2-s loop the model woke at %.1f s, want within 3 s of the first request after 300 s", at)
@@ -108,16 +100,41 @@ func TestWVAFastLoopWakes(t *testing.T) {
 	}
 }
 
+// wakeWatch is WVA noting when it first orders a replica of variant 0 (its
+// other methods, those of WVA).
+type wakeWatch struct {
+	*WVA
+	at float64
+}
+
+func (w *wakeWatch) Decide(v *sim.View) []int {
+	d := w.WVA.Decide(v)
+	w.note(v, d)
+	return d
+}
+
+func (w *wakeWatch) Fast(v *sim.View) ([]int, bool) {
+	d, cycleNow := w.WVA.Fast(v)
+	w.note(v, d)
+	return d, cycleNow
+}
+
+func (w *wakeWatch) note(v *sim.View, d []int) {
+	if w.at < 0 && d[0] > 0 {
+		w.at = v.Now
+	}
+}
+
 // TestWVAEngineErrorsWarn: an engine error holds the variants and is
 // reported on the result rather than ignored.
 func TestWVAEngineErrorsWarn(t *testing.T) {
 	sc := simtest.Builtin(t, "staircase", 120)
 	sc.Autoscalers.WVA.Optimizer = "limited" // no inventory: the engine rejects every snapshot
-	a, err := NewAutoscaler("wva", &sc)
+	a, err := sim.NewAutoscaler("wva", &sc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := New(sc, a).Run(context.Background(), nil)
+	r := sim.New(sc, a).Run(context.Background(), nil)
 	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "the engine failed, holding every variant") || r.ScalingActions != 0 {
 		t.Fatalf("warnings %q, %d scaling actions", r.Warnings, r.ScalingActions)
 	}
@@ -133,7 +150,7 @@ func TestWVASurgeExtraCycles(t *testing.T) {
 	cycles := func(surge bool) (periodic, extra int) {
 		s := sc
 		s.Autoscalers.WVA.Surge = surge
-		a, err := NewAutoscaler("wva", &s)
+		a, err := sim.NewAutoscaler("wva", &s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +162,7 @@ func TestWVASurgeExtraCycles(t *testing.T) {
 				extra++
 			}
 		}
-		New(s, a).Run(context.Background(), nil)
+		sim.New(s, a).Run(context.Background(), nil)
 		return periodic, extra
 	}
 	if p, x := cycles(false); p != 16 || x != 0 {
@@ -163,13 +180,13 @@ func TestBaselinesHugeRatios(t *testing.T) {
 	sc := simtest.Builtin(t, "staircase", 0)
 	sc.Autoscalers.HPA.QueueTarget = 1e-300
 	sc.Autoscalers.KEDA.Threshold = 1e-300
-	view := &View{Now: 0, Scenario: &sc, GatewayWaiting: []int{0}, Variants: []VariantView{{Current: 2, Ready: 2, MinReplicas: 1, MaxReplicas: 20,
-		Pods: []PodMetrics{{WaitingRequests: 5, KVCacheUsage: 0.5}, {WaitingRequests: 5, KVCacheUsage: 0.5}}}}}
+	view := &sim.View{Now: 0, Scenario: &sc, GatewayWaiting: []int{0}, Variants: []sim.VariantView{{Current: 2, Ready: 2, MinReplicas: 1, MaxReplicas: 20,
+		Pods: []sim.PodMetrics{{WaitingRequests: 5, KVCacheUsage: 0.5}, {WaitingRequests: 5, KVCacheUsage: 0.5}}}}}
 	for _, tc := range []struct {
 		name string
 		want int
 	}{{"hpa", 6}, {"keda", 20}} { // HPA: limited to max(2×, +4) per decision
-		a, err := NewAutoscaler(tc.name, &sc)
+		a, err := sim.NewAutoscaler(tc.name, &sc)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,21 +1,20 @@
-package sim
+package baselines
 
 import (
 	"math"
 
 	"github.com/llm-d-incubation/wva/internal/alloc"
+	"github.com/llm-d-incubation/wva/internal/sim"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 func init() {
-	RegisterBaseline(Baseline{Name: "keda", Order: 30, Sweep: true,
+	sim.RegisterBaseline(sim.Baseline{Name: "keda", Order: 30, Sweep: true,
 		Summary: "threshold scaling on requests in the system, with scale to zero",
-		New:     func(sc *scenario.Scenario, _ string) (Autoscaler, error) { return newKEDA(sc), nil },
-		Knobs: map[string]Knob{
-			"thresholdFraction": {[]float64{0.25, 0.5, 0.75, 1},
-				func(a *scenario.Autoscalers) *float64 { return &a.KEDA.ThresholdFraction }, 0, FromZero(100, true, false)},
-			"threshold": {nil,
-				func(a *scenario.Autoscalers) *float64 { return &a.KEDA.Threshold }, 0, FromZero(1e6, true, false)},
+		New:     func(sc *scenario.Scenario, _ string) (sim.Autoscaler, error) { return newKEDA(sc), nil },
+		Knobs: map[string]sim.Knob{
+			"thresholdFraction": {Grid: []float64{0.25, 0.5, 0.75, 1}, Field: func(a *scenario.Autoscalers) *float64 { return &a.KEDA.ThresholdFraction }, Check: sim.FromZero(100, true, false)},
+			"threshold":         {Field: func(a *scenario.Autoscalers) *float64 { return &a.KEDA.Threshold }, Check: sim.FromZero(1e6, true, false)},
 		}})
 }
 
@@ -41,7 +40,7 @@ func (k *KEDA) Name() string { return "keda" }
 func (k *KEDA) Interval() float64 { return k.cfg.PollingSeconds }
 
 // Decide implements Autoscaler.
-func (k *KEDA) Decide(v *View) []int {
+func (k *KEDA) Decide(v *sim.View) []int {
 	out := make([]int, len(v.Variants))
 	first := map[int]bool{}
 	for i, vv := range v.Variants {

@@ -1,27 +1,26 @@
-package sim
+package baselines
 
 import (
 	"math"
 
+	"github.com/llm-d-incubation/wva/internal/sim"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 func init() {
-	RegisterBaseline(Baseline{Name: "clairvoyant", Order: 40, Bound: true, Default: true, Sweep: true,
+	sim.RegisterBaseline(sim.Baseline{Name: "clairvoyant", Order: 40, Bound: true, Default: true, Sweep: true,
 		Summary: "the cheapest SLO-meeting replicas for the true future load, ordered ahead by the start-up time: the reference bound",
-		New: func(sc *scenario.Scenario, _ string) (Autoscaler, error) {
+		New: func(sc *scenario.Scenario, _ string) (sim.Autoscaler, error) {
 			return &Clairvoyant{interval: sc.Autoscalers.OracleIntervalSeconds, margin: sc.Autoscalers.ClairvoyantMargin,
 				b: newBound(sc)}, nil
 		},
-		Knobs: map[string]Knob{
-			"margin": {[]float64{0, 0.15, 0.3, 0.5, 0.75, 1},
-				func(a *scenario.Autoscalers) *float64 { return &a.ClairvoyantMargin }, 0, FromZero(100, false, false)},
-			"attainment": {nil,
-				func(a *scenario.Autoscalers) *float64 { return &a.ClairvoyantAttainment }, scenario.DefaultBoundAttainment, FromZero(1, true, true)},
+		Knobs: map[string]sim.Knob{
+			"margin":     {Grid: []float64{0, 0.15, 0.3, 0.5, 0.75, 1}, Field: func(a *scenario.Autoscalers) *float64 { return &a.ClairvoyantMargin }, Check: sim.FromZero(100, false, false)},
+			"attainment": {Field: func(a *scenario.Autoscalers) *float64 { return &a.ClairvoyantAttainment }, Unset: scenario.DefaultBoundAttainment, Check: sim.FromZero(1, true, true)},
 		}})
-	RegisterBaseline(Baseline{Name: "oracle", Order: 50, Bound: true, Instant: true,
+	sim.RegisterBaseline(sim.Baseline{Name: "oracle", Order: 50, Bound: true, Instant: true,
 		Summary: "the same provisioned instantly: a bound no fleet can reach",
-		New: func(sc *scenario.Scenario, _ string) (Autoscaler, error) {
+		New: func(sc *scenario.Scenario, _ string) (sim.Autoscaler, error) {
 			return &Oracle{interval: sc.Autoscalers.OracleIntervalSeconds, b: newBound(sc)}, nil
 		}})
 }
@@ -43,7 +42,7 @@ func (o *Oracle) Name() string { return "oracle" }
 func (o *Oracle) Interval() float64 { return o.interval }
 
 // Decide implements Autoscaler.
-func (o *Oracle) Decide(v *View) []int {
+func (o *Oracle) Decide(v *sim.View) []int {
 	return o.b.provision(v, func(int) float64 { return o.interval }, 0)
 }
 
@@ -66,7 +65,7 @@ func (c *Clairvoyant) Name() string { return "clairvoyant" }
 func (c *Clairvoyant) Interval() float64 { return c.interval }
 
 // Decide implements Autoscaler.
-func (c *Clairvoyant) Decide(v *View) []int {
+func (c *Clairvoyant) Decide(v *sim.View) []int {
 	ahead := func(m int) float64 {
 		startup := 0.0
 		for _, vv := range v.Variants {

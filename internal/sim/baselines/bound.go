@@ -1,4 +1,4 @@
-package sim
+package baselines
 
 import (
 	"encoding/binary"
@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/llm-d-incubation/wva/internal/sim"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
@@ -67,7 +68,7 @@ type plan struct {
 
 // provision returns the replicas per view variant for each model's peak
 // true rate over the next ahead(model) seconds, times 1 + margin.
-func (b *bound) provision(v *View, ahead func(model int) float64, margin float64) []int {
+func (b *bound) provision(v *sim.View, ahead func(model int) float64, margin float64) []int {
 	ctx := v.Context()
 	for _, cs := range b.curves {
 		for _, c := range cs {

@@ -1,23 +1,22 @@
-package sim
+package baselines
 
 import (
 	"math"
 
 	"github.com/llm-d-incubation/wva/internal/alloc"
+	"github.com/llm-d-incubation/wva/internal/sim"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
 func init() {
-	RegisterBaseline(Baseline{Name: "hpa", Order: 20, Default: true, Sweep: true,
+	sim.RegisterBaseline(sim.Baseline{Name: "hpa", Order: 20, Default: true, Sweep: true,
 		Summary: "the Kubernetes HPA algorithm on queue depth and KV usage",
-		New: func(sc *scenario.Scenario, _ string) (Autoscaler, error) {
+		New: func(sc *scenario.Scenario, _ string) (sim.Autoscaler, error) {
 			return &HPA{cfg: sc.Autoscalers.HPA, recs: map[int][]rec{}}, nil
 		},
-		Knobs: map[string]Knob{
-			"kvTarget": {[]float64{0.3, 0.5, 0.7, 0.9},
-				func(a *scenario.Autoscalers) *float64 { return &a.HPA.KVTarget }, 0, FromZero(1, true, false)},
-			"queueTarget": {[]float64{1, 3, 10},
-				func(a *scenario.Autoscalers) *float64 { return &a.HPA.QueueTarget }, 0, FromZero(1e6, true, false)},
+		Knobs: map[string]sim.Knob{
+			"kvTarget":    {Grid: []float64{0.3, 0.5, 0.7, 0.9}, Field: func(a *scenario.Autoscalers) *float64 { return &a.HPA.KVTarget }, Check: sim.FromZero(1, true, false)},
+			"queueTarget": {Grid: []float64{1, 3, 10}, Field: func(a *scenario.Autoscalers) *float64 { return &a.HPA.QueueTarget }, Check: sim.FromZero(1e6, true, false)},
 		}})
 }
 
@@ -41,7 +40,7 @@ func (h *HPA) Name() string { return "hpa" }
 func (h *HPA) Interval() float64 { return h.cfg.SyncSeconds }
 
 // Decide implements Autoscaler.
-func (h *HPA) Decide(v *View) []int {
+func (h *HPA) Decide(v *sim.View) []int {
 	out := make([]int, len(v.Variants))
 	for i, vv := range v.Variants {
 		out[i] = -1

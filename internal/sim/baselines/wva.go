@@ -1,4 +1,4 @@
-package sim
+package baselines
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/llm-d-incubation/wva/internal/collector"
 	"github.com/llm-d-incubation/wva/internal/drain"
 	"github.com/llm-d-incubation/wva/internal/engine"
+	"github.com/llm-d-incubation/wva/internal/sim"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 	"github.com/llm-d-incubation/wva/internal/snapshot"
 )
@@ -38,10 +39,10 @@ type WVA struct {
 }
 
 var (
-	_ DeletionCoster = (*WVA)(nil)
-	_ Drainer        = (*WVA)(nil)
-	_ FastLooper     = (*WVA)(nil)
-	_ Warner         = (*WVA)(nil)
+	_ sim.DeletionCoster = (*WVA)(nil)
+	_ sim.Drainer        = (*WVA)(nil)
+	_ sim.FastLooper     = (*WVA)(nil)
+	_ sim.Warner         = (*WVA)(nil)
 )
 
 // victimCost is the pod-deletion-cost WVA puts on the pods it chose to
@@ -50,7 +51,7 @@ const victimCost = -100
 
 // DeletionCosts implements DeletionCoster: the last plan's victims get
 // victimCost, pods marked before and no longer victims get 0 back.
-func (w *WVA) DeletionCosts(*View) map[string]int32 {
+func (w *WVA) DeletionCosts(*sim.View) map[string]int32 {
 	out := map[string]int32{}
 	for name := range w.marked {
 		if !w.victims[name] {
@@ -66,18 +67,14 @@ func (w *WVA) DeletionCosts(*View) map[string]int32 {
 }
 
 func init() {
-	RegisterBaseline(Baseline{Name: "wva", Order: 10, Default: true, Sweep: true,
+	sim.RegisterBaseline(sim.Baseline{Name: "wva", Order: 10, Default: true, Sweep: true,
 		Summary: "WVA's decision engine, the same code as the controller",
-		New:     func(sc *scenario.Scenario, _ string) (Autoscaler, error) { return newWVA(sc), nil },
-		Knobs: map[string]Knob{
-			"spareQuantile": {[]float64{0.5, 0.8, 0.95, 0.99},
-				func(a *scenario.Autoscalers) *float64 { return &a.WVA.SpareQuantile }, engine.DefaultSpareQuantile, FromZero(1, true, true)},
-			"ttftAttainment": {[]float64{0, 0.99},
-				func(a *scenario.Autoscalers) *float64 { return &a.WVA.TTFTAttainment }, 0, FromZero(1, false, true)},
-			"kvCacheThreshold": {[]float64{0.7, 0.8, 0.9},
-				func(a *scenario.Autoscalers) *float64 { return &a.WVA.KVCacheThreshold }, engine.DefaultKVCacheThreshold, kvThreshold},
-			"drainTimeoutSeconds": {nil,
-				drainTimeout, 0, FromZero(scenario.MaxDrainTimeoutSeconds, false, false)},
+		New:     func(sc *scenario.Scenario, _ string) (sim.Autoscaler, error) { return newWVA(sc), nil },
+		Knobs: map[string]sim.Knob{
+			"spareQuantile":       {Grid: []float64{0.5, 0.8, 0.95, 0.99}, Field: func(a *scenario.Autoscalers) *float64 { return &a.WVA.SpareQuantile }, Unset: engine.DefaultSpareQuantile, Check: sim.FromZero(1, true, true)},
+			"ttftAttainment":      {Grid: []float64{0, 0.99}, Field: func(a *scenario.Autoscalers) *float64 { return &a.WVA.TTFTAttainment }, Check: sim.FromZero(1, false, true)},
+			"kvCacheThreshold":    {Grid: []float64{0.7, 0.8, 0.9}, Field: func(a *scenario.Autoscalers) *float64 { return &a.WVA.KVCacheThreshold }, Unset: engine.DefaultKVCacheThreshold, Check: kvThreshold},
+			"drainTimeoutSeconds": {Field: drainTimeout, Check: sim.FromZero(scenario.MaxDrainTimeoutSeconds, false, false)},
 		}})
 }
 
@@ -114,7 +111,7 @@ func (w *WVA) Name() string { return "wva" }
 func (w *WVA) Interval() float64 { return w.cfg.IntervalSeconds }
 
 // Decide implements Autoscaler.
-func (w *WVA) Decide(v *View) []int {
+func (w *WVA) Decide(v *sim.View) []int {
 	out, pos := unchanged(v)
 	built := w.b.Build(wvaTime(v.Now), w.settings(v), w.models(v))
 	for t, err := range built.Held {
@@ -157,7 +154,7 @@ func (w *WVA) Decide(v *View) []int {
 // count to apply now, the pods to take out of rotation or put back, and
 // the drained pods to mark for deletion. With draining off (a
 // drainTimeoutSeconds of 0) it is the decision, its victims marked.
-func (w *WVA) drain(v *View, vv *VariantView, d engine.VariantDecision) drain.Step {
+func (w *WVA) drain(v *sim.View, vv *sim.VariantView, d engine.VariantDecision) drain.Step {
 	pol := drain.Policy{Timeout: time.Duration(*w.cfg.DrainTimeoutSeconds * float64(time.Second))}
 	if !pol.Enabled() {
 		return drain.Step{Replicas: d.Desired, Remove: d.Victims}
@@ -178,7 +175,7 @@ func (w *WVA) drain(v *View, vv *VariantView, d engine.VariantDecision) drain.St
 }
 
 // Drains implements Drainer: the last decision's drain marks.
-func (w *WVA) Drains(*View) (out, back []string) { return w.drainOut, w.drainBack }
+func (w *WVA) Drains(*sim.View) (out, back []string) { return w.drainOut, w.drainBack }
 
 // fail counts a problem of a cycle for the run's warnings.
 func (w *WVA) fail(now float64, msg string) {
@@ -190,7 +187,7 @@ func (w *WVA) fail(now float64, msg string) {
 
 // unchanged returns a decision that changes nothing (−1 per variant) and
 // each variant's index by "model/variant".
-func unchanged(v *View) ([]int, map[string]int) {
+func unchanged(v *sim.View) ([]int, map[string]int) {
 	out := make([]int, len(v.Variants))
 	pos := make(map[string]int, len(v.Variants))
 	for i, vv := range v.Variants {
@@ -207,7 +204,7 @@ func (w *WVA) FastInterval() float64 { return w.cfg.ScaleFromZeroIntervalSeconds
 // fast loop, on what that loop reads: the gateway's queue and arrival rate
 // and the replica counts. It wakes a model at zero, and runs the cycle now
 // when a model's load has outran its last plan.
-func (w *WVA) Fast(v *View) ([]int, bool) {
+func (w *WVA) Fast(v *sim.View) ([]int, bool) {
 	out, pos := unchanged(v)
 	now := wvaTime(v.Now)
 	cycleNow := false
@@ -254,7 +251,7 @@ func wvaTime(t float64) time.Time { return wvaEpoch.Add(time.Duration(t * float6
 // settings are the engine's settings from the scenario, as the
 // controller's ConfigMaps would give them (scale to zero allowed: a
 // scenario's minReplicas 0 means it).
-func (w *WVA) settings(v *View) snapshot.Settings {
+func (w *WVA) settings(v *sim.View) snapshot.Settings {
 	tuning := w.cfg.Tuning == nil || *w.cfg.Tuning
 	set := snapshot.Settings{Mode: engine.Mode(w.cfg.Mode), QueueingModel: true, Tuning: tuning, ScaleToZero: true,
 		Optimizer: engine.OptimizerKind(w.cfg.Optimizer), Inventory: v.Scenario.Inventory,
@@ -270,7 +267,7 @@ func (w *WVA) settings(v *View) snapshot.Settings {
 // models translates the view: pod metrics through the controller's
 // metrics-source seam (as the planner reads them from Prometheus), each
 // pod's variant named by a label.
-func (w *WVA) models(v *View) []snapshot.Model {
+func (w *WVA) models(v *sim.View) []snapshot.Model {
 	src := ViewSource{View: v}
 	now := wvaTime(v.Now)
 	out := make([]snapshot.Model, 0, len(v.Scenario.Models))
@@ -306,7 +303,7 @@ const variantLabel = "variant"
 // model (Target.Model; the simulator has one namespace) with their
 // variant as a label, as the Prometheus source returns them to the
 // controller.
-type ViewSource struct{ View *View }
+type ViewSource struct{ View *sim.View }
 
 var _ collector.Source = ViewSource{}
 

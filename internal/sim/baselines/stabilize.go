@@ -1,4 +1,4 @@
-package sim
+package baselines
 
 type rec struct {
 	t float64

@@ -1,9 +1,10 @@
-package sim
+package baselines
 
 import (
 	"math"
 	"slices"
 
+	"github.com/llm-d-incubation/wva/internal/sim"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
@@ -36,7 +37,7 @@ type kedaEPP struct {
 	// triggers reads model m's triggers from the view (ok false: no
 	// metric yet, the HPA keeps the count); current is the model's spec
 	// count, ready its ready replicas.
-	triggers func(v *View, m int, current, ready int) ([]trigger, bool)
+	triggers func(v *sim.View, m int, current, ready int) ([]trigger, bool)
 	hpa      []hpaState
 	order    [][]int // per model: its variants' view indices, cheapest first
 	// spec is, per view variant, the replica count it last set (the
@@ -54,10 +55,10 @@ func (k *kedaEPP) Interval() float64 { return k.cfg.SyncSeconds }
 
 func (k *kedaEPP) ReadsEPP() {}
 
-var _ EPPReader = (*kedaEPP)(nil)
+var _ sim.EPPReader = (*kedaEPP)(nil)
 
 // Decide implements Autoscaler.
-func (k *kedaEPP) Decide(v *View) []int {
+func (k *kedaEPP) Decide(v *sim.View) []int {
 	if k.order == nil {
 		k.order = modelOrder(v)
 		k.hpa = make([]hpaState, len(k.order))
@@ -97,7 +98,7 @@ func (k *kedaEPP) Decide(v *View) []int {
 
 // modelOrder lists each model's variants (their indices in the view),
 // cheapest per replica first, ties in the scenario's order.
-func modelOrder(v *View) [][]int {
+func modelOrder(v *sim.View) [][]int {
 	out := make([][]int, len(v.Scenario.Models))
 	for i, vv := range v.Variants {
 		out[vv.Model] = append(out[vv.Model], i)
@@ -123,7 +124,7 @@ func modelOrder(v *View) [][]int {
 // inventory, with accelerators free of what every variant asks — then to
 // the cheapest below its maximum; they are removed from the dearest first,
 // down to each variant's minimum.
-func adjust(v *View, idx []int, delta int, out []int) {
+func adjust(v *sim.View, idx []int, delta int, out []int) {
 	if delta < 0 {
 		for _, i := range slices.Backward(idx) {
 			take := min(-delta, out[i]-v.Variants[i].MinReplicas)
@@ -154,7 +155,7 @@ func adjust(v *View, idx []int, delta int, out []int) {
 
 // freeAccelerators is, per type the inventory limits, what the counts
 // asked for (out) leave free.
-func freeAccelerators(v *View, out []int) map[string]int {
+func freeAccelerators(v *sim.View, out []int) map[string]int {
 	free := map[string]int{}
 	for acc, n := range v.Scenario.Inventory {
 		free[acc] = n
@@ -168,47 +169,42 @@ func freeAccelerators(v *View, out []int) map[string]int {
 }
 
 func init() {
-	reg := func(name, summary string, order int, knobs map[string]Knob, build func(*scenario.Scenario) *kedaEPP) {
-		RegisterBaseline(Baseline{Name: name, Order: order, Sweep: true, Summary: summary, Knobs: knobs,
-			New: func(sc *scenario.Scenario, _ string) (Autoscaler, error) { return build(sc), nil }})
+	reg := func(name, summary string, order int, knobs map[string]sim.Knob, build func(*scenario.Scenario) *kedaEPP) {
+		sim.RegisterBaseline(sim.Baseline{Name: name, Order: order, Sweep: true, Summary: summary, Knobs: knobs,
+			New: func(sc *scenario.Scenario, _ string) (sim.Autoscaler, error) { return build(sc), nil }})
 	}
 	queue := func(a *scenario.Autoscalers) *scenario.EPPScaler { return &a.KEDAQueue.EPPScaler }
 	reg("keda-queue", "llm-d's KEDA guide on the endpoint picker's queued and running requests", 31,
-		map[string]Knob{
-			"queueThreshold": {nil, func(a *scenario.Autoscalers) *float64 { return &a.KEDAQueue.QueueThreshold }, 0, FromZero(1e6, true, false)},
-			"runningThreshold": {[]float64{4, 8, 16, 32},
-				func(a *scenario.Autoscalers) *float64 { return &a.KEDAQueue.RunningThreshold }, 0, FromZero(1e6, true, false)},
-			"scaleUpWindowSeconds":   {[]float64{0, 300}, scaleWindow(queue, scenario.QueueBehavior, true), 0, FromZero(3600, false, false)},
-			"scaleDownWindowSeconds": {nil, scaleWindow(queue, scenario.QueueBehavior, false), 0, FromZero(3600, false, false)},
+		map[string]sim.Knob{
+			"queueThreshold":         {Field: func(a *scenario.Autoscalers) *float64 { return &a.KEDAQueue.QueueThreshold }, Check: sim.FromZero(1e6, true, false)},
+			"runningThreshold":       {Grid: []float64{4, 8, 16, 32}, Field: func(a *scenario.Autoscalers) *float64 { return &a.KEDAQueue.RunningThreshold }, Check: sim.FromZero(1e6, true, false)},
+			"scaleUpWindowSeconds":   {Grid: []float64{0, 300}, Field: scaleWindow(queue, scenario.QueueBehavior, true), Check: sim.FromZero(3600, false, false)},
+			"scaleDownWindowSeconds": {Field: scaleWindow(queue, scenario.QueueBehavior, false), Check: sim.FromZero(3600, false, false)},
 		}, newKEDAQueue)
 	sat := func(a *scenario.Autoscalers) *scenario.EPPScaler { return &a.KEDASaturation.EPPScaler }
 	reg("keda-saturation", "llm-d's KEDA guide on the endpoint picker's pool saturation and running requests", 32,
-		map[string]Knob{
-			"saturationThreshold": {nil, func(a *scenario.Autoscalers) *float64 { return &a.KEDASaturation.SaturationThreshold }, 0, FromZero(1e6, true, false)},
-			"runningThreshold": {[]float64{4, 8, 16, 32},
-				func(a *scenario.Autoscalers) *float64 { return &a.KEDASaturation.RunningThreshold }, 0, FromZero(1e6, true, false)},
-			"scaleUpWindowSeconds":   {[]float64{0, 300}, scaleWindow(sat, scenario.QueueBehavior, true), 0, FromZero(3600, false, false)},
-			"scaleDownWindowSeconds": {nil, scaleWindow(sat, scenario.QueueBehavior, false), 0, FromZero(3600, false, false)},
+		map[string]sim.Knob{
+			"saturationThreshold":    {Field: func(a *scenario.Autoscalers) *float64 { return &a.KEDASaturation.SaturationThreshold }, Check: sim.FromZero(1e6, true, false)},
+			"runningThreshold":       {Grid: []float64{4, 8, 16, 32}, Field: func(a *scenario.Autoscalers) *float64 { return &a.KEDASaturation.RunningThreshold }, Check: sim.FromZero(1e6, true, false)},
+			"scaleUpWindowSeconds":   {Grid: []float64{0, 300}, Field: scaleWindow(sat, scenario.QueueBehavior, true), Check: sim.FromZero(3600, false, false)},
+			"scaleDownWindowSeconds": {Field: scaleWindow(sat, scenario.QueueBehavior, false), Check: sim.FromZero(3600, false, false)},
 		}, newKEDASaturation)
 	tok := func(a *scenario.Autoscalers) *scenario.EPPScaler { return &a.KEDATokens.EPPScaler }
 	reg("keda-tokens", "llm-d's token-aware KEDA guide: seconds of prefill backlog and KV-cache usage", 33,
-		map[string]Knob{
-			"backlogSeconds": {[]float64{0.5, 1, 1.5, 3},
-				func(a *scenario.Autoscalers) *float64 { return &a.KEDATokens.BacklogSeconds }, 0, FromZero(3600, true, false)},
-			"kvThreshold": {[]float64{0.5, 0.8},
-				func(a *scenario.Autoscalers) *float64 { return &a.KEDATokens.KVThreshold }, 0, FromZero(1, true, false)},
-			"scaleUpWindowSeconds":   {nil, scaleWindow(tok, scenario.TokensBehavior, true), 0, FromZero(3600, false, false)},
-			"scaleDownWindowSeconds": {nil, scaleWindow(tok, scenario.TokensBehavior, false), 0, FromZero(3600, false, false)},
+		map[string]sim.Knob{
+			"backlogSeconds":         {Grid: []float64{0.5, 1, 1.5, 3}, Field: func(a *scenario.Autoscalers) *float64 { return &a.KEDATokens.BacklogSeconds }, Check: sim.FromZero(3600, true, false)},
+			"kvThreshold":            {Grid: []float64{0.5, 0.8}, Field: func(a *scenario.Autoscalers) *float64 { return &a.KEDATokens.KVThreshold }, Check: sim.FromZero(1, true, false)},
+			"scaleUpWindowSeconds":   {Field: scaleWindow(tok, scenario.TokensBehavior, true), Check: sim.FromZero(3600, false, false)},
+			"scaleDownWindowSeconds": {Field: scaleWindow(tok, scenario.TokensBehavior, false), Check: sim.FromZero(3600, false, false)},
 		}, newKEDATokens)
 	slo := func(a *scenario.Autoscalers) *scenario.EPPScaler { return &a.KEDASLO.EPPScaler }
 	reg("keda-slo", "llm-d's SLO-aware KEDA guide: P90 TTFT and TPOT against the SLO, through its control law", 34,
-		map[string]Knob{
-			"thetaUp": {[]float64{0.45, 0.55, 0.7, 0.85},
-				func(a *scenario.Autoscalers) *float64 { return &a.KEDASLO.ThetaUp }, 0, FromZero(10, true, false)},
-			"thetaDown":              {nil, func(a *scenario.Autoscalers) *float64 { return &a.KEDASLO.ThetaDown }, 0, FromZero(10, true, false)},
-			"quantile":               {nil, func(a *scenario.Autoscalers) *float64 { return &a.KEDASLO.Quantile }, 0, FromZero(1, true, true)},
-			"scaleUpWindowSeconds":   {nil, scaleWindow(slo, scenario.SLOBehavior, true), 0, FromZero(3600, false, false)},
-			"scaleDownWindowSeconds": {nil, scaleWindow(slo, scenario.SLOBehavior, false), 0, FromZero(3600, false, false)},
+		map[string]sim.Knob{
+			"thetaUp":                {Grid: []float64{0.45, 0.55, 0.7, 0.85}, Field: func(a *scenario.Autoscalers) *float64 { return &a.KEDASLO.ThetaUp }, Check: sim.FromZero(10, true, false)},
+			"thetaDown":              {Field: func(a *scenario.Autoscalers) *float64 { return &a.KEDASLO.ThetaDown }, Check: sim.FromZero(10, true, false)},
+			"quantile":               {Field: func(a *scenario.Autoscalers) *float64 { return &a.KEDASLO.Quantile }, Check: sim.FromZero(1, true, true)},
+			"scaleUpWindowSeconds":   {Field: scaleWindow(slo, scenario.SLOBehavior, true), Check: sim.FromZero(3600, false, false)},
+			"scaleDownWindowSeconds": {Field: scaleWindow(slo, scenario.SLOBehavior, false), Check: sim.FromZero(3600, false, false)},
 		}, newKEDASLO)
 }
 
@@ -229,7 +225,7 @@ func scaleWindow(get func(*scenario.Autoscalers) *scenario.EPPScaler, def func()
 
 func newKEDAQueue(sc *scenario.Scenario) *kedaEPP {
 	c := sc.Autoscalers.KEDAQueue
-	return &kedaEPP{name: "keda-queue", cfg: c.EPPScaler, triggers: func(v *View, m, _, _ int) ([]trigger, bool) {
+	return &kedaEPP{name: "keda-queue", cfg: c.EPPScaler, triggers: func(v *sim.View, m, _, _ int) ([]trigger, bool) {
 		queue, running, _, _, _, ok := v.EPP.Gauges(m)
 		return []trigger{{queue, c.QueueThreshold}, {running, c.RunningThreshold}}, ok
 	}}
@@ -237,7 +233,7 @@ func newKEDAQueue(sc *scenario.Scenario) *kedaEPP {
 
 func newKEDASaturation(sc *scenario.Scenario) *kedaEPP {
 	c := sc.Autoscalers.KEDASaturation
-	return &kedaEPP{name: "keda-saturation", cfg: c.EPPScaler, triggers: func(v *View, m, _, _ int) ([]trigger, bool) {
+	return &kedaEPP{name: "keda-saturation", cfg: c.EPPScaler, triggers: func(v *sim.View, m, _, _ int) ([]trigger, bool) {
 		_, running, saturation, _, _, ok := v.EPP.Gauges(m)
 		return []trigger{{saturation, c.SaturationThreshold}, {running, c.RunningThreshold}}, ok
 	}}
@@ -252,7 +248,7 @@ func newKEDATokens(sc *scenario.Scenario) *kedaEPP {
 			speed[m] = prefillSpeed(cheapest(mod.Variants))
 		}
 	}
-	return &kedaEPP{name: "keda-tokens", cfg: c.EPPScaler, triggers: func(v *View, m, _, _ int) ([]trigger, bool) {
+	return &kedaEPP{name: "keda-tokens", cfg: c.EPPScaler, triggers: func(v *sim.View, m, _, _ int) ([]trigger, bool) {
 		_, _, _, tokens, kv, ok := v.EPP.Gauges(m)
 		return []trigger{{tokens / speed[m], c.BacklogSeconds}, {kv, c.KVThreshold}}, ok
 	}}
@@ -274,7 +270,7 @@ func cheapest(vs []scenario.Variant) scenario.Variant {
 // (maxBatchedTokens) over the TTFT of a chunk-long prompt at light load,
 // the chunk's prefill iteration plus the front end's overheads.
 func prefillSpeed(v scenario.Variant) float64 {
-	c := ServerConfig(&v)
+	c := sim.ServerConfig(&v)
 	chunk := v.MaxBatchedTokens
 	ttft := c.PrefillSeconds(chunk) + c.OverheadSeconds(chunk) + c.TokenOverheadSeconds()
 	if !(ttft > 0) {
@@ -289,8 +285,8 @@ func newKEDASLO(sc *scenario.Scenario) *kedaEPP {
 	for m, mod := range sc.Models {
 		slos[m] = poolSLO(mod)
 	}
-	return &kedaEPP{name: "keda-slo", cfg: c.EPPScaler, triggers: func(v *View, m, current, ready int) ([]trigger, bool) {
-		s, ok := sloSignal(c, v.EPP, m, slos[m])
+	return &kedaEPP{name: "keda-slo", cfg: c.EPPScaler, triggers: func(v *sim.View, m, current, ready int) ([]trigger, bool) {
+		s, ok := v.EPP.SLOSignal(m, c, slos[m])
 		return []trigger{{controlLaw(s, c.ThetaUp, c.ThetaDown, current, ready), 1}}, ok
 	}}
 }
@@ -316,37 +312,6 @@ func poolSLO(m scenario.Model) scenario.SLO {
 	}
 	if s.ITLMs == 0 {
 		s.ITLMs = 100
-	}
-	return s
-}
-
-// sloSignal is the recording rules' s for model m as KEDA reads it now: the
-// newest rule evaluation the pipeline's delay lets through, averaging the
-// clamped raw signal of the evaluations within AverageSeconds. ok is false
-// before the first evaluation.
-func sloSignal(k scenario.KEDASLOConfig, e *EPPMetrics, m int, slo scenario.SLO) (float64, bool) {
-	last := math.Floor((e.Now()-e.Delay())/k.RuleSeconds) * k.RuleSeconds
-	if last < 0 {
-		return 0, false
-	}
-	sum, n := 0.0, 0
-	for t := last; t > last-k.AverageSeconds && t >= 0; t -= k.RuleSeconds {
-		sum += math.Min(sloRaw(k, e, m, t, slo), k.Clamp)
-		n++
-	}
-	return sum / float64(n), true
-}
-
-// sloRaw is the rule's raw signal at t: max(P90 TTFT / S_ttft, P90 TPOT /
-// S_tpot), a quantile Prometheus returns as NaN (no traffic) counting 0.
-func sloRaw(k scenario.KEDASLOConfig, e *EPPMetrics, m int, t float64, slo scenario.SLO) float64 {
-	ttft, tpot, okT, okP := e.LatencyQuantiles(m, t, k.WindowSeconds, k.Quantile)
-	s := 0.0
-	if okT {
-		s = ttft * 1000 / slo.TTFTMs
-	}
-	if okP {
-		s = math.Max(s, tpot*1000/slo.ITLMs)
 	}
 	return s
 }

@@ -1,4 +1,4 @@
-package sim
+package baselines
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/llm-d-incubation/wva/internal/sim"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
@@ -183,12 +184,12 @@ func attainmentAt(ctx context.Context, base scenario.Scenario, rate, p float64) 
 	r := capMeasure.Requests
 	sc.DurationSeconds = math.Min(math.Max(r/rate, math.Min(capMeasure.MinSeconds, 10*r/rate)), capMaxSeconds)
 	sc.DrainSeconds = capDrainSeconds
-	s := New(sc, NewStatic(sc.Models[0].Variants[0].InitialReplicas))
+	s := sim.New(sc, sim.NewStatic(sc.Models[0].Variants[0].InitialReplicas))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	budget := (1 - p) * rate * sc.DurationSeconds * 1.5 // the arrivals' count varies: stop only well past it
 	hopeless := false
-	s.OnRequestDone(func(res *Result) {
+	s.OnRequestDone(func(res *sim.Result) {
 		if float64(res.Completed-res.WithinSLO+res.Failed) > budget {
 			hopeless = true
 			cancel()
@@ -273,4 +274,14 @@ func (c *capacityCurve) fewest(lo int, demand float64) (int, bool) {
 		}
 	}
 	return hi, true
+}
+
+// SmallMeasurements makes the bounds' capacity measurements small (300
+// requests, 30 s, 3 bisections) for a test whose subject is not their
+// accuracy (the invariants, determinism); the returned function puts the
+// usual size back. Not safe while a run is measuring.
+func SmallMeasurements() func() {
+	old := capMeasure
+	capMeasure = capSettings{Requests: 300, MinSeconds: 30, Bisections: 3}
+	return func() { capMeasure = old }
 }

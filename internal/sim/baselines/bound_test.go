@@ -1,4 +1,4 @@
-package sim
+package baselines
 
 import (
 	"context"
@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llm-d-incubation/wva/internal/sim"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
+	"github.com/llm-d-incubation/wva/internal/sim/simtest"
 )
 
 // TestMeasuredCapacityLinear: one replica of a linear-model server that
@@ -19,7 +21,7 @@ import (
 // within the bisection's resolution (the queueing model, which the bounds
 // no longer use, gave 0 for a linear server).
 func TestMeasuredCapacityLinear(t *testing.T) {
-	v := linearVariant()
+	v := simtest.LinearVariant()
 	v.MaxBatchSize = 1
 	sc := scenario.Scenario{Name: "cap", DurationSeconds: 60, Models: []scenario.Model{{Name: "m", SLO: scenario.SLO{TTFTMs: 1000, ITLMs: 1e6},
 		Workload: scenario.Workload{Arrival: "constant", Rate: scenario.Rate{Pattern: "constant", RPS: 1},
@@ -40,7 +42,7 @@ func TestMeasuredCapacityLinear(t *testing.T) {
 // (1.5, cost 2.5), and a 70B model that runs only on H100 (1 request/s per
 // replica, cost 3), with 4 H100 in the inventory; capacities are
 // filled in by hand (linear in the fleet) instead of measured.
-func boundScenario(big, chat float64, inventory bool) (*bound, *View) {
+func boundScenario(big, chat float64, inventory bool) (*bound, *sim.View) {
 	mk := func(name, acc string, cost float64) scenario.Variant {
 		return scenario.Variant{Name: name, Accelerator: acc, AcceleratorsPerReplica: 1, Cost: cost, MaxReplicas: 10}
 	}
@@ -59,10 +61,10 @@ func boundScenario(big, chat float64, inventory bool) (*bound, *View) {
 			}
 		}
 	}
-	v := &View{Scenario: sc}
+	v := &sim.View{Scenario: sc}
 	for m, mod := range sc.Models {
 		for _, x := range mod.Variants {
-			v.Variants = append(v.Variants, VariantView{Model: m, Name: x.Name, Cost: x.Cost, MaxReplicas: x.MaxReplicas})
+			v.Variants = append(v.Variants, sim.VariantView{Model: m, Name: x.Name, Cost: x.Cost, MaxReplicas: x.MaxReplicas})
 		}
 	}
 	return b, v
@@ -108,18 +110,9 @@ func TestBoundShortModelAlone(t *testing.T) {
 // TestBoundAttainmentValidated: the bounds' attainment is a share below 1.
 func TestBoundAttainmentValidated(t *testing.T) {
 	for _, bad := range []string{"1", "-0.5", "7"} {
-		_, err := scenario.ParseScenario([]byte(strings.Replace(validScenario, "durationSeconds: 600", "durationSeconds: 600\nautoscalers: {clairvoyantAttainment: "+bad+"}", 1)))
+		_, err := scenario.ParseScenario([]byte(strings.Replace(simtest.ValidScenario, "durationSeconds: 600", "durationSeconds: 600\nautoscalers: {clairvoyantAttainment: "+bad+"}", 1)))
 		if err == nil || !strings.Contains(err.Error(), "autoscalers.clairvoyantAttainment: must be a share in (0, 1)") {
 			t.Errorf("clairvoyantAttainment %s: %v", bad, err)
 		}
 	}
-}
-
-// smallMeasurements makes the bounds' capacity measurements small for a
-// test whose subject is not their accuracy; the returned function puts
-// the usual size back.
-func smallMeasurements() func() {
-	old := capMeasure
-	capMeasure = capSettings{Requests: 300, MinSeconds: 30, Bisections: 3}
-	return func() { capMeasure = old }
 }
