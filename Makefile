@@ -78,9 +78,10 @@ SCENARIOS := staircase stepped cost-tiering diurnal bursty shared-budget scale-f
 EVAL_AUTOSCALERS := wva,hpa,keda,keda-queue,keda-saturation,keda-tokens,keda-slo,clairvoyant,oracle
 
 # The evaluation's runs use one binary, built once, with GOGC=400: the
-# simulator allocates a lot of short-lived events and requests, and a larger
-# heap target cuts its wall time by about a quarter (bursty's sweep: 13.0 s
-# -> 9.4 s on 2 cores) at about 50 % more memory. Results do not depend on it.
+# simulator allocates many short-lived requests and results, and a larger
+# heap target cuts its wall time by a quarter to a third (bursty's one-seed
+# sweep: 7.8-9.8 s -> 5.9-6.1 s on 2 cores) at about 50 % more memory.
+# Results do not depend on it.
 EVAL_RUN := GOGC=400 $(BIN)/wva-eval
 
 .PHONY: eval-binary
@@ -100,13 +101,13 @@ evaluate: eval-binary ## rerun every shipped scenario with every autoscaler (see
 		cp $(BIN)/evaluation/$$s-seeds/seeds.csv docs/evaluation/$$s/; \
 	done
 
-# Three seeds: the sweep of every autoscaler on all 13 scenarios is 34
-# CPU-minutes (13-18 minutes on 2 cores, depending on the machine's speed);
-# FRONTIER_SEEDS=5 takes about half as long again.
+# Three seeds: the sweep of every autoscaler on all 13 scenarios is 17
+# CPU-minutes (about 9 minutes on 2 cores); FRONTIER_SEEDS=5 takes about
+# half as long again.
 FRONTIER_SEEDS := 3
 
 .PHONY: frontiers
-frontiers: eval-binary ## sweep every autoscaler's settings on every shipped scenario (FRONTIER_SEEDS seeds) into docs/evaluation/*/ (13–18 minutes on 2 cores)
+frontiers: eval-binary ## sweep every autoscaler's settings on every shipped scenario (FRONTIER_SEEDS seeds) into docs/evaluation/*/ (about 9 minutes on 2 cores)
 	@for s in $(SCENARIOS); do \
 		$(EVAL_RUN) simulate --scenario $$s --sweep --repeat $(FRONTIER_SEEDS) --out $(BIN)/frontiers/$$s > $(BIN)/frontiers-$$s.txt || exit 1; \
 		mkdir -p docs/evaluation/$$s; \

@@ -41,39 +41,49 @@ type event struct {
 }
 
 // eventQueue is a binary min-heap ordered by (time, kind, sequence): ties
-// are broken deterministically.
-type eventQueue []*event
+// are broken deterministically. An entry carries its event's order (the
+// time, and the kind and sequence packed in one key), so that the heap's
+// comparisons read the heap alone, not the events it points to.
+type eventQueue []queued
 
-func (a *event) before(b *event) bool {
+// queued is an event in the queue. An event's time, kind and sequence do
+// not change while it is queued (a replica reuses its iteration-end event
+// only once it is handled).
+type queued struct {
+	t   float64
+	key uint64 // kind << 56 | sequence: kind first, then sequence
+	e   *event
+}
+
+func (a *queued) before(b *queued) bool {
 	if a.t != b.t {
 		return a.t < b.t
 	}
-	if a.kind != b.kind {
-		return a.kind < b.kind
-	}
-	return a.seq < b.seq
+	return a.key < b.key
 }
 
 func (q *eventQueue) push(e *event) {
-	h := append(*q, e)
+	x := queued{t: e.t, key: uint64(e.kind)<<56 | e.seq, e: e} //nolint:gosec // kinds are small and ≥ 0, sequences < 2^56
+	h := append(*q, x)
 	i := len(h) - 1
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h[i].before(h[p]) {
+		if !x.before(&h[p]) {
 			break
 		}
-		h[i], h[p] = h[p], h[i]
+		h[i] = h[p]
 		i = p
 	}
+	h[i] = x
 	*q = h
 }
 
 func (q *eventQueue) pop() *event {
 	h := *q
-	top := h[0]
+	top := h[0].e
 	n := len(h) - 1
-	h[0] = h[n]
-	h[n] = nil
+	x := h[n]
+	h[n] = queued{}
 	h = h[:n]
 	i := 0
 	for {
@@ -82,14 +92,17 @@ func (q *eventQueue) pop() *event {
 			break
 		}
 		m := l
-		if r := l + 1; r < n && h[r].before(h[l]) {
+		if r := l + 1; r < n && h[r].before(&h[l]) {
 			m = r
 		}
-		if !h[m].before(h[i]) {
+		if !h[m].before(&x) {
 			break
 		}
-		h[i], h[m] = h[m], h[i]
+		h[i] = h[m]
 		i = m
+	}
+	if n > 0 {
+		h[i] = x
 	}
 	*q = h
 	return top

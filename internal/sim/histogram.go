@@ -8,10 +8,16 @@ import "math"
 // values. The mean is exact; a percentile is the mean of its bucket (exact
 // when the bucket holds one value, else within 0.1 %).
 type histogram struct {
-	counts []int64
-	sums   []float64
-	n      int64
-	sum    float64
+	buckets []histBucket
+	n       int64
+	sum     float64
+}
+
+// histBucket is a bucket's count and sum, side by side: an add touches
+// one cache line of a histogram too large for the cache.
+type histBucket struct {
+	count int64
+	sum   float64
 }
 
 const (
@@ -38,13 +44,13 @@ func (h *histogram) add(x float64, n int) {
 		return
 	}
 	i := histIndex(x)
-	if i >= len(h.counts) {
-		grow := max(i+1, 2*len(h.counts)) - len(h.counts)
-		h.counts = append(h.counts, make([]int64, grow)...)
-		h.sums = append(h.sums, make([]float64, grow)...)
+	if i >= len(h.buckets) {
+		grow := max(i+1, 2*len(h.buckets)) - len(h.buckets)
+		h.buckets = append(h.buckets, make([]histBucket, grow)...)
 	}
-	h.counts[i] += int64(n)
-	h.sums[i] += x * float64(n)
+	b := &h.buckets[i]
+	b.count += int64(n)
+	b.sum += x * float64(n)
 	h.n += int64(n)
 	h.sum += x * float64(n)
 }
@@ -57,10 +63,10 @@ func (h *histogram) percentiles() Percentiles {
 	q := func(p float64) float64 {
 		rank := int64(math.Round(p * float64(h.n-1)))
 		var seen int64
-		for i, c := range h.counts {
-			seen += c
+		for _, b := range h.buckets {
+			seen += b.count
 			if seen > rank {
-				return 1000 * h.sums[i] / float64(c)
+				return 1000 * b.sum / float64(b.count)
 			}
 		}
 		return 0 // not reached: the counts add up to n

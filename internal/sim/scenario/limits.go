@@ -29,11 +29,12 @@ const (
 	// MaxReplicasTotal bounds the sum of every variant's maxReplicas: the
 	// gateway scores every replica of a model for each request.
 	MaxReplicasTotal = 10_000
-	// MaxKVBlocks bounds one replica's KV cache, given or defaulted
-	// (24 bytes of simulator memory per block).
+	// MaxKVBlocks bounds one replica's KV cache, given or defaulted (16
+	// bytes of simulator memory per block and its free list's 4-byte
+	// entries: 20–24 bytes typically, at most about 32).
 	MaxKVBlocks = 1 << 22
 	// MaxKVBlocksTotal bounds Σ maxReplicas × kvBlocks over the variants:
-	// the KV memory of a fleet at its largest (about 2.4 GB).
+	// the KV memory of a fleet at its largest (about 2.4 GB, at most 3.2).
 	MaxKVBlocksTotal = 100_000_000
 	// MaxBatchSize bounds a variant's maxBatchSize.
 	MaxBatchSize = 1 << 16

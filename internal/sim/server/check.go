@@ -1,6 +1,9 @@
 package server
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // CheckKV verifies the KV cache's invariants (for tests): every block's
 // reference count is the number of running requests holding it; the free
@@ -20,10 +23,18 @@ func (s *Server) CheckKV() error {
 		}
 	}
 	free := 0
-	for b := c.head; b >= 0; b = c.blocks[b].next {
+	for p := c.freeHead; p != c.freeTail; p++ {
+		e := c.free[c.slot(p)]
+		if e == freeStale {
+			continue
+		}
+		b := e &^ freeShared
 		free++
-		if !c.blocks[b].free() || refs[b] != 0 {
+		if refs[b] != 0 || !c.blocks[b].free() || c.blocks[b].pos != p {
 			return fmt.Errorf("block %d on the free list with %d holders", b, refs[b])
+		}
+		if shared := c.blocks[b].key&prefixBit != 0; shared != (e&freeShared != 0) {
+			return fmt.Errorf("block %d on the free list flagged shared %t", b, !shared)
 		}
 	}
 	if free != c.nFree {
@@ -38,6 +49,26 @@ func (s *Server) CheckKV() error {
 		if c.blocks[b].key != k {
 			return fmt.Errorf("prefix index names block %d for content it does not hold", b)
 		}
+	}
+	return c.checkHead()
+}
+
+// checkHead verifies the head's memo against a fresh walk.
+func (c *kvCache) checkHead() error {
+	m := &c.head
+	if m.q == nil {
+		return nil
+	}
+	hits := c.walkPrefix(m.q, nil)
+	freeHits := 0
+	for _, b := range hits {
+		if c.blocks[b].free() {
+			freeHits++
+		}
+	}
+	if !slices.Equal(hits, m.hits) || freeHits != m.freeHits {
+		return fmt.Errorf("request %d: memo of %d cached blocks (%d free), %d (%d free) resident",
+			m.q.ID, len(m.hits), m.freeHits, len(hits), freeHits)
 	}
 	return nil
 }

@@ -1,5 +1,7 @@
 package server
 
+import "math/bits"
+
 // kvCache is a replica's paged KV cache, after vLLM's block manager (and
 // BLIS's model of it): kvBlocks blocks of blockSize token slots each,
 // reference-counted. A request holds the blocks of its computed tokens in
@@ -15,20 +17,50 @@ package server
 // any other full prompt block is its request's own. Only full prompt blocks
 // carry a key (vLLM hashes full blocks; output tokens are not reused here,
 // as in BLIS, where a preempted request regenerates them).
+//
+// The free list is a queue in release order, not a linked list: a ring of
+// entries at positions freeHead (the least recently freed) to freeTail,
+// each position's slot in the ring its value modulo the ring's size (a
+// power of two). A pop reads the next entry in sequence instead of
+// chasing links across the blocks, and the entry tells what the pop must
+// know of the block's content, so that it writes the block without first
+// reading it (with large caches, reading a block is a cache miss). A block
+// taken off the list from the middle (a cache hit) leaves a stale entry
+// behind, which pops skip.
 type kvCache struct {
-	bs       int
-	blocks   []kvBlock
-	head     int32 // least recently freed (evicted first); -1 when none is free
-	tail     int32
-	nFree    int
-	byPrefix map[blockKey]int32 // shared-prefix content → its block
-	hitBuf   []int32
+	bs                 int
+	blocks             []kvBlock
+	free               []int32 // the ring: block ids (| freeShared), or freeStale
+	freeHead, freeTail uint32  // positions, wrapping around
+	nFree              int
+	byPrefix           map[blockKey]int32 // shared-prefix content → its block
+	hitBuf             []int32
+	head               headMemo
 }
 
+// A free-list entry is a block id, flagged freeShared when the block holds
+// shared-prefix content (indexed in byPrefix), or freeStale.
+const (
+	freeShared = int32(1) << 30 // above MaxKVBlocks' ids
+	freeStale  = int32(-1)
+)
+
 type kvBlock struct {
-	key        blockKey // content, 0 for none
-	ref        int32
-	prev, next int32 // free-list links, -1 at the ends
+	key blockKey // content, 0 for none
+	ref int32
+	pos uint32 // while free, the position of its entry in the free list
+}
+
+// headMemo is the cached prefix of the request at the head of the waiting
+// queue, which the scheduler looks up every iteration while the cache has
+// no room for it (head-of-line blocking): q's cached blocks (what
+// cachedPrefix would return) and how many of them are free. The cache
+// keeps it exact as blocks change (kv.go's touch, cut and forget), so a
+// blocked head costs no walk over its prompt's blocks.
+type headMemo struct {
+	q        *Request // nil: no memo
+	hits     []int32
+	freeHits int
 }
 
 // free: no request holds the block, so it is on the free list.
@@ -51,10 +83,14 @@ func keyOf(q *Request, j, bs int) blockKey {
 	return blockKey(q.ID)<<24 | blockKey(j) //nolint:gosec // request ids and block indices count up from 0
 }
 
+// keyIndex is the block index j of a content key: a block with content k
+// can only stand at position keyIndex(k) of a request's cached prefix.
+func keyIndex(k blockKey) int { return int(k & (1<<24 - 1)) }
+
 func newKVCache(nBlocks, bs int) *kvCache {
-	c := &kvCache{bs: bs, blocks: make([]kvBlock, nBlocks), head: -1, tail: -1, byPrefix: map[blockKey]int32{}}
+	ring := 1 << bits.Len(uint(max(nBlocks, 1)-1)) // the power of two ≥ nBlocks
+	c := &kvCache{bs: bs, blocks: make([]kvBlock, nBlocks), free: make([]int32, ring), byPrefix: map[blockKey]int32{}}
 	for i := range c.blocks {
-		c.blocks[i] = kvBlock{prev: -1, next: -1}
 		c.pushFree(int32(i))
 	}
 	return c
@@ -71,43 +107,87 @@ func (c *kvCache) usage() float64 {
 	return float64(c.used()) / float64(len(c.blocks))
 }
 
+// slot is the ring index of free-list position p.
+func (c *kvCache) slot(p uint32) uint32 { return p & uint32(len(c.free)-1) } //nolint:gosec // a ring of at most 4 × MaxKVBlocks
+
+// pushFree puts the unreferenced block b at the tail of the free list.
 func (c *kvCache) pushFree(b int32) {
-	k := &c.blocks[b]
-	k.prev, k.next = c.tail, -1
-	if c.tail >= 0 {
-		c.blocks[c.tail].next = b
-	} else {
-		c.head = b
+	if c.freeTail-c.freeHead == uint32(len(c.free)) { //nolint:gosec // as in slot
+		c.resizeFree()
 	}
-	c.tail = b
+	k := &c.blocks[b]
+	k.pos = c.freeTail
+	e := b
+	if k.key&prefixBit != 0 {
+		e |= freeShared
+	}
+	c.free[c.slot(c.freeTail)] = e
+	c.freeTail++
 	c.nFree++
+	c.touch(b, 1)
 }
 
-func (c *kvCache) unlinkFree(b int32) {
+// resizeFree makes room in the full ring: it drops the stale entries when
+// they are at least half of it (renumbering the others' positions), else
+// doubles it (positions stay). A ring doubles at most once (the free
+// blocks never fill more than half of twice the blocks' power of two),
+// and a compaction leaves half the ring empty, for as many pushes: O(1)
+// per push.
+func (c *kvCache) resizeFree() {
+	n := len(c.free)
+	if stale := n - c.nFree; stale < n/2 {
+		ring := make([]int32, 2*n)
+		for p := c.freeHead; p != c.freeTail; p++ {
+			ring[p&uint32(2*n-1)] = c.free[c.slot(p)] //nolint:gosec // as in slot
+		}
+		c.free = ring
+		return
+	}
+	live := make([]int32, 0, c.nFree)
+	for p := c.freeHead; p != c.freeTail; p++ {
+		if e := c.free[c.slot(p)]; e != freeStale {
+			live = append(live, e)
+		}
+	}
+	c.freeTail = c.freeHead
+	for _, e := range live {
+		c.blocks[e&^freeShared].pos = c.freeTail
+		c.free[c.slot(c.freeTail)] = e
+		c.freeTail++
+	}
+}
+
+// take takes the free block b off the free list from anywhere (a cache
+// hit: its entry goes stale) and gives it its first holder.
+func (c *kvCache) take(b int32) {
 	k := &c.blocks[b]
-	if k.prev >= 0 {
-		c.blocks[k.prev].next = k.next
-	} else {
-		c.head = k.next
-	}
-	if k.next >= 0 {
-		c.blocks[k.next].prev = k.prev
-	} else {
-		c.tail = k.prev
-	}
-	k.prev, k.next = -1, -1
+	c.free[c.slot(k.pos)] = freeStale
 	c.nFree--
+	c.touch(b, -1)
+	k.ref = 1
 }
 
-// pop takes the least recently freed block, evicting its content.
+// pop takes the least recently freed block, evicting its content. It
+// reads the block only when the content matters to others: shared-prefix
+// content leaves byPrefix, and the head's memo may hold the block (cut).
 func (c *kvCache) pop() int32 {
-	b := c.head
-	c.unlinkFree(b)
-	k := &c.blocks[b]
-	if k.key&prefixBit != 0 && c.byPrefix[k.key] == b {
-		delete(c.byPrefix, k.key)
+	e := freeStale
+	for e == freeStale {
+		e = c.free[c.slot(c.freeHead)]
+		c.freeHead++
 	}
-	k.key, k.ref = 0, 1
+	b := e &^ freeShared
+	if e&freeShared != 0 || c.head.q != nil {
+		k := c.blocks[b].key
+		if k != 0 {
+			c.cut(b) // before b leaves the free list: cut counts it among the free hits
+		}
+		if e&freeShared != 0 && c.byPrefix[k] == b {
+			delete(c.byPrefix, k)
+		}
+	}
+	c.nFree--
+	c.blocks[b] = kvBlock{ref: 1} // no content; pos is set when it is freed again
 	return b
 }
 
@@ -116,7 +196,12 @@ func (c *kvCache) pop() int32 {
 // blockSize of them, because the last prompt token is always computed to
 // produce the first output token (vLLM's rule). The slice is reused.
 func (c *kvCache) cachedPrefix(q *Request) []int32 {
-	c.hitBuf = c.hitBuf[:0]
+	c.hitBuf = c.walkPrefix(q, c.hitBuf[:0])
+	return c.hitBuf
+}
+
+// walkPrefix appends q's cached prefix (cachedPrefix) to hits.
+func (c *kvCache) walkPrefix(q *Request, hits []int32) []int32 {
 	for j := range (q.Input - 1) / c.bs {
 		k := keyOf(q, j, c.bs)
 		b := int32(-1)
@@ -130,27 +215,86 @@ func (c *kvCache) cachedPrefix(q *Request) []int32 {
 		if b < 0 || c.blocks[b].key != k {
 			break
 		}
-		c.hitBuf = append(c.hitBuf, b)
+		hits = append(hits, b)
 	}
-	return c.hitBuf
+	return hits
 }
+
+// headPrefix is cachedPrefix for q, the head of the waiting queue, and
+// how many of those blocks are free, from the memo when it is q's.
+func (c *kvCache) headPrefix(q *Request) (hits []int32, freeHits int) {
+	m := &c.head
+	if m.q != q {
+		m.q, m.hits, m.freeHits = q, c.walkPrefix(q, m.hits[:0]), 0
+		for _, b := range m.hits {
+			if c.blocks[b].free() {
+				m.freeHits++
+			}
+		}
+	}
+	return m.hits, m.freeHits
+}
+
+// memoAt tells whether the free block b (with content) is one of the
+// memo's hits, and where.
+func (c *kvCache) memoAt(b int32) (int, bool) {
+	m := &c.head
+	if m.q == nil {
+		return 0, false
+	}
+	j := keyIndex(c.blocks[b].key)
+	return j, j < len(m.hits) && m.hits[j] == b
+}
+
+// touch keeps the memo's count of free hits as block b joins (d = 1) or
+// leaves (d = −1) the free list.
+func (c *kvCache) touch(b int32, d int) {
+	if c.blocks[b].key == 0 {
+		return // not a cached block: no one's hit
+	}
+	if _, ok := c.memoAt(b); ok {
+		c.head.freeHits += d
+	}
+}
+
+// cut keeps the memo exact as the free block b loses its content: a
+// run of cached blocks stops at the first one missing, so a memo that
+// holds b ends before it. (Only b's own eviction can shorten a run: a
+// request's own content is labelled by no one else, and a new block of
+// the head's shared prefix, which could lengthen or change its run, drops
+// the memo: forget.)
+func (c *kvCache) cut(b int32) {
+	j, ok := c.memoAt(b)
+	if !ok {
+		return
+	}
+	m := &c.head
+	for _, x := range m.hits[j:] {
+		if c.blocks[x].free() {
+			m.freeHits--
+		}
+	}
+	m.hits = m.hits[:j]
+}
+
+// forget drops the memo.
+func (c *kvCache) forget() { c.head.q = nil }
 
 // blocksFor is the number of blocks that hold n token slots.
 func (c *kvCache) blocksFor(n int) int { return (n + c.bs - 1) / c.bs }
 
-// admit gives a waiting request its cached blocks (hits) and room for its
-// first n tokens after them, or reports false and changes nothing.
-func (c *kvCache) admit(q *Request, hits []int32, n int) bool {
+// admit gives a waiting request its cached blocks (hits, of which
+// freeHits are free) and room for its first n tokens after them, or
+// reports false and changes nothing.
+func (c *kvCache) admit(q *Request, hits []int32, freeHits, n int) bool {
 	start := len(hits) * c.bs
 	fresh := c.blocksFor(start+n) - len(hits)
-	need := fresh
-	for _, b := range hits {
-		if c.blocks[b].free() {
-			need++ // a cached free block leaves the free list too
-		}
-	}
+	need := fresh + freeHits // a cached free block leaves the free list too
 	if need > c.nFree {
 		return false
+	}
+	if c.head.q == q {
+		c.forget() // q leaves the queue (hits stays readable: no walk refills it here)
 	}
 	if cap(q.blocks) == 0 {
 		q.blocks = make([]int32, 0, c.blocksFor(q.Input+q.Output))
@@ -158,9 +302,10 @@ func (c *kvCache) admit(q *Request, hits []int32, n int) bool {
 	q.blocks = q.blocks[:0]
 	for _, b := range hits {
 		if c.blocks[b].free() {
-			c.unlinkFree(b)
+			c.take(b)
+		} else {
+			c.blocks[b].ref++
 		}
-		c.blocks[b].ref++
 		q.blocks = append(q.blocks, b)
 	}
 	q.keyed = len(hits)
@@ -171,10 +316,14 @@ func (c *kvCache) admit(q *Request, hits []int32, n int) bool {
 	return true
 }
 
+// room tells whether a running request's blocks have room for its next n
+// tokens: most iterations' case, which callers check inline before grow.
+func (c *kvCache) room(q *Request, n int) bool { return q.computed+n <= len(q.blocks)*c.bs }
+
 // grow makes room for a running request's next n tokens (it holds
 // q.computed), or reports false and changes nothing.
 func (c *kvCache) grow(q *Request, n int) bool {
-	if q.computed+n <= len(q.blocks)*c.bs {
+	if c.room(q, n) {
 		return true // room in its last block (and its prompt blocks are labelled)
 	}
 	fresh := c.blocksFor(q.computed+n) - len(q.blocks)
@@ -202,6 +351,9 @@ func (c *kvCache) label(q *Request, slots int) {
 		c.blocks[b].key = k
 		if k&prefixBit != 0 {
 			c.byPrefix[k] = b
+			if h := c.head.q; h != nil && keyOf(h, keyIndex(k), c.bs) == k {
+				c.forget() // a block of the head's prefix: its run may now go further
+			}
 		}
 	}
 }

@@ -18,17 +18,28 @@ import "github.com/llm-d-incubation/wva/internal/admission"
 // Request is a request as the server sees it: its tokens, its priority,
 // its shared prefix, what reached the client and the server's own state of
 // it.
+//
+// The fields that every iteration reads and writes of each running request
+// come first, together: the simulator's time goes mostly to that loop, and
+// these fields then share the first cache line or two of the request.
 type Request struct {
-	ID            int64
+	// Server state of the current run (reset by a preemption).
+	computed  int     // token slots whose KV is computed
+	sched     int     // tokens scheduled in the current iteration
+	generated int     // output tokens produced
+	blocks    []int32 // KV blocks held, in token order
+
 	Input, Output int
-	Priority      int // the gateway's priority: < 0 is sheddable
-	Prefix        int // shared-prefix group, -1 for none
-	PrefixTokens  int
+	LastEmit      float64 // the latest new token reached the client
+	Emitted       int     // output tokens the client has
+
+	ID           int64
+	Priority     int // the gateway's priority: < 0 is sheddable
+	Prefix       int // shared-prefix group, -1 for none
+	PrefixTokens int
 
 	AtServer   float64 // dispatched to a replica
 	FirstToken float64 // the first token reached the client (0: not yet)
-	LastEmit   float64 // the latest new token reached the client
-	Emitted    int     // output tokens the client has
 	// Scheduled is when the request first joined a batch (valid once
 	// EverScheduled is true); Cached are the prompt tokens its first
 	// admission found in the prefix cache (vLLM's queue time and computed
@@ -41,11 +52,7 @@ type Request struct {
 	// get back to it through it); the server never reads it.
 	Owner any
 
-	// Server state of the current run (reset by a preemption).
-	computed   int     // token slots whose KV is computed
-	generated  int     // output tokens produced
-	sched      int     // tokens scheduled in the current iteration
-	blocks     []int32 // KV blocks held, in token order
+	// More server state of the current run (reset by a preemption).
 	keyed      int     // leading blocks that carry their content key
 	prevBlocks []int32 // blocks released by the last preemption (cache hits on re-admission)
 }
@@ -134,7 +141,8 @@ type Host interface {
 	// per-token overhead (LinearModel.Alpha2, in seconds) to add to every
 	// latency reported for it.
 	Complete(q *Request, a2 float64)
-	// ObservesStepTime tells whether the server must keep StepTime.
+	// ObservesStepTime tells whether the server must keep StepTime (asked
+	// once, by New: the answer holds for the server's life).
 	ObservesStepTime() bool
 	// Terminating tells whether the server is to stop once it holds no
 	// request; Retire is then called instead of starting an iteration.
@@ -174,15 +182,20 @@ type Server struct {
 	c Counters
 	// priority: the server schedules priority-fcfs (sched.go); waits
 	// counts its waiting requests by priority; stepTime is its step time
-	// as the gateway observes it (seconds, 0 before its first iteration).
+	// as the gateway observes it (seconds, 0 before its first iteration),
+	// kept when observed (Host.ObservesStepTime).
 	priority bool
 	waits    waitCounts
 	stepTime float64
+	observed bool
+	// a2 is the per-token overhead (Config.TokenOverheadSeconds).
+	a2 float64
 }
 
 // New returns an idle server with an empty KV cache, hosted by h.
 func New(cfg Config, h Host) *Server {
-	return &Server{cfg: cfg, host: h, kv: newKVCache(cfg.KVBlocks, cfg.BlockSize), priority: cfg.Policy == PolicyPriority}
+	return &Server{cfg: cfg, host: h, kv: newKVCache(cfg.KVBlocks, cfg.BlockSize), priority: cfg.Policy == PolicyPriority,
+		observed: h.ObservesStepTime(), a2: cfg.TokenOverheadSeconds()}
 }
 
 // QueueLen counts the requests waiting at the server, including those
@@ -332,7 +345,7 @@ func (s *Server) continueRunning(w *work, budget int) (int, bool) {
 			n = min(q.Input-q.computed, budget)
 		}
 		self := false
-		for !self && !s.kv.grow(q, n) {
+		for !self && !s.kv.room(q, n) && !s.kv.grow(q, n) {
 			var victim *Request
 			if s.priority {
 				victim, budget = s.preemptLowest(w, budget)
@@ -358,10 +371,10 @@ func (s *Server) admitWaiting(w *work, budget int, now float64) {
 	cfg := &s.cfg
 	for s.nSched == len(s.running) && len(s.running) < cfg.MaxBatchSize && budget > 0 && s.head < len(s.waiting) {
 		q := s.waiting[s.head]
-		hits := s.kv.cachedPrefix(q)
+		hits, freeHits := s.kv.headPrefix(q)
 		start := len(hits) * s.kv.bs
 		n := min(q.Input-start, budget)
-		if !s.kv.admit(q, hits, n) {
+		if !s.kv.admit(q, hits, freeHits, n) {
 			break // head-of-line blocking: the head waits for room
 		}
 		s.waiting[s.head] = nil
@@ -409,8 +422,8 @@ func (s *Server) EndIteration() {
 	now := s.host.Now()
 	dur := now - s.iterStart
 	s.endedTokens = s.iterTokens
-	a2 := s.cfg.TokenOverheadSeconds()
-	if s.host.ObservesStepTime() {
+	a2 := s.a2
+	if s.observed {
 		s.observeStep(dur + a2) // only the admission policy reads it
 	}
 	contiguous := 0
@@ -514,6 +527,7 @@ func (s *Server) AbortAll() {
 	}
 	s.running, s.waiting, s.head, s.nSched = nil, nil, 0, 0
 	s.waits = nil
+	s.kv.forget()
 }
 
 // iterationSeconds is the duration of one iteration: the linear (BLIS)
