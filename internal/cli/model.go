@@ -5,7 +5,7 @@ import "github.com/spf13/cobra"
 func newModelCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "model",
-		Short: "Capacity calculator: analyse or size one replica with the queueing model",
+		Short: "Capacity calculator: analyse or size a replica (queueing model) or a fleet (capacity model)",
 		Long: `Capacity calculator over WVA's queueing models, without a cluster.
 
 A replica is a continuous-batching server that runs up to N requests in one
@@ -20,8 +20,14 @@ by one of two service models:
 
 "analyze" predicts TTFT, ITL and throughput at a given arrival rate;
 "size" finds the largest rate that meets TTFT/ITL targets and, given a
-demand, how many replicas serve it. See docs/queueing.md for the formulas.`,
+demand, how many replicas serve it. See docs/queueing.md for the formulas.
+
+"capacity" answers for fleets instead of one replica, and for a share of
+requests within the SLO instead of the mean: the largest rate N replicas of
+each variant of a simulator scenario serve with that share, from WVA's
+capacity model (the server model behind the router); "analyze --scenario"
+gives a fleet's latency percentiles and attainment at a rate.`,
 	}
-	cmd.AddCommand(newModelAnalyzeCommand(), newModelSizeCommand())
+	cmd.AddCommand(newModelAnalyzeCommand(), newModelSizeCommand(), newModelCapacityCommand())
 	return cmd
 }

@@ -1,7 +1,14 @@
 package cli
 
 import (
+	"fmt"
 	"math"
+	"os"
+	"strings"
+
+	"github.com/llm-d-incubation/wva/examples/scenarios"
+	"github.com/llm-d-incubation/wva/internal/capacity"
+	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 
 	"github.com/spf13/cobra"
 )
@@ -38,6 +45,7 @@ type analyzeResult struct {
 
 func newModelAnalyzeCommand() *cobra.Command {
 	o := &modelOptions{}
+	fo := &fleetOptions{}
 	cmd := &cobra.Command{
 		Use:   "analyze",
 		Short: "Predict TTFT, ITL and throughput of one replica at an arrival rate",
@@ -57,16 +65,29 @@ batch: the highest rate "size" considers), tokens_per_second, percentile and
 ttft_percentile_ms (the TTFT that --percentile of the arriving requests meet:
 prefill plus that quantile of the FCFS waiting time, Erlang in the number
 ahead; blocked requests never meet it), and with --target-ttft,
-ttft_attainment (the share of arriving requests within it).`,
+ttft_attainment (the share of arriving requests within it).
+
+With --scenario (a scenario file or a built-in scenario's name) it analyses
+fleets instead, with WVA's capacity model (see "wva model capacity"):
+--replicas replicas of each variant of the scenario, behind its router, at
+--rate, with the model's own token distributions and classes. Outputs per
+variant: arrived, completed and failed requests of one run, attainment (the
+share within the SLO, TTFT and ITL per request), and the TTFT and ITL
+percentiles p50, p90, p95 and p99 (ms; ITL is each request's average).`,
 		Example: `  wva model analyze --alpha 7 --beta 0.02 --gamma 0.00005 \
       --input-tokens 1024 --output-tokens 256 --max-batch-size 256 --rate 10
 
   wva model analyze --service-model linear --alpha 8 --beta 0.1 --gamma 20 --delta 0.002 \
       --input-tokens 1024 --output-tokens 128 --max-batch-size 64 --rate 2 -o json
 
-  wva model analyze -f examples/model/analyze-sweep.yaml`,
+  wva model analyze -f examples/model/analyze-sweep.yaml
+
+  wva model analyze --scenario compute-bound --replicas 4 --rate 40`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if fo.builtin != "" {
+				return analyzeFleet(cmd, o, fo)
+			}
 			return runCases(cmd, o, analyzeCase,
 				func(c modelCase, err error) analyzeResult {
 					return analyzeResult{Case: c.Name, ServiceModel: c.ServiceModel, Error: err.Error()}
@@ -77,7 +98,30 @@ ttft_attainment (the share of arriving requests within it).`,
 	cmd.Flags().Float64Var(&o.rate, "rate", 0, "arrival rate in requests/s (required, > 0); a case file may give a list under \"rates\"")
 	cmd.Flags().Float64Var(&o.c.Percentile, "percentile", 0.99, "report the TTFT this share of requests meets (0 < p < 1)")
 	cmd.Flags().Float64Var(&o.c.TargetTTFT, "target-ttft", 0, "report the share of requests whose TTFT is within this many ms (0 = none)")
+	fs := cmd.Flags()
+	fs.StringVar(&fo.builtin, "scenario", "", "analyse fleets of this scenario's variants (a file, or a built-in: "+strings.Join(scenario.BuiltinNames(scenarios.FS), ", ")+")")
+	fs.IntVar(&fo.replicas, "replicas", 1, "with --scenario: replicas of each variant")
+	fs.StringVar(&fo.model, "model", "", "with --scenario: only this model")
+	fs.StringVar(&fo.variant, "variant", "", "with --scenario: only this variant")
+	fs.IntVar(&fo.requests, "requests", 0, "with --scenario: requests in the run (0: 60 000)")
+	fs.Uint64Var(&fo.seed, "seed", capacity.DefaultSettings().Seed, "with --scenario: the capacity model's random seed")
 	return cmd
+}
+
+// analyzeFleet runs the fleet mode: --scenario names a file or a
+// built-in scenario; the queueing model's flags do not apply.
+func analyzeFleet(cmd *cobra.Command, o *modelOptions, fo *fleetOptions) error {
+	for _, f := range []string{"file", "service-model", "alpha", "beta", "gamma", "delta", "input-tokens", "output-tokens",
+		"max-batch-size", "max-queue-size", "percentile", "target-ttft"} {
+		if cmd.Flags().Changed(f) {
+			return fmt.Errorf("--%s does not go with --scenario (the scenario gives the server and the workload)", f)
+		}
+	}
+	if _, err := os.Stat(fo.builtin); err == nil {
+		fo.file, fo.builtin, fo.fileFlag = fo.builtin, "", "--scenario"
+	}
+	fo.output = o.output
+	return runFleetAnalyze(cmd, fo, o.rate)
 }
 
 func analyzeCase(c modelCase) ([]analyzeResult, error) {

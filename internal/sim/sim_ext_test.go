@@ -7,7 +7,7 @@ import (
 
 	"github.com/llm-d-incubation/wva/examples/scenarios"
 	"github.com/llm-d-incubation/wva/internal/sim"
-	"github.com/llm-d-incubation/wva/internal/sim/baselines"
+	"github.com/llm-d-incubation/wva/internal/sim/capmodel"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 	"github.com/llm-d-incubation/wva/internal/sim/simtest"
 )
@@ -17,7 +17,7 @@ import (
 // seed recorded in the JSON set aside: a run that ignored its seed would
 // otherwise differ by that field alone).
 func TestDeterministic(t *testing.T) {
-	defer baselines.SmallMeasurements()()
+	defer capmodel.SmallMeasurements()()
 	sc := simtest.Builtin(t, "bursty", 900)
 	names := sim.ExampleNames() // every registered autoscaler
 	run := func(seed uint64) []*sim.Result {
@@ -65,7 +65,7 @@ func TestInvariants(t *testing.T) {
 	if sim.RaceBuild {
 		invariantRequests, invariantTokens, horizon = 8_000, 4_000_000, 600
 	}
-	defer baselines.SmallMeasurements()()
+	defer capmodel.SmallMeasurements()()
 	for _, name := range scenario.BuiltinNames(scenarios.FS) {
 		for _, as := range sim.ExampleNames() {
 			t.Run(name+"/"+as, func(t *testing.T) {

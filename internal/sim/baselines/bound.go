@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/capmodel"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 )
 
@@ -36,7 +37,7 @@ const (
 // bound holds a scenario's capacity curves for the bounds.
 type bound struct {
 	sc     *scenario.Scenario
-	curves [][]*capacityCurve // per model, per variant
+	curves [][]*capmodel.Curve // per model, per variant
 	// limited are the inventory's types some variant uses, sorted.
 	limited []string
 }
@@ -45,9 +46,9 @@ func newBound(sc *scenario.Scenario) *bound {
 	b := &bound{sc: sc}
 	used := map[string]bool{}
 	for m, mod := range sc.Models {
-		cs := make([]*capacityCurve, 0, len(mod.Variants))
+		cs := make([]*capmodel.Curve, 0, len(mod.Variants))
 		for j, v := range mod.Variants {
-			cs = append(cs, &capacityCurve{sc: sc, m: m, j: j, p: sc.Autoscalers.ClairvoyantAttainment, maxN: v.MaxReplicas, powers: map[int]float64{}})
+			cs = append(cs, capmodel.NewCurve(sc, m, j, sc.Autoscalers.ClairvoyantAttainment, v.MaxReplicas))
 			if _, ok := sc.Inventory[v.Accelerator]; ok {
 				used[v.Accelerator] = true
 			}
@@ -72,7 +73,7 @@ func (b *bound) provision(v *sim.View, ahead func(model int) float64, margin flo
 	ctx := v.Context()
 	for _, cs := range b.curves {
 		for _, c := range cs {
-			c.ctx = ctx
+			c.WithContext(ctx)
 		}
 	}
 	demand := make([]float64, len(b.sc.Models))
@@ -155,7 +156,7 @@ func (b *bound) plans(m int, demand float64) []plan {
 		}
 		lo := vs[k].MinReplicas
 		if k == len(cs)-1 {
-			n, ok := cs[k].fewest(lo, left)
+			n, ok := cs[k].Fewest(lo, left)
 			if !ok {
 				return
 			}
@@ -164,10 +165,10 @@ func (b *bound) plans(m int, demand float64) []plan {
 			return
 		}
 		// More of this variant than it needs alone is never cheaper.
-		top, _ := cs[k].fewest(lo, left)
+		top, _ := cs[k].Fewest(lo, left)
 		for n := lo; n <= top; n++ {
 			counts[k] = n
-			walk(k+1, left-cs[k].at(n))
+			walk(k+1, left-cs[k].At(n))
 		}
 	}
 	walk(0, demand)

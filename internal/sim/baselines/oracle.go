@@ -27,7 +27,7 @@ func init() {
 
 // Oracle knows the servers and the true load: every interval it
 // provisions, instantly, the cheapest replicas whose measured capacity
-// (capacity.go) covers the peak rate of the coming interval (bound.go). It
+// (capmodel.Measured) covers the peak rate of the coming interval (bound.go). It
 // bounds what an autoscaler can reach; it is not one, and no real fleet
 // can match it (its replicas need no start-up).
 type Oracle struct {
