@@ -281,6 +281,19 @@ var mainKeys = map[string]setter{
 		m.Engine.ProvisioningSeconds, err = parseSeconds(v, MaxEngineDelay, "2m")
 		return err
 	},
+	"WVA_CAPACITY_MODEL": func(m *Main, v string) error {
+		s, err := oneOf(v, engine.CapacityQueueing, engine.CapacityFleet)
+		m.Engine.CapacityModel = s
+		return err
+	},
+	"WVA_ATTAINMENT": func(m *Main, v string) (err error) {
+		m.Engine.Attainment, err = parseFloat(v, fraction(false))
+		return err
+	},
+	"WVA_TOKEN_CV": func(m *Main, v string) (err error) {
+		m.Engine.TokenCV, err = parseFloat(v, rule{"a number in (0, 10]", func(x float64) bool { return x > 0 && x <= 10 }})
+		return err
+	},
 	"WVA_TTFT_ATTAINMENT": func(m *Main, v string) error {
 		x, err := parseFloat(v, rule{"a number in [0, 1) (0 sizes for the mean TTFT)", func(x float64) bool { return x >= 0 && x < 1 }})
 		m.Engine.TTFTAttainment = x

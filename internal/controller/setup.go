@@ -83,7 +83,11 @@ func newController(mgr manager.Manager, o Options, emitter *metrics.Emitter, eve
 	state := newConfigState(o.Names, o.Main)
 	store := newConfigMapStore(mgr.GetClient(), types.NamespacedName{Namespace: o.Namespace, Name: o.TunerState})
 	c := &controller{Store: store, Config: state}
-	c.Planner = &planner{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: clk, Config: state, Engine: engine.New(store),
+	eng := engine.New(store)
+	// The fleet capacity model's curves are computed by one background
+	// worker, used when the configuration asks for it (WVA_CAPACITY_MODEL).
+	eng.SetCapacityModel(engine.NewCapacityModel(1))
+	c.Planner = &planner{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: clk, Config: state, Engine: eng,
 		Store: store, Emitter: emitter, Cache: newDecisionCache(), Actuators: newActuators(mgr.GetClient()),
 		Sources: o.sources, Notify: notifier(events), Log: log.WithName("planner"), Wake: make(chan struct{}, 1),
 		Surge: make(chan struct{}, 1), Announcer: &announcer{Recorder: mgr.GetEventRecorder("wva"), Log: log.WithName("decisions")},

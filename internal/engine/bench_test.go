@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/llm-d-incubation/wva/internal/capacity"
 )
 
 // fleet builds models × variants × pods with random load, profiled
@@ -98,4 +100,69 @@ func BenchmarkCycleForecastAttainment(b *testing.B) {
 		}
 		s.Time = s.Time.Add(30 * time.Second)
 	}
+}
+
+// BenchmarkCycleFleetFirst is a first cycle with the fleet capacity model
+// in use over 1 000 models × 4 variants × 8 pods: every curve is unknown,
+// so each variant's points are queued and the queueing model sizes it
+// (budget: 100 ms).
+func BenchmarkCycleFleetFirst(b *testing.B) {
+	s := fleetBench()
+	b.ReportAllocs()
+	for b.Loop() {
+		e := New(nil)
+		cm := capacity.NewCurves[FleetKey](capacity.DefaultSettings(), -1, capacityEntries)
+		e.SetCapacityModel(cm)
+		if _, err := e.Plan(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCycleFleetSteady is the same cycle once every curve point it
+// needs is known: each variant sized by the fleet model from the cache
+// (budget: 50 ms). The points are preset (their values do not change the
+// cycle's work), not computed: 4 000 curves take hours of CPU.
+func BenchmarkCycleFleetSteady(b *testing.B) {
+	s := fleetBench()
+	e := New(nil)
+	cm := capacity.NewCurves[FleetKey](capacity.DefaultSettings(), -1, capacityEntries)
+	e.SetCapacityModel(cm)
+	for range 64 {
+		if _, err := e.Plan(s); err != nil {
+			b.Fatal(err)
+		}
+		missing := cm.Missing()
+		if len(missing) == 0 {
+			break
+		}
+		for _, p := range missing {
+			cm.Preset(p.Key, nil, 0.99, p.N, 4*float64(p.N))
+		}
+	}
+	if len(cm.Missing()) != 0 {
+		b.Fatal("points still missing")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Plan(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// fleetBench is the 1 000 × 4 × 8 fleet with known KV caches and the
+// fleet capacity model on.
+func fleetBench() *Snapshot {
+	s := fleet(1000, 4, 8, 4, 1)
+	for m := range s.Models {
+		for v := range s.Models[m].Variants {
+			for p := range s.Models[m].Variants[v].Pods {
+				pod := &s.Models[m].Variants[v].Pods[p]
+				pod.KVBlocks, pod.BlockSize = 8192, 16
+			}
+		}
+	}
+	s.Config.CapacityModel = CapacityFleet
+	return s
 }

@@ -27,6 +27,8 @@ type Engine struct {
 	// seeding calls, which the controller makes from other goroutines.
 	mu    sync.Mutex
 	state State
+	// fleet is the fleet capacity model (SetCapacityModel), or nil.
+	fleet *CapacityModel
 }
 
 // State is what the engine carries from one cycle to the next.

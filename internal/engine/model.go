@@ -207,6 +207,7 @@ func (c *cycle) analyzeModel(ms *modelState) {
 		ms.sum.ModelError = "no variant could be sized"
 	}
 	c.forecast(ms)
+	c.fleetCapacity(ms)
 }
 
 // size computes a variant's per-replica capacity under the SLO.

@@ -182,4 +182,13 @@ type ModelDetail struct {
 	Binding               string        `json:"binding,omitempty"`
 	Error                 string        `json:"error,omitempty"`
 	Tuning                string        `json:"tuning,omitempty"`
+	// CapacityModel is what sized the variant when Config.CapacityModel
+	// is "fleet": "fleet", or "queueing" while its curve is computed (or
+	// cannot be); FleetReplicas and FleetRateRPS are the fewest replicas
+	// of it alone that cover the demand and their capacity; FleetNote says
+	// why the fleet model did not size it.
+	CapacityModel string  `json:"capacityModel,omitempty"`
+	FleetReplicas int     `json:"fleetReplicas,omitempty"`
+	FleetRateRPS  float64 `json:"fleetRateRps,omitempty"`
+	FleetNote     string  `json:"fleetNote,omitempty"`
 }

@@ -102,6 +102,21 @@ type Config struct {
 	// a of the requests is predicted to meet the TTFT target, instead of
 	// the mean TTFT meeting it (0, the default, sizes for the mean).
 	TTFTAttainment float64 `json:"ttftAttainment,omitempty"`
+	// CapacityModel is how a variant's capacity is sized: "queueing" (the
+	// default: one queue per replica, mean latencies or the TTFT
+	// attainment above) or "fleet" (WVA's capacity model, internal/
+	// capacity: the server model behind the router, each request's TTFT
+	// and ITL, the fleet's pooling; docs/queueing.md §7). The fleet model's
+	// curves come from the engine's capacity model (SetCapacityModel);
+	// until a variant's curve is computed the queueing model sizes it.
+	CapacityModel string `json:"capacityModel,omitempty"`
+	// Attainment is the fleet model's target: the share of requests within
+	// both the TTFT and the ITL target (default 0.99).
+	Attainment float64 `json:"attainment,omitempty"`
+	// TokenCV is the coefficient of variation the fleet model assumes for
+	// prompt and output lengths around the observed means (lognormal;
+	// default 1).
+	TokenCV float64 `json:"tokenCV,omitempty"`
 	// MaxReplicasDefault caps a variant whose maxReplicas is unset
 	// (default 1000). A variant already running more, or with a higher
 	// minReplicas, keeps that many as its cap.
@@ -253,6 +268,8 @@ const (
 	DefaultScaleUpLimitFactor   = 4.0
 	DefaultScaleUpLimitReplicas = 8
 	DefaultMaxPodArrivalRPS     = 10000.0
+	DefaultAttainment           = 0.99
+	DefaultTokenCV              = 1.0
 	// MaxQueueSizeLimit bounds Config.MaxQueueSize: the queueing model's
 	// memory and time grow with it.
 	MaxQueueSizeLimit = 1_000_000
@@ -280,6 +297,8 @@ func (c Config) withDefaults() Config {
 	def(&c.AcceleratorPenaltyFactor, DefaultAcceleratorPenalty)
 	def(&c.SpareQuantile, DefaultSpareQuantile)
 	def(&c.ProvisioningSeconds, DefaultProvisioning)
+	def(&c.Attainment, DefaultAttainment)
+	def(&c.TokenCV, DefaultTokenCV)
 	def(&c.ScaleUpLimitFactor, DefaultScaleUpLimitFactor)
 	def(&c.MaxPodArrivalRPS, DefaultMaxPodArrivalRPS)
 	if c.MaxReplicasDefault == 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/llm-d-incubation/wva/internal/collector"
@@ -100,7 +101,11 @@ func drainTimeout(a *scenario.Autoscalers) *float64 {
 }
 
 func newWVA(sc *scenario.Scenario) *WVA {
-	return &WVA{cfg: sc.Autoscalers.WVA, e: engine.New(nil), victims: map[string]bool{}, marked: map[string]bool{},
+	e := engine.New(nil)
+	if sc.Autoscalers.WVA.CapacityModel == engine.CapacityFleet {
+		e.SetCapacityModel(fleetCurves())
+	}
+	return &WVA{cfg: sc.Autoscalers.WVA, e: e, victims: map[string]bool{}, marked: map[string]bool{},
 		errs: map[string]int{}, firstErr: map[string]float64{}}
 }
 
@@ -248,6 +253,12 @@ func (w *WVA) Warnings() []string {
 // wvaTime is the engine's clock at simulated time t.
 func wvaTime(t float64) time.Time { return wvaEpoch.Add(time.Duration(t * float64(time.Second))) }
 
+// fleetCurves is the fleet capacity model the simulator's WVA runs share:
+// synchronous (a curve's point is computed when a cycle first needs it, so
+// a run is deterministic) and process-wide (a sweep computes each point
+// once; a point's value does not depend on which run computed it).
+var fleetCurves = sync.OnceValue(func() *engine.CapacityModel { return engine.NewCapacityModel(0) })
+
 // settings are the engine's settings from the scenario, as the
 // controller's ConfigMaps would give them (scale to zero allowed: a
 // scenario's minReplicas 0 means it).
@@ -257,6 +268,7 @@ func (w *WVA) settings(v *sim.View) snapshot.Settings {
 		Optimizer: engine.OptimizerKind(w.cfg.Optimizer), Inventory: v.Scenario.Inventory,
 		Engine: engine.Config{SaturationPolicy: w.cfg.SaturationPolicy, SpareQuantile: w.cfg.SpareQuantile,
 			DisableForecast: w.cfg.DisableForecast, TTFTAttainment: w.cfg.TTFTAttainment,
+			CapacityModel: w.cfg.CapacityModel, Attainment: w.cfg.Attainment, TokenCV: w.cfg.TokenCV,
 			ProvisioningSeconds: w.cfg.ProvisioningSeconds, ScaleDownStabilizationSeconds: w.cfg.ScaleDownStabilizationSeconds}}
 	if n, kv := w.cfg.MinNonSaturatedReplicas, w.cfg.KVCacheThreshold; n > 0 || kv > 0 {
 		set.Saturation = &engine.SaturationConfig{MinNonSaturatedReplicasForScaleDown: n, KVCacheThreshold: kv}

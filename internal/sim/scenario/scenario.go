@@ -321,6 +321,15 @@ type WVAConfig struct {
 	// WVA_SURGE; default false).
 	Surge                         bool    `json:"surge,omitempty"`
 	TTFTAttainment                float64 `json:"ttftAttainment,omitempty"`
+	// CapacityModel ("queueing" or "fleet"), Attainment and TokenCV are
+	// the engine's settings of the same names: the fleet capacity model
+	// (docs/queueing.md §7), its target share of requests within the SLO
+	// and the token spread it assumes. The fleet model's curves are
+	// computed during the run (deterministic), and shared by the runs of
+	// one process.
+	CapacityModel                 string  `json:"capacityModel,omitempty"`
+	Attainment                    float64 `json:"attainment,omitempty"`
+	TokenCV                       float64 `json:"tokenCV,omitempty"`
 	ProvisioningSeconds           float64 `json:"provisioningSeconds,omitempty"`
 	ScaleDownStabilizationSeconds float64 `json:"scaleDownStabilizationSeconds,omitempty"`
 	// MinNonSaturatedReplicas overrides the saturation analyzer's

@@ -280,6 +280,17 @@ func validateWVA(p string, w WVAConfig, add func(string, string, ...any)) {
 	if !(w.TTFTAttainment >= 0 && w.TTFTAttainment < 1) {
 		add(p+".ttftAttainment", "must be in (0, 1), or 0 to size for the mean TTFT, got %v", w.TTFTAttainment)
 	}
+	switch w.CapacityModel {
+	case "", "queueing", "fleet":
+	default:
+		add(p+".capacityModel", "must be queueing or fleet, got %q", w.CapacityModel)
+	}
+	if !(w.Attainment >= 0 && w.Attainment < 1) {
+		add(p+".attainment", "must be in (0, 1) (0: the default 0.99), got %v", w.Attainment)
+	}
+	if !(w.TokenCV >= 0 && w.TokenCV <= 10) {
+		add(p+".tokenCV", "must be in [0, 10] (0: the default 1), got %v", w.TokenCV)
+	}
 	for _, f := range []struct {
 		name string
 		v    float64

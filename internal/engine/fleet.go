@@ -1,0 +1,184 @@
+package engine
+
+import (
+	"math"
+
+	"github.com/llm-d-incubation/wva/internal/capacity"
+	"github.com/llm-d-incubation/wva/internal/sim/server"
+	"github.com/llm-d-incubation/wva/internal/tuner"
+)
+
+// Capacity models (Config.CapacityModel).
+const (
+	CapacityQueueing = "queueing"
+	CapacityFleet    = "fleet"
+)
+
+// FleetKey identifies a variant's capacity curve: its parameters and
+// token means on logarithmic grids (2 % and 5 % steps, so that a curve is
+// reused while the learned parameters wander within their noise), its
+// engine arguments, the SLO and the attainment.
+type FleetKey struct {
+	ServiceModel                         string
+	Alpha, Beta, Gamma, Delta            int32
+	Input, Output                        int32
+	KVTokens, BlockSize, Batch, BatchTok int
+	TTFTMs, ITLMs, P, TokenCV            float64
+}
+
+// CapacityModel is the engine's cache of fleet capacity curves.
+type CapacityModel = capacity.Curves[FleetKey]
+
+// Capacity-model defaults: the curves' search, the cache's size.
+const (
+	capacityEntries = 10_000
+	// fleetBatchTokens is vLLM's --max-num-batched-tokens when neither the
+	// variant nor its pods say (vLLM v1's default for online serving).
+	fleetBatchTokens = 2048
+	// fleetBlockSize is vLLM's default KV block size.
+	fleetBlockSize = 16
+	// fleetMaxTokens bounds a drawn prompt or output: 16 times the mean.
+	fleetMaxTokens = 16
+)
+
+// NewCapacityModel returns a capacity model whose curves are computed by
+// workers goroutines in the background (0: synchronously, during the
+// cycle — deterministic, for simulations and tests). Its points are
+// searched with 20 000 requests per run and 7 bisections: within a few
+// per cent of the model's own answer at the 99th percentile
+// (docs/queueing.md §7).
+func NewCapacityModel(workers int) *CapacityModel {
+	set := capacity.DefaultSettings()
+	set.Requests, set.Bisections, set.MaxSeconds = 20_000, 7, 1e5
+	return capacity.NewCurves[FleetKey](set, workers, capacityEntries)
+}
+
+// SetCapacityModel gives the engine its fleet capacity model (used when
+// Config.CapacityModel is "fleet"); nil removes it.
+func (e *Engine) SetCapacityModel(m *CapacityModel) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.fleet = m
+}
+
+// grid is x on a logarithmic grid of relative step s (0 for x ≤ 0).
+func grid(x, s float64) int32 {
+	if !(x > 0) {
+		return math.MinInt32
+	}
+	return int32(math.Round(math.Log(x) / math.Log1p(s))) //nolint:gosec // |log x| / log(1+s) is far inside int32 for finite x
+}
+
+// ungrid is the grid point's value.
+func ungrid(k int32, s float64) float64 {
+	if k == math.MinInt32 {
+		return 0
+	}
+	return math.Exp(float64(k) * math.Log1p(s))
+}
+
+// fleetSpec is a variant's curve key and the fleets it describes, from
+// its parameters p, the model's token means and the variant's engine
+// arguments; ok is false when the variant's KV cache is unknown.
+func (c *cycle) fleetSpec(ms *modelState, vs *variantState, p *tuner.Params) (FleetKey, func(n int) *capacity.Fleet, bool) {
+	kvBlocks, bs, batchTok := 0, 0, vs.v.MaxBatchTokens
+	for _, pod := range vs.pods {
+		if invalidCache(pod) == nil && pod.KVBlocks*pod.BlockSize > kvBlocks*max(bs, 1) {
+			kvBlocks, bs = pod.KVBlocks, pod.BlockSize
+		}
+		if batchTok == 0 {
+			batchTok = pod.MaxBatchTokens
+		}
+	}
+	if kvBlocks == 0 {
+		return FleetKey{}, nil, false
+	}
+	if batchTok <= 0 {
+		batchTok = fleetBatchTokens
+	}
+	k := FleetKey{ServiceModel: vs.v.serviceModel(), Alpha: grid(p.Alpha, 0.02), Beta: grid(p.Beta, 0.02), Gamma: grid(p.Gamma, 0.02),
+		Delta: grid(p.Delta, 0.02), Input: grid(ms.inTok, 0.05), Output: grid(math.Max(ms.outTok, 1), 0.05),
+		KVTokens: kvBlocks * bs, BlockSize: bs, Batch: c.maxBatch(vs, 0), BatchTok: batchTok,
+		TTFTMs: ms.sum.SLOTTFTMs, ITLMs: ms.sum.SLOITLMs, P: c.cfg.Attainment, TokenCV: c.cfg.TokenCV}
+	q := tuner.Params{Alpha: ungrid(k.Alpha, 0.02), Beta: ungrid(k.Beta, 0.02), Gamma: ungrid(k.Gamma, 0.02), Delta: ungrid(k.Delta, 0.02)}
+	cfg := serverOf(q, kvBlocks, bs, k.Batch, batchTok)
+	if k.ServiceModel == tuner.ModelLinear {
+		cfg = linearServerOf(q, kvBlocks, bs, k.Batch, batchTok)
+	}
+	in, out := ungrid(k.Input, 0.05), ungrid(k.Output, 0.05)
+	w := &capacity.Lognormal{InputMean: in, InputCV: k.TokenCV, OutputMean: out, OutputCV: k.TokenCV,
+		MaxInput: int(math.Ceil(in * fleetMaxTokens)), MaxOutput: int(math.Ceil(out * fleetMaxTokens)), TTFTMs: k.TTFTMs, ITLMs: k.ITLMs}
+	ttft, itl := k.TTFTMs, k.ITLMs
+	if ttft <= 0 {
+		w.TTFTMs = math.Inf(1)
+	}
+	if itl <= 0 {
+		w.ITLMs = math.Inf(1)
+	}
+	fleet := func(n int) *capacity.Fleet {
+		return &capacity.Fleet{Server: cfg, Replicas: n, Router: capacity.DefaultRouter(), Workload: w}
+	}
+	return k, fleet, true
+}
+
+// serverOf is the server model of a variant with iteration-model
+// parameters p and the given engine arguments.
+func serverOf(p tuner.Params, kvBlocks, blockSize, batch, batchTokens int) server.Config {
+	return server.Config{KVBlocks: kvBlocks, BlockSize: blockSize, MaxBatchSize: batch, MaxBatchedTokens: batchTokens,
+		Iteration: server.IterationModel{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma}}
+}
+
+// linearServerOf is the server model of a variant with the queueing
+// package's linear parameters — a decode step of n requests α + β·n, a
+// prefill γ + δ·i·n — as the server's step model: β0 = α for the step's
+// fixed cost (γ is the same cost as a prefill sees it), β1 = δ per prefill
+// token, β2 = β per decode.
+func linearServerOf(p tuner.Params, kvBlocks, blockSize, batch, batchTokens int) server.Config {
+	return server.Config{KVBlocks: kvBlocks, BlockSize: blockSize, MaxBatchSize: batch, MaxBatchedTokens: batchTokens,
+		LatencyModel: server.LatencyLinear, Linear: server.LinearModel{Beta0: p.Alpha, Beta1: p.Delta, Beta2: p.Beta}}
+}
+
+// fleetCapacity sizes the model's variants with the fleet capacity model
+// (Config.CapacityModel "fleet"), once the queueing model sized them and
+// the forecast set the demand: the fewest replicas of each variant alone
+// whose capacity covers the demand, and their capacity per replica at that
+// size — the allocator's linear view of a curve that pools, taken where it
+// will be used. A variant whose curve is not known yet keeps the queueing
+// model's capacity (detail.CapacityModel says which sized it).
+func (c *cycle) fleetCapacity(ms *modelState) {
+	if c.cfg.CapacityModel != CapacityFleet || c.e.fleet == nil || ms.demand == 0 {
+		return
+	}
+	demand := ms.demandOf()
+	for _, vs := range ms.variants {
+		d := vs.detail
+		if d == nil || d.Error != "" || d.Params == nil || vs.capacity <= 0 {
+			continue
+		}
+		d.CapacityModel = CapacityQueueing
+		key, fleet, ok := c.fleetSpec(ms, vs, d.Params)
+		if !ok {
+			d.FleetNote = "the KV cache's size is unknown"
+			continue
+		}
+		maxN := vs.v.MaxReplicas
+		if maxN <= 0 {
+			maxN = capacity.MaxReplicas
+		}
+		n, rate, known, err := c.e.fleet.Fewest(key, fleet, c.cfg.Attainment, demand, maxN)
+		switch {
+		case err != nil:
+			d.FleetNote = "fleet model: " + err.Error()
+		case !known:
+			d.FleetNote = "fleet model: computing the capacity curve"
+		case rate <= 0:
+			// Out of reach even for one replica at the lightest load: the
+			// queueing model's sizing stands (docs/queueing.md §7).
+			d.FleetNote = "fleet model: no rate meets the attainment; sized by the queueing model"
+		default:
+			d.CapacityModel, vs.capacity = CapacityFleet, rate/float64(n)
+			d.CapacityPerReplicaRPS, d.FleetReplicas, d.FleetRateRPS = vs.capacity, n, rate
+			d.SupplyRPS = float64(vs.v.ReadyReplicas) * vs.capacity
+		}
+	}
+}
