@@ -22,6 +22,7 @@ const saturatedBlocking = 1e-3
 type Tuner struct {
 	cfg    Config
 	filter *kalman.Filter
+	eval   *evaluator
 	// anchorX and anchorP are the prior that the observations in window
 	// are fitted against jointly: the cold start, or the estimate with an
 	// inflated covariance after the parameters changed.
@@ -68,7 +69,7 @@ func New(cfg Config, init Params) (*Tuner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tuner: %w", err)
 	}
-	t := &Tuner{cfg: cfg, filter: f, windowSize: cfg.Window, anchorX: f.State(), anchorP: f.Covariance()}
+	t := &Tuner{cfg: cfg, filter: f, eval: newEvaluator(cfg.ServiceModel, cfg.MaxQueueSize), windowSize: cfg.Window, anchorX: f.State(), anchorP: f.Covariance()}
 	t.fitting = t.windowSize > 0
 	t.setBounds()
 	return t, nil
@@ -174,16 +175,7 @@ func (t *Tuner) Predict(obs Observation) (queueing.Metrics, error) {
 }
 
 func (t *Tuner) analyze(p Params, obs Observation) (queueing.Metrics, error) {
-	a, err := queueing.NewAnalyzer(queueing.Config{
-		Model:        p.serviceModel(t.cfg.ServiceModel),
-		Workload:     queueing.Workload{InputTokens: obs.InputTokens, OutputTokens: obs.OutputTokens},
-		MaxBatchSize: obs.MaxBatchSize,
-		MaxQueueSize: max(t.cfg.MaxQueueSize, 0),
-	})
-	if err != nil {
-		return queueing.Metrics{}, err
-	}
-	return a.Analyze(obs.RateRPS)
+	return t.eval.analyze(p, obs)
 }
 
 func sq(v float64) float64 { return v * v }
