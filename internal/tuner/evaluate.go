@@ -66,9 +66,9 @@ func (e *evaluator) analyze(p Params, obs Observation) (queueing.Metrics, error)
 // pick a slot.
 func evalHash(p Params, obs Observation) uint64 {
 	h := uint64(14695981039346656037)
-	for _, v := range [...]float64{p.Alpha, p.Beta, p.Gamma, p.Delta, obs.RateRPS, obs.InputTokens, obs.OutputTokens, obs.TTFTMs, obs.ITLMs} {
+	for _, v := range [...]float64{p.Alpha, p.Beta, p.Gamma, p.Delta, obs.RateRPS, obs.InputTokens, obs.OutputTokens, obs.TTFTMs, obs.ITLMs, float64(obs.MaxBatchSize)} {
 		h = (h ^ math.Float64bits(v)) * 1099511628211
 		h ^= h >> 29
 	}
-	return h ^ uint64(obs.MaxBatchSize)
+	return h
 }
