@@ -37,6 +37,7 @@ type Tuner struct {
 	pending    []Observation
 	updates    int     // accepted updates
 	rejections int     // rejected updates
+	skips      int     // observations the server gate kept out
 	lastNIS    float64 // NIS of the latest observation
 }
 
@@ -167,6 +168,9 @@ func (t *Tuner) RelativeStdDev() []float64 {
 
 // Updates returns the numbers of accepted and rejected updates so far.
 func (t *Tuner) Updates() (accepted, rejected int) { return t.updates, t.rejections }
+
+// Skips returns how many observations the server gate kept out.
+func (t *Tuner) Skips() int { return t.skips }
 
 // Predict returns the TTFT and ITL that the current estimate predicts for
 // an observation's load, tokens and batch limit.
