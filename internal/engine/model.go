@@ -64,7 +64,7 @@ func (c *cycle) restoreTuner(key tuner.Key, cfg tuner.Config, obs tuner.Observat
 // observation aggregates a variant's mature pods with traffic into one
 // per-replica observation, arrival-weighted.
 func (c *cycle) observation(vs *variantState) (tuner.Observation, bool) {
-	var rate, in, out, ttft, itl float64
+	var rate, in, out, ttft, itl, waiting, preempt float64
 	n, batch := 0, 0
 	for _, p := range vs.pods {
 		if p.ArrivalRateRPS <= 0 || (p.AgeSeconds > 0 && p.AgeSeconds < c.cfg.TransientDelaySeconds) {
@@ -76,6 +76,11 @@ func (c *cycle) observation(vs *variantState) (tuner.Observation, bool) {
 		out += r * p.AvgOutputTokens
 		ttft += r * p.AvgTTFTMs
 		itl += r * p.AvgITLMs
+		// One waiting request is an arrival that waits for the next engine
+		// step (vLLM lists it as waiting until the scheduler admits it), and
+		// the figure is a maximum over the window: only the rest queues.
+		waiting += math.Max(p.WaitingRequests-1, 0)
+		preempt += p.PreemptionsPerSec
 		batch = max(batch, p.MaxBatchSize)
 		n++
 	}
@@ -83,7 +88,7 @@ func (c *cycle) observation(vs *variantState) (tuner.Observation, bool) {
 		return tuner.Observation{}, false
 	}
 	obs := tuner.Observation{RateRPS: rate / float64(n), InputTokens: in / rate, OutputTokens: out / rate,
-		TTFTMs: ttft / rate, ITLMs: itl / rate}
+		TTFTMs: ttft / rate, ITLMs: itl / rate, WaitingRequests: waiting / float64(n), PreemptionsPerSec: preempt / float64(n)}
 	obs.MaxBatchSize = c.effectiveBatch(vs, c.maxBatch(vs, batch), obs.InputTokens, obs.OutputTokens)
 	return obs, obs.Validate() == nil
 }
@@ -218,7 +223,10 @@ func (c *cycle) size(ms *modelState, vs *variantState, p *tuner.Params, slo queu
 	if p == nil {
 		return errNoParams
 	}
-	a, err := queueing.NewAnalyzer(c.analyzerConfig(ms, vs, p))
+	cfg := c.analyzerConfig(ms, vs, p)
+	vs.detail.InputTokens, vs.detail.OutputTokens = cfg.Workload.InputTokens, cfg.Workload.OutputTokens
+	vs.detail.MaxBatchSize = cfg.MaxBatchSize
+	a, err := queueing.NewAnalyzer(cfg)
 	if err != nil {
 		return err
 	}

@@ -175,13 +175,19 @@ type ModelDetail struct {
 	Params       *tuner.Params `json:"params,omitempty"`
 	// ParamsStdDev is the tuner's standard deviation of each learned
 	// parameter after this cycle's step (learned parameters only).
-	ParamsStdDev          *tuner.Params `json:"paramsStdDev,omitempty"`
-	RateStarRPS           float64       `json:"rateStarRps"`
-	CapacityPerReplicaRPS float64       `json:"capacityPerReplicaRps"`
-	SupplyRPS             float64       `json:"supplyRps"` // ready replicas × capacity
-	Binding               string        `json:"binding,omitempty"`
-	Error                 string        `json:"error,omitempty"`
-	Tuning                string        `json:"tuning,omitempty"`
+	ParamsStdDev *tuner.Params `json:"paramsStdDev,omitempty"`
+	// InputTokens, OutputTokens and MaxBatchSize are the request and the
+	// batch limit the variant was sized at (the model's average tokens, the
+	// variant's effective batch), so that a reader can redo the sizing.
+	InputTokens           float64 `json:"inputTokens,omitempty"`
+	OutputTokens          float64 `json:"outputTokens,omitempty"`
+	MaxBatchSize          int     `json:"maxBatchSize,omitempty"`
+	RateStarRPS           float64 `json:"rateStarRps"`
+	CapacityPerReplicaRPS float64 `json:"capacityPerReplicaRps"`
+	SupplyRPS             float64 `json:"supplyRps"` // ready replicas × capacity
+	Binding               string  `json:"binding,omitempty"`
+	Error                 string  `json:"error,omitempty"`
+	Tuning                string  `json:"tuning,omitempty"`
 	// CapacityModel is what sized the variant when Config.CapacityModel
 	// is "fleet": "fleet", or "queueing" while its curve is computed (or
 	// cannot be); FleetReplicas and FleetRateRPS are the fewest replicas

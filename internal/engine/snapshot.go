@@ -246,10 +246,14 @@ type Pod struct {
 	KVCacheUsage    float64 `json:"kvCacheUsage"` // 0..1
 	WaitingRequests float64 `json:"waitingRequests"`
 	RunningRequests float64 `json:"runningRequests,omitempty"`
-	KVBlocks        int     `json:"kvBlocks,omitempty"`
-	BlockSize       int     `json:"blockSize,omitempty"`
-	MaxBatchSize    int     `json:"maxBatchSize,omitempty"`
-	MaxBatchTokens  int     `json:"maxBatchTokens,omitempty"`
+	// PreemptionsPerSec is the rate at which the pod preempted requests
+	// (vLLM's num_preemptions_total over the scrape window); the tuner
+	// skips a cycle in which its pods preempted (docs/tuner.md).
+	PreemptionsPerSec float64 `json:"preemptionsPerSec,omitempty"`
+	KVBlocks          int     `json:"kvBlocks,omitempty"`
+	BlockSize         int     `json:"blockSize,omitempty"`
+	MaxBatchSize      int     `json:"maxBatchSize,omitempty"`
+	MaxBatchTokens    int     `json:"maxBatchTokens,omitempty"`
 }
 
 // Defaults.

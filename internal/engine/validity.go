@@ -17,7 +17,7 @@ type MetricIssue struct {
 
 // podMetricNames name the figures InvalidMetrics checks, in Pod's order.
 var podMetricNames = [...]string{"arrivalRate", "kvCacheUsage", "waitingRequests", "avgInputTokens", "avgOutputTokens",
-	"avgTTFTMs", "avgITLMs", "runningRequests"}
+	"avgTTFTMs", "avgITLMs", "runningRequests", "preemptionsPerSec"}
 
 // InvalidMetrics is the one validity rule for a pod's figures, shared by
 // every metrics source and the engine: each must be a finite number ≥ 0,
@@ -26,7 +26,7 @@ var podMetricNames = [...]string{"arrivalRate", "kvCacheUsage", "waitingRequests
 // are the engine's to judge.
 func InvalidMetrics(p *Pod) []MetricIssue {
 	vals := [...]float64{p.ArrivalRateRPS, p.KVCacheUsage, p.WaitingRequests, p.AvgInputTokens, p.AvgOutputTokens,
-		p.AvgTTFTMs, p.AvgITLMs, p.RunningRequests}
+		p.AvgTTFTMs, p.AvgITLMs, p.RunningRequests, p.PreemptionsPerSec}
 	var out []MetricIssue
 	for i, v := range vals {
 		switch {

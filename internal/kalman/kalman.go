@@ -230,44 +230,53 @@ func (f *Filter) update(z []float64, h Func, jac JacobianFunc, r *mat.SymDense, 
 			chol.Factorize(innovationCov(hj, f.p, r))
 		}
 	}
-	xi, gain, hjFinal, iters, err := f.iterate(prior, start, zv, h, jac, r, hj, hx, chol, maxIter)
+	gn, err := f.iterate(prior, start, zv, h, jac, r, hj, hx, chol, maxIter)
 	if err != nil {
 		return out, err
 	}
-	out.Gain, out.Iterations = gain, iters
-	if !allFinite(xi) {
+	out.Gain, out.Iterations, out.Cost = gn.gain, gn.iters, gn.cost
+	if !allFinite(gn.x) {
 		return out, ErrNonFinite
 	}
-	if maxIter > 1 {
-		if cost, err := mapCost(prior, f.p, zv, h, r); err == nil {
-			out.Cost, _ = cost(xi)
-		}
-	}
-	f.x = mat.NewVecDense(len(xi), xi)
+	f.x = mat.NewVecDense(len(gn.x), gn.x)
 	f.clamp()
-	f.p = joseph(f.p, gain, hjFinal, r)
+	f.p = joseph(f.p, gn.gain, gn.hj, r)
 	return out, nil
 }
 
-// iterate runs the Gauss–Newton iterations from the prior and returns the
-// new state with the gain and Jacobian of the last linearisation.
+// gaussNewton is what iterate found: the new state, the gain and Jacobian
+// of the last linearisation, the iterations, and the MAP cost at x (0 for
+// a plain update).
+type gaussNewton struct {
+	x        []float64
+	gain, hj *mat.Dense
+	iters    int
+	cost     float64
+}
+
+// iterate runs the Gauss–Newton iterations from the prior.
 func (f *Filter) iterate(prior, start []float64, z *mat.VecDense, h Func, jac JacobianFunc, r *mat.SymDense,
-	hj *mat.Dense, hx []float64, chol *mat.Cholesky, maxIter int) (x []float64, gain, hjOut *mat.Dense, iters int, err error) {
+	hj *mat.Dense, hx []float64, chol *mat.Cholesky, maxIter int) (gaussNewton, error) {
 	var cost func([]float64) (float64, []float64)
 	if maxIter > 1 {
+		var err error
 		cost, err = mapCost(prior, f.p, z, h, r)
 		if err != nil {
-			return nil, nil, nil, 0, err
+			return gaussNewton{}, err
 		}
 	}
 	xi := append([]float64(nil), prior...)
 	if start != nil {
 		xi = append(xi[:0], start...)
 	}
-	for iters = 1; ; iters++ {
-		gain, err = kalmanGain(f.p, hj, chol)
+	var c0 float64 // the cost at xi, carried from one backtrack to the next
+	if cost != nil {
+		c0, _ = cost(xi)
+	}
+	for iters := 1; ; iters++ {
+		gain, err := kalmanGain(f.p, hj, chol)
 		if err != nil {
-			return nil, nil, nil, iters, err
+			return gaussNewton{}, err
 		}
 		// Linearised residual at xi: z − h(xi) − H(x⁻ − xi).
 		res := mat.NewVecDense(z.Len(), nil)
@@ -284,27 +293,27 @@ func (f *Filter) iterate(prior, start []float64, z *mat.VecDense, h Func, jac Ja
 		}
 		f.clampSlice(next)
 		if maxIter == 1 {
-			return next, gain, hj, iters, nil
+			return gaussNewton{x: next, gain: gain, hj: hj, iters: iters}, nil
 		}
-		step, hStep, moved := backtrack(cost, xi, next)
+		step, hStep, cStep, moved := backtrack(cost, xi, c0, next)
+		c0 = cStep
 		xi = step
 		if !moved || iters >= maxIter {
-			return xi, gain, hj, iters, nil
+			return gaussNewton{x: xi, gain: gain, hj: hj, iters: iters, cost: c0}, nil
 		}
 		hx = hStep
 		hj = jacobianOf(h, jac, xi)
 		s := innovationCov(hj, f.p, r)
 		if !chol.Factorize(s) {
-			return nil, nil, nil, iters, fmt.Errorf("%w: S is not positive-definite at iteration %d", ErrIllConditioned, iters+1)
+			return gaussNewton{}, fmt.Errorf("%w: S is not positive-definite at iteration %d", ErrIllConditioned, iters+1)
 		}
 	}
 }
 
-// backtrack moves from x towards target, halving the step until the cost
-// falls (at most 6 halvings). It returns the new point with h there, and
-// whether x moved measurably.
-func backtrack(cost func([]float64) (float64, []float64), x, target []float64) ([]float64, []float64, bool) {
-	c0, _ := cost(x)
+// backtrack moves from x, where the cost is c0, towards target, halving
+// the step until the cost falls (at most 6 halvings). It returns the new
+// point with h and the cost there, and whether x moved measurably.
+func backtrack(cost func([]float64) (float64, []float64), x []float64, c0 float64, target []float64) ([]float64, []float64, float64, bool) {
 	t := 1.0
 	for range 7 {
 		cand := make([]float64, len(x))
@@ -314,11 +323,11 @@ func backtrack(cost func([]float64) (float64, []float64), x, target []float64) (
 			size = math.Max(size, math.Abs(cand[i]-x[i])/math.Max(math.Abs(x[i]), 1e-12))
 		}
 		if c, hc := cost(cand); c < c0 {
-			return cand, hc, size > 1e-9
+			return cand, hc, c, size > 1e-9
 		}
 		t /= 2
 	}
-	return x, nil, false
+	return x, nil, c0, false
 }
 
 // mapCost returns the MAP cost of the iterated update, and h at the point.

@@ -45,6 +45,29 @@ func NewAnalyzer(cfg Config) (*Analyzer, error) {
 	return &Analyzer{cfg: cfg, queue: q}, nil
 }
 
+// Evaluate is NewAnalyzer(cfg) followed by Analyze(rateRPS) without
+// keeping the analyzer: it builds the queue on the stack and, when cfg.Model
+// is held by pointer (*Iteration, *Linear) or does not escape, does not
+// allocate. It computes exactly what the two calls compute; the tuner
+// evaluates hundreds of parameter vectors per cycle through it.
+func Evaluate(cfg Config, rateRPS float64) (Metrics, error) {
+	if cfg.Model == nil {
+		panic("queueing: Evaluate called with a nil service model")
+	}
+	base, slope, err := serviceLine(cfg)
+	if err != nil {
+		return Metrics{}, err
+	}
+	if err := checkAffineQueue(cfg.MaxBatchSize, cfg.MaxQueueSize); err != nil {
+		return Metrics{}, err
+	}
+	if err := checkRate(rateRPS); err != nil {
+		return Metrics{}, err
+	}
+	q := affineQueue(base, slope, cfg.MaxBatchSize, cfg.MaxQueueSize)
+	return metricsOf(cfg, maxRateFraction*q.Capacity()*1000, rateRPS, q.solve(rateRPS/1000)), nil
+}
+
 // serviceLine validates cfg's model, workload and batch size and returns
 // the service time's line: both service models are affine in the batch
 // size, τ(n) = τ(0) + n·(τ(1) − τ(0)), so the queue needs only those two
@@ -128,7 +151,12 @@ func (a *Analyzer) analyze(rateRPS float64) Metrics {
 
 // metrics turns a solved queue (times in ms) into Metrics.
 func (a *Analyzer) metrics(rateRPS float64, s State) Metrics {
-	ttft, itl := a.cfg.Model.Latencies(a.cfg.Workload, s, a.cfg.MaxBatchSize)
+	return metricsOf(a.cfg, a.MaxRate(), rateRPS, s)
+}
+
+// metricsOf is metrics for a configuration whose λmax is maxRateRPS.
+func metricsOf(cfg Config, maxRateRPS, rateRPS float64, s State) Metrics {
+	ttft, itl := cfg.Model.Latencies(cfg.Workload, s, cfg.MaxBatchSize)
 	x := s.Throughput * 1000
 	return Metrics{
 		RateRPS:       rateRPS,
@@ -143,8 +171,8 @@ func (a *Analyzer) metrics(rateRPS float64, s State) Metrics {
 		AvgQueued:     s.AvgQueued,
 		Utilization:   s.Utilization,
 		Blocking:      s.Blocking,
-		MaxRateRPS:    a.MaxRate(),
-		TokensPerSec:  x * a.cfg.Workload.OutputTokens,
+		MaxRateRPS:    maxRateRPS,
+		TokensPerSec:  x * cfg.Workload.OutputTokens,
 	}
 }
 

@@ -89,18 +89,32 @@ func newQueueInv(inv []float64, maxQueue int) (*Queue, error) {
 // (base, slope ≥ 0, τ(1) > 0), so 1/μ(n) = slope + base/n. Building it
 // costs nothing per batch size.
 func newAffineQueue(base, slope float64, n, maxQueue int) (*Queue, error) {
+	if err := checkAffineQueue(n, maxQueue); err != nil {
+		return nil, err
+	}
+	q := affineQueue(base, slope, n, maxQueue)
+	return &q, nil
+}
+
+// checkAffineQueue checks the sizes of an affine queue.
+func checkAffineQueue(n, maxQueue int) error {
 	if n < 1 {
-		return nil, &ParamError{Param: "max-batch-size", Value: float64(n), Reason: "must be at least 1"}
+		return &ParamError{Param: "max-batch-size", Value: float64(n), Reason: "must be at least 1"}
 	}
 	if maxQueue < 0 {
-		return nil, &ParamError{Param: "max-queue-size", Value: float64(maxQueue), Reason: "must be ≥ 0"}
+		return &ParamError{Param: "max-queue-size", Value: float64(maxQueue), Reason: "must be ≥ 0"}
 	}
 	if n > MaxStates || maxQueue > MaxStates-n { // not n+maxQueue: that sum can wrap
-		return nil, &ParamError{Param: "max-queue-size", Value: float64(maxQueue),
+		return &ParamError{Param: "max-queue-size", Value: float64(maxQueue),
 			Reason: fmt.Sprintf("max batch size + max queue size must be at most %d", MaxStates)}
 	}
+	return nil
+}
+
+// affineQueue is newAffineQueue without the checks, by value.
+func affineQueue(base, slope float64, n, maxQueue int) Queue {
 	// With base ≥ 0, 1/μ(n) falls with n: μ is non-decreasing.
-	return &Queue{invBase: base, invSlope: slope, n: n, maxQueue: maxQueue, maxInvMu: base + slope, nonDecreasing: true}, nil
+	return Queue{invBase: base, invSlope: slope, n: n, maxQueue: maxQueue, maxInvMu: base + slope, nonDecreasing: true}
 }
 
 // inv returns 1/μ(n) for n = 1..N.

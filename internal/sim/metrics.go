@@ -154,10 +154,13 @@ type PodMetrics struct {
 	KVCacheUsage    float64 // max_over_time[1m]
 	WaitingRequests float64 // max_over_time[1m]
 	RunningRequests float64
-	KVBlocks        int
-	BlockSize       int
-	MaxBatchSize    int
-	HasRates        bool // two samples in the window
+	// PreemptionsPerSec is rate(preemptions[1m]): vLLM's
+	// num_preemptions_total over the window.
+	PreemptionsPerSec float64
+	KVBlocks          int
+	BlockSize         int
+	MaxBatchSize      int
+	HasRates          bool // two samples in the window
 }
 
 // view is what the autoscalers see now; without pods, the pods' metrics
@@ -233,6 +236,7 @@ func (s *Sim) podMetrics(r *replica) (PodMetrics, bool) {
 		if d.Completed > 0 {
 			pm.AvgOutputTokens = d.GenerationTokens / d.Completed
 		}
+		pm.PreemptionsPerSec = d.Preempted / dt
 	}
 	return pm, true
 }
@@ -240,7 +244,8 @@ func (s *Sim) podMetrics(r *replica) (PodMetrics, bool) {
 func diff(a, b server.Counters) server.Counters {
 	return server.Counters{Arrived: a.Arrived - b.Arrived, Completed: a.Completed - b.Completed, TTFTSum: a.TTFTSum - b.TTFTSum,
 		TTFTCount: a.TTFTCount - b.TTFTCount, ITLSum: a.ITLSum - b.ITLSum, ITLCount: a.ITLCount - b.ITLCount,
-		PromptTokens: a.PromptTokens - b.PromptTokens, GenerationTokens: a.GenerationTokens - b.GenerationTokens}
+		PromptTokens: a.PromptTokens - b.PromptTokens, GenerationTokens: a.GenerationTokens - b.GenerationTokens,
+		Preempted: a.Preempted - b.Preempted}
 }
 
 // Context is the run's context (Background outside a run): an autoscaler

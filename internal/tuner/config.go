@@ -15,6 +15,15 @@ type Observation struct {
 	MaxBatchSize int     // N of the servers
 	TTFTMs       float64 // observed average time to first token
 	ITLMs        float64 // observed average inter-token latency
+	// WaitingRequests is the number of requests waiting at a replica for a
+	// batch slot in the cycle (vLLM's num_requests_waiting, per replica);
+	// 0 when unknown. With RateRPS it gives the queueing wait by Little's
+	// law, which the server gate compares with TTFTMs.
+	WaitingRequests float64
+	// PreemptionsPerSec is how often a replica preempted a request in the
+	// cycle (the rate of vLLM's num_preemptions_total, per replica); 0 when
+	// unknown or none.
+	PreemptionsPerSec float64
 }
 
 // Validate reports the first field that cannot be used.
@@ -29,6 +38,14 @@ func (o Observation) Validate() error {
 	}
 	if !(o.InputTokens >= 0) || math.IsInf(o.InputTokens, 0) {
 		return fmt.Errorf("tuner: observation input_tokens must be a finite number ≥ 0, got %v", o.InputTokens)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"waiting_requests", o.WaitingRequests}, {"preemptions_per_sec", o.PreemptionsPerSec}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("tuner: observation %s must be a finite number ≥ 0, got %v", f.name, f.v)
+		}
 	}
 	if o.OutputTokens < 1 {
 		return fmt.Errorf("tuner: observation output_tokens must be ≥ 1, got %v", o.OutputTokens)
@@ -100,6 +117,15 @@ type Config struct {
 	InflationSpread float64
 	// MaxIterations bounds the iterated update (default 10).
 	MaxIterations int
+
+	// MaxWaitShare is the server gate's threshold (both strategies): an
+	// observation whose queueing wait by Little's law (WaitingRequests /
+	// RateRPS) exceeds this share of its TTFT is skipped (default 0.5; see
+	// gateServer). Negative turns the wait gate off.
+	MaxWaitShare float64
+	// KeepPreempting accepts observations of cycles in which the replicas
+	// preempted (by default they are skipped; see gateServer).
+	KeepPreempting bool
 }
 
 func (c Config) withDefaults() Config {
@@ -124,6 +150,7 @@ func (c Config) withDefaults() Config {
 	def(&c.MaxNIS, 7.378)
 	def(&c.InitialSpread, 1.5)
 	def(&c.InflationSpread, 0.5)
+	def(&c.MaxWaitShare, DefaultMaxWaitShare)
 	if c.Window == 0 {
 		c.Window = 5
 	}
@@ -170,6 +197,9 @@ func (c Config) Validate() error {
 		if !(f.v > 0) || math.IsInf(f.v, 0) {
 			return fmt.Errorf("tuner: %s must be a positive finite number, got %v", f.name, f.v)
 		}
+	}
+	if math.IsNaN(c.MaxWaitShare) || math.IsInf(c.MaxWaitShare, 0) {
+		return fmt.Errorf("tuner: max wait share must be a finite number, got %v", c.MaxWaitShare)
 	}
 	if c.Window < 1 || c.MaxRejections < 1 || c.MaxIterations < 1 {
 		return fmt.Errorf("tuner: window, max rejections and max iterations must be ≥ 1")

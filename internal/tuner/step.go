@@ -31,6 +31,53 @@ type Step struct {
 	// warm-up, for overload observations, and for the seed strategy's
 	// positivity rejections).
 	Gated bool
+	// Skipped is true when the server gate kept the observation out: the
+	// replicas preempted, or the TTFT was mostly queueing wait (Reason
+	// says which). A skipped step changes nothing but, after the warm-up,
+	// the anchor's uncertainty, which grows by Q as time passes; it counts
+	// neither as accepted nor as rejected.
+	Skipped bool
+}
+
+// DefaultMaxWaitShare is Config.MaxWaitShare's default: an observation
+// whose TTFT is more than half queueing wait is skipped.
+const DefaultMaxWaitShare = 0.5
+
+// gateServer says why obs must not update the estimate, or "" when it may:
+// the tuner learns the server, not the queue (issue 30; docs/tuner.md §3,
+// item 8). Both tests use what the pods report, not the estimate, so that
+// a wrong estimate cannot gate out the observations that would correct it:
+//
+//   - the replicas preempted: a preempted request is recomputed, so TTFT and
+//     ITL carry work the queueing model does not have (it knows no KV
+//     limit beyond the batch size), and a server that preempts is at its
+//     memory limit, where the modelled batch is wrong;
+//   - the queueing wait by Little's law, W = L_q/λ (WaitingRequests over
+//     RateRPS), is more than MaxWaitShare of the TTFT: the TTFT then
+//     measures the queue — in an overload, a queue that grows with time,
+//     which no steady state of the model explains — and fitting it reads
+//     the queue as slow service. 0.5 is "the wait dominates".
+func (t *Tuner) gateServer(obs Observation) string {
+	if obs.PreemptionsPerSec > 0 && !t.cfg.KeepPreempting {
+		return fmt.Sprintf("skipped: the replicas preempted (%.3g requests/s): recompute is not service", obs.PreemptionsPerSec)
+	}
+	if t.cfg.MaxWaitShare < 0 || obs.WaitingRequests <= 0 {
+		return ""
+	}
+	if wait := 1000 * obs.WaitingRequests / obs.RateRPS; wait > t.cfg.MaxWaitShare*obs.TTFTMs {
+		return fmt.Sprintf("skipped: queueing wait %.4g ms (%.3g waiting at %.3g requests/s) is over %.0f %% of the TTFT %.4g ms",
+			wait, obs.WaitingRequests, obs.RateRPS, 100*t.cfg.MaxWaitShare, obs.TTFTMs)
+	}
+	return ""
+}
+
+// skip records a step the server gate kept out.
+func (t *Tuner) skip(st *Step, reason string) {
+	st.Skipped, st.Reason = true, reason
+	t.skips++
+	if t.logSpace() && !t.fitting {
+		t.anchorP.AddSym(t.anchorP, t.processNoise())
+	}
 }
 
 // Step runs one cycle on obs. An observation that fails Validate is an
@@ -44,6 +91,11 @@ func (t *Tuner) Step(obs Observation) (Step, error) {
 	prior, priorErr := t.Predict(obs)
 	if priorErr == nil {
 		st.PredictedTTFTMs, st.PredictedITLMs = prior.TTFTMs, prior.ITLMs
+	}
+	if reason := t.gateServer(obs); reason != "" {
+		t.skip(&st, reason)
+		st.Params, st.Covariance = t.Params(), t.Covariance()
+		return st, nil
 	}
 	switch {
 	case t.cfg.Strategy == StrategySeed:

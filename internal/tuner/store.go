@@ -31,6 +31,7 @@ type Record struct {
 	StateCovariance [][]float64
 	Updates         int // accepted updates so far
 	Rejections      int
+	Skips           int // observations the server gate kept out
 	LastNIS         float64
 	LastUpdate      time.Time
 	// The moving-horizon state, so that a tuner rebuilt from its record
@@ -113,7 +114,7 @@ func (r Record) clone() Record {
 // Record returns the tuner's state for a Store, stamped with now.
 func (t *Tuner) Record(now time.Time) Record {
 	return Record{ServiceModel: t.cfg.ServiceModel, Strategy: t.cfg.Strategy, Params: t.Params(),
-		StateCovariance: rows(t.filter.Covariance()), Updates: t.updates, Rejections: t.rejections, LastNIS: t.lastNIS, LastUpdate: now,
+		StateCovariance: rows(t.filter.Covariance()), Updates: t.updates, Rejections: t.rejections, Skips: t.skips, LastNIS: t.lastNIS, LastUpdate: now,
 		AnchorState: append([]float64(nil), t.anchorX...), AnchorCovariance: rows(t.anchorP),
 		Window: append([]Observation(nil), t.window...), Pending: append([]Observation(nil), t.pending...), Fitting: t.fitting}
 }
@@ -176,7 +177,7 @@ func Restore(cfg Config, rec Record) (*Tuner, error) {
 	}
 	t.filter.SetState(t.filter.State(), p)
 	t.anchorX, t.anchorP = t.filter.State(), t.filter.Covariance()
-	t.updates, t.rejections, t.lastNIS = rec.Updates, rec.Rejections, rec.LastNIS
+	t.updates, t.rejections, t.skips, t.lastNIS = rec.Updates, rec.Rejections, rec.Skips, rec.LastNIS
 	t.fitting = rec.Updates < t.windowSize // resume gated once warmed up
 	if len(rec.AnchorState) == n && len(rec.AnchorCovariance) == n {
 		ap, err := symOf(rec.AnchorCovariance, n)

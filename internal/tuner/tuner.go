@@ -22,6 +22,7 @@ const saturatedBlocking = 1e-3
 type Tuner struct {
 	cfg    Config
 	filter *kalman.Filter
+	eval   *evaluator
 	// anchorX and anchorP are the prior that the observations in window
 	// are fitted against jointly: the cold start, or the estimate with an
 	// inflated covariance after the parameters changed.
@@ -36,6 +37,7 @@ type Tuner struct {
 	pending    []Observation
 	updates    int     // accepted updates
 	rejections int     // rejected updates
+	skips      int     // observations the server gate kept out
 	lastNIS    float64 // NIS of the latest observation
 }
 
@@ -68,7 +70,7 @@ func New(cfg Config, init Params) (*Tuner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tuner: %w", err)
 	}
-	t := &Tuner{cfg: cfg, filter: f, windowSize: cfg.Window, anchorX: f.State(), anchorP: f.Covariance()}
+	t := &Tuner{cfg: cfg, filter: f, eval: newEvaluator(cfg.ServiceModel, cfg.MaxQueueSize), windowSize: cfg.Window, anchorX: f.State(), anchorP: f.Covariance()}
 	t.fitting = t.windowSize > 0
 	t.setBounds()
 	return t, nil
@@ -167,6 +169,9 @@ func (t *Tuner) RelativeStdDev() []float64 {
 // Updates returns the numbers of accepted and rejected updates so far.
 func (t *Tuner) Updates() (accepted, rejected int) { return t.updates, t.rejections }
 
+// Skips returns how many observations the server gate kept out.
+func (t *Tuner) Skips() int { return t.skips }
+
 // Predict returns the TTFT and ITL that the current estimate predicts for
 // an observation's load, tokens and batch limit.
 func (t *Tuner) Predict(obs Observation) (queueing.Metrics, error) {
@@ -174,16 +179,7 @@ func (t *Tuner) Predict(obs Observation) (queueing.Metrics, error) {
 }
 
 func (t *Tuner) analyze(p Params, obs Observation) (queueing.Metrics, error) {
-	a, err := queueing.NewAnalyzer(queueing.Config{
-		Model:        p.serviceModel(t.cfg.ServiceModel),
-		Workload:     queueing.Workload{InputTokens: obs.InputTokens, OutputTokens: obs.OutputTokens},
-		MaxBatchSize: obs.MaxBatchSize,
-		MaxQueueSize: max(t.cfg.MaxQueueSize, 0),
-	})
-	if err != nil {
-		return queueing.Metrics{}, err
-	}
-	return a.Analyze(obs.RateRPS)
+	return t.eval.analyze(p, obs)
 }
 
 func sq(v float64) float64 { return v * v }

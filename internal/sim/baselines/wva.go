@@ -330,7 +330,7 @@ func (s ViewSource) Collect(_ context.Context, now time.Time, t collector.Target
 			rep.Pods = append(rep.Pods, collector.PodMetrics{Namespace: t.Namespace, Labels: map[string]string{variantLabel: vv.Name},
 				Pod: engine.Pod{Name: p.Name, AgeSeconds: p.AgeSeconds, ArrivalRateRPS: p.ArrivalRateRPS,
 					AvgInputTokens: p.AvgInputTokens, AvgOutputTokens: p.AvgOutputTokens, AvgTTFTMs: p.AvgTTFTMs, AvgITLMs: p.AvgITLMs,
-					KVCacheUsage: p.KVCacheUsage, WaitingRequests: p.WaitingRequests, RunningRequests: p.RunningRequests,
+					KVCacheUsage: p.KVCacheUsage, WaitingRequests: p.WaitingRequests, RunningRequests: p.RunningRequests, PreemptionsPerSec: p.PreemptionsPerSec,
 					KVBlocks: p.KVBlocks, BlockSize: p.BlockSize, MaxBatchSize: p.MaxBatchSize}})
 		}
 	}
