@@ -236,6 +236,10 @@ fuzz: ## run each fuzz target for FUZZTIME (default 10s)
 study: ## rerun the tuner convergence study into docs/tuner-study
 	$(GO) run ./cmd/wva tune study --out docs/tuner-study
 
+.PHONY: validate-capacity
+validate-capacity: ## the capacity model against the simulator's measured capacity, every case (about an hour on 2 cores; docs/queueing.md §7)
+	WVA_VALIDATE=1 WVA_VALIDATE_OUT=$(BIN)/capacity-validation.md $(GO) test ./internal/sim/capmodel -run TestCapacityValidation -count=1 -v -timeout 4h
+
 .PHONY: bench
 bench: ## run the benchmarks (figures in docs/queueing.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -61,7 +61,7 @@ const queueLength = 4096
 // lookups themselves; < 0: by no one, see Missing). Close stops the
 // workers.
 func NewCurves[K comparable](set Settings, workers, maxEntries int) *Curves[K] {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background()) //nolint:gosec // G118: Close calls it
 	c := &Curves[K]{set: set, max: max(maxEntries, 1), entries: map[K]*curve{}, ctx: ctx, cancel: cancel, sync: workers == 0}
 	c.ready = sync.NewCond(&c.mu)
 	for range max(workers, 0) {

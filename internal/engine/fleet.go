@@ -35,8 +35,6 @@ const (
 	// fleetBatchTokens is vLLM's --max-num-batched-tokens when neither the
 	// variant nor its pods say (vLLM v1's default for online serving).
 	fleetBatchTokens = 2048
-	// fleetBlockSize is vLLM's default KV block size.
-	fleetBlockSize = 16
 	// fleetMaxTokens bounds a drawn prompt or output: 16 times the mean.
 	fleetMaxTokens = 16
 )
@@ -66,7 +64,7 @@ func grid(x, s float64) int32 {
 	if !(x > 0) {
 		return math.MinInt32
 	}
-	return int32(math.Round(math.Log(x) / math.Log1p(s))) //nolint:gosec // |log x| / log(1+s) is far inside int32 for finite x
+	return int32(math.Round(math.Log(x) / math.Log1p(s)))
 }
 
 // ungrid is the grid point's value.

@@ -107,17 +107,7 @@ func (v *validator) config(c Config) {
 	if !(c.SpareQuantile >= 0 && c.SpareQuantile < 1) {
 		v.add("config.spareQuantile", "must be in (0, 1) (0 means the default %v), got %v", DefaultSpareQuantile, c.SpareQuantile)
 	}
-	switch c.CapacityModel {
-	case "", CapacityQueueing, CapacityFleet:
-	default:
-		v.add("config.capacityModel", "must be %q or %q, got %q", CapacityQueueing, CapacityFleet, c.CapacityModel)
-	}
-	if !(c.Attainment >= 0 && c.Attainment < 1) {
-		v.add("config.attainment", "must be in (0, 1) (0 means the default %v), got %v", DefaultAttainment, c.Attainment)
-	}
-	if !(c.TokenCV >= 0 && c.TokenCV <= 10) {
-		v.add("config.tokenCV", "must be in [0, 10] (0 means the default %v), got %v", DefaultTokenCV, c.TokenCV)
-	}
+	v.capacityModel(c)
 	if !(c.TTFTAttainment >= 0 && c.TTFTAttainment < 1) {
 		v.add("config.ttftAttainment", "must be in (0, 1), or 0 to size for the mean TTFT, got %v", c.TTFTAttainment)
 	}
@@ -132,6 +122,21 @@ func (v *validator) config(c Config) {
 		v.add("config.maxPodArrivalRPS", "must be a positive number of requests/s (0 means the default %v), got %v", DefaultMaxPodArrivalRPS, c.MaxPodArrivalRPS)
 	}
 	v.configChoices(c)
+}
+
+// capacityModel checks the fleet capacity model's settings.
+func (v *validator) capacityModel(c Config) {
+	switch c.CapacityModel {
+	case "", CapacityQueueing, CapacityFleet:
+	default:
+		v.add("config.capacityModel", "must be %q or %q, got %q", CapacityQueueing, CapacityFleet, c.CapacityModel)
+	}
+	if !(c.Attainment >= 0 && c.Attainment < 1) {
+		v.add("config.attainment", "must be in (0, 1) (0 means the default %v), got %v", DefaultAttainment, c.Attainment)
+	}
+	if !(c.TokenCV >= 0 && c.TokenCV <= 10) {
+		v.add("config.tokenCV", "must be in [0, 10] (0 means the default %v), got %v", DefaultTokenCV, c.TokenCV)
+	}
 }
 
 // configChoices checks the configuration's named choices.

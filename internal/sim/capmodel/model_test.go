@@ -35,19 +35,32 @@ func TestFleetOf(t *testing.T) {
 		t.Errorf("fleet %+v", f)
 	}
 	r := f.Router
-	if r.RoundRobin || r.KV != 2 || r.Queue != 3 || r.Batch != 0 || r.Prefix != 4 || r.QueueThreshold != 7 || r.TimeoutSeconds != 30 ||
-		r.Saturation == nil || *r.Saturation != (capacity.Saturation{QueueThreshold: 5, KVThreshold: 0.9}) {
-		t.Errorf("router %+v", r)
+	sat := r.Saturation
+	r.Saturation = nil
+	want := capacity.Router{KV: 2, Queue: 3, Batch: 0, Prefix: 4, QueueThreshold: 7, TimeoutSeconds: 30}
+	if r != want || sat == nil || *sat != (capacity.Saturation{QueueThreshold: 5, KVThreshold: 0.9}) {
+		t.Errorf("router %+v, saturation %+v; want %+v", r, sat, want)
 	}
+	checkDraws(t, f.Workload)
+	if _, err := capmodel.Fleet(&d, 0, 1, 1); err == nil {
+		t.Error("a variant that does not exist was accepted")
+	}
+}
+
+// checkDraws: every request is of one of TestFleetOf's classes, in their
+// shares, with a prefix group.
+func checkDraws(t *testing.T, w capacity.Workload) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	critical, n := 0, 20000
 	for range n {
 		var q capacity.Request
-		f.Workload.Draw(rng, &q)
-		switch {
-		case q.TTFTMs == 200 && q.ITLMs == 20 && q.Priority == 2 && !q.Sheddable:
+		w.Draw(rng, &q)
+		class := q
+		class.Input, class.Output, class.Prefix, class.PrefixTokens = 0, 0, 0, 0
+		switch class {
+		case capacity.Request{TTFTMs: 200, ITLMs: 20, Priority: 2}:
 			critical++
-		case q.TTFTMs == 5000 && q.ITLMs == 100 && q.Priority == -1 && q.Sheddable:
+		case capacity.Request{TTFTMs: 5000, ITLMs: 100, Priority: -1, Sheddable: true}:
 		default:
 			t.Fatalf("request %+v belongs to no class", q)
 		}
@@ -57,8 +70,5 @@ func TestFleetOf(t *testing.T) {
 	}
 	if share := float64(critical) / float64(n); math.Abs(share-0.25) > 0.01 {
 		t.Errorf("critical share %.3f, want 0.25", share)
-	}
-	if _, err := capmodel.Fleet(&d, 0, 1, 1); err == nil {
-		t.Error("a variant that does not exist was accepted")
 	}
 }

@@ -319,8 +319,8 @@ type WVAConfig struct {
 	// Surge makes the fast loop run an extra cycle when the gateway's
 	// queue or arrival rate outruns the last plan (the controller's
 	// WVA_SURGE; default false).
-	Surge                         bool    `json:"surge,omitempty"`
-	TTFTAttainment                float64 `json:"ttftAttainment,omitempty"`
+	Surge          bool    `json:"surge,omitempty"`
+	TTFTAttainment float64 `json:"ttftAttainment,omitempty"`
 	// CapacityModel ("queueing" or "fleet"), Attainment and TokenCV are
 	// the engine's settings of the same names: the fleet capacity model
 	// (docs/queueing.md §7), its target share of requests within the SLO

@@ -258,6 +258,21 @@ func validateKVThreshold(p string, v float64, add func(string, string, ...any)) 
 // validateWVA checks the engine settings a scenario passes to WVA, so that a
 // bad one is an error at load time rather than a run where every cycle
 // fails.
+// validateWVACapacity checks the fleet capacity model's settings.
+func validateWVACapacity(p string, w WVAConfig, add func(string, string, ...any)) {
+	switch w.CapacityModel {
+	case "", "queueing", "fleet":
+	default:
+		add(p+".capacityModel", "must be queueing or fleet, got %q", w.CapacityModel)
+	}
+	if !(w.Attainment >= 0 && w.Attainment < 1) {
+		add(p+".attainment", "must be in (0, 1) (0: the default 0.99), got %v", w.Attainment)
+	}
+	if !(w.TokenCV >= 0 && w.TokenCV <= 10) {
+		add(p+".tokenCV", "must be in [0, 10] (0: the default 1), got %v", w.TokenCV)
+	}
+}
+
 func validateWVA(p string, w WVAConfig, add func(string, string, ...any)) {
 	switch w.Mode {
 	case "", "capacity-only", "model-only", "hybrid":
@@ -280,17 +295,7 @@ func validateWVA(p string, w WVAConfig, add func(string, string, ...any)) {
 	if !(w.TTFTAttainment >= 0 && w.TTFTAttainment < 1) {
 		add(p+".ttftAttainment", "must be in (0, 1), or 0 to size for the mean TTFT, got %v", w.TTFTAttainment)
 	}
-	switch w.CapacityModel {
-	case "", "queueing", "fleet":
-	default:
-		add(p+".capacityModel", "must be queueing or fleet, got %q", w.CapacityModel)
-	}
-	if !(w.Attainment >= 0 && w.Attainment < 1) {
-		add(p+".attainment", "must be in (0, 1) (0: the default 0.99), got %v", w.Attainment)
-	}
-	if !(w.TokenCV >= 0 && w.TokenCV <= 10) {
-		add(p+".tokenCV", "must be in [0, 10] (0: the default 1), got %v", w.TokenCV)
-	}
+	validateWVACapacity(p, w, add)
 	for _, f := range []struct {
 		name string
 		v    float64
