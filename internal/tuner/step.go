@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/llm-d-incubation/wva/internal/kalman"
 )
@@ -181,9 +182,7 @@ func (t *Tuner) stepWarmup(st *Step, obs Observation) {
 //
 // A rejected observation changes nothing but the anchor's uncertainty, which
 // grows by the process noise as time passes. After MaxRejections in a row
-// the parameters are taken to have changed: the tuner re-anchors at the
-// current estimate with an inflated covariance and fits the rejected
-// observations jointly, then warms up again.
+// the estimate is taken to be wrong: see reanchor.
 func (t *Tuner) stepGated(st *Step, obs Observation, saturated bool) {
 	t.filter.Stash()
 	t.filter.Predict(nil, nil, t.processNoise())
@@ -192,7 +191,7 @@ func (t *Tuner) stepGated(st *Step, obs Observation, saturated bool) {
 	st.Gated = st.Innovation != nil && !saturated
 	if st.Innovation != nil && (saturated || st.NIS < t.cfg.MaxNIS) {
 		t.window = append(t.window, obs)
-		if len(t.window) > t.windowSize {
+		for len(t.window) > t.windowSize { // more after a joint refit (reanchor)
 			t.advanceAnchor()
 		}
 		if err := t.fitWindow(st); err != nil {
@@ -216,22 +215,116 @@ func (t *Tuner) stepGated(st *Step, obs Observation, saturated bool) {
 	if len(t.pending) < t.cfg.MaxRejections {
 		return
 	}
-	n := len(t.pending)
-	t.anchorX = t.filter.State()
+	t.reanchor(st)
+}
+
+// reanchor is the recovery after MaxRejections in a row: the estimate is
+// wrong. The tuner re-anchors at the current estimate with every
+// log-parameter's variance increased by InflationSpread², and refits. Two
+// causes are told apart by the observations themselves:
+//
+//   - the parameters changed (a new engine version, a slower node): the
+//     recent accepted window fits the old estimate and the rejected
+//     observations fit parameters of their own. The rejected observations
+//     alone are refitted and warmed up from;
+//   - the estimate was wrong all along (α and γ trade off at one load: a
+//     split that explains one load contradicts another): one parameter set
+//     explains the recent window and the rejected observations together.
+//     Their joint fit is the estimate — it spans the old and the new
+//     operating points, which identify what one of them cannot — and the
+//     anchor moves to it.
+//
+// The choice is an F-test of the nested models: the joint fit (k
+// parameters) against the two separate fits (2k), on the sum of squared
+// normalised residuals of the 2m stacked log-TTFT and log-ITL values. The
+// F statistic scales out the observations' real noise, which on a real
+// server (and the simulator) is several times the 2.55 % R assumes, so an
+// absolute χ² test would reject every joint fit. The joint fit wins unless
+// F exceeds its 99 % point. Refitting the rejected observations alone
+// whatever the cause (as the tuner once did) read a lighter load's split
+// into the capacity: on step-slow-start it halved the learned capacity
+// (docs/tuner.md §3 item 5, §7).
+func (t *Tuner) reanchor(st *Step) {
+	n, last, recent := len(t.pending), st.NIS, len(t.window)
+	estimate, estimateP := t.filter.State(), t.filter.Covariance()
+	oldMisfit := t.misfit(t.window)
+	joint := make([]Observation, 0, recent+n)
+	joint = append(append(joint, t.window...), t.pending...)
+	t.anchorX = estimate
 	t.anchorP = t.filter.Covariance()
 	for i := range t.anchorP.SymmetricDim() {
 		t.anchorP.SetSym(i, i, t.anchorP.At(i, i)+sq(t.cfg.InflationSpread))
 	}
-	t.window = append(t.window[:0], t.pending...)
+	anchorP := mat.NewSymDense(t.anchorP.SymmetricDim(), nil)
+	anchorP.CopySym(t.anchorP)
+
+	// The parameters changed: the rejected observations alone.
+	t.window = append(t.window[:0:0], t.pending...)
 	t.fitting = true
-	if err := t.fitWindow(st); err != nil {
+	changedErr := t.fitWindow(st)
+	changedX, changedP, changedMisfit := t.filter.State(), t.filter.Covariance(), t.misfit(t.pending)
+
+	// The estimate was wrong: the recent window and the rejected ones.
+	if k := len(estimate); recent > 0 && 2*len(joint) > 2*k {
+		t.filter.SetState(estimate, estimateP)
+		t.window = joint
+		if err := t.fitWindow(st); err == nil {
+			separate := oldMisfit + changedMisfit
+			jointMisfit := t.misfit(joint)
+			dof := float64(2*len(joint) - 2*k)
+			f := (jointMisfit - separate) / float64(k) / (separate / dof)
+			if changedErr != nil || !(f > distuv.F{D1: float64(k), D2: dof}.Quantile(explainQuantile)) {
+				// The old anchor is what was wrong: centre the (inflated)
+				// prior on the joint fit, so that the observations that
+				// later leave the window are folded into an anchor
+				// linearised near the truth, not on the tangent of a
+				// far-off split — extrapolated along the α–γ ridge, that
+				// tangent drew the estimate away again once the window
+				// held the new load only.
+				t.anchorX = t.filter.State()
+				if err := t.fitWindow(st); err != nil {
+					t.filter.SetState(t.anchorX, nil)
+				}
+				t.fitting = false
+				st.Accepted = true
+				st.Reason = fmt.Sprintf("accepted: %d rejections in a row (last NIS %.4g); estimate wrong, covariance inflated, refitted with the %d recent observations they contradict (F %.3g)",
+					n, last, recent, f)
+				return
+			}
+		}
+		t.anchorX, t.anchorP = estimate, anchorP
+		t.window = append(t.window[:0:0], t.pending...)
+	}
+	if changedErr != nil {
+		t.filter.SetState(estimate, estimateP)
 		t.fitting = false
-		st.Reason += "; refit after covariance inflation failed: " + err.Error()
+		st.Reason += "; refit after covariance inflation failed: " + changedErr.Error()
 		return
 	}
+	t.filter.SetState(changedX, changedP)
 	st.Accepted = true
 	t.fitting = len(t.window) < t.windowSize
-	st.Reason = fmt.Sprintf("accepted: %d rejections in a row (last NIS %.4g); parameters assumed changed, covariance inflated, refitted", n, st.NIS)
+	st.Reason = fmt.Sprintf("accepted: %d rejections in a row (last NIS %.4g); parameters assumed changed, covariance inflated, refitted", n, last)
+}
+
+// explainQuantile is the point of the F distribution above which the
+// rejected observations are taken to come from changed parameters (see
+// reanchor).
+const explainQuantile = 0.99
+
+// misfit is Σ((z − h(x))²/r) over the stacked log-TTFT and log-ITL values
+// of batch at the current estimate x: the data part of the MAP cost.
+func (t *Tuner) misfit(batch []Observation) float64 {
+	if len(batch) == 0 {
+		return 0
+	}
+	z, r := t.measurement(batch)
+	h := t.observe(batch)(t.filter.State())
+	ss := 0.0
+	for i, v := range z {
+		ss += sq(v-h[i]) / r.At(i, i)
+	}
+	return ss
 }
 
 // advanceAnchor moves the oldest observation out of the window and into the
