@@ -160,6 +160,22 @@ func (t *Tuner) stepWarmup(st *Step, obs Observation) {
 	}
 	st.Accepted = true
 	st.Reason = fmt.Sprintf("accepted: warm-up fit of %d observations (gate off)", len(t.window))
+	if d2, ok := t.priorContradicted(); ok {
+		// A wrong start, detected: the fit sits where the prior says it
+		// almost cannot be, so the prior (a wrong profile, or a re-anchor
+		// on a wrong estimate) is dropped for the cold start's spread.
+		narrow := t.anchorP
+		t.anchorP = mat.NewSymDense(narrow.SymmetricDim(), nil)
+		t.anchorP.CopySym(narrow)
+		for i := range t.anchorP.SymmetricDim() {
+			t.anchorP.SetSym(i, i, math.Max(t.anchorP.At(i, i), sq(t.cfg.InitialSpread)))
+		}
+		if err := t.fitWindow(st); err != nil {
+			t.anchorP = narrow
+		} else {
+			st.Reason += fmt.Sprintf("; the prior is contradicted (distance² %.3g), widened to the cold start's", d2)
+		}
+	}
 	if len(t.window) >= t.windowSize {
 		// Warm-up done: the joint fit becomes the anchor, linearised at its
 		// maximum a-posteriori estimate rather than one observation at a time
@@ -168,6 +184,48 @@ func (t *Tuner) stepWarmup(st *Step, obs Observation) {
 		t.anchorX, t.anchorP = t.filter.State(), t.filter.Covariance()
 		t.window = t.window[:0]
 	}
+}
+
+// priorMaxQuantile is the χ² point beyond which a warm-up fit contradicts
+// its prior (see priorContradicted).
+const priorMaxQuantile = 0.999
+
+// priorContradicted reports whether the warm-up fit lies where its prior
+// says it almost cannot: the squared Mahalanobis distance of the estimate
+// from the anchor, under the anchor's covariance plus Q for each cycle of
+// the window, beyond the 99.9 % point of χ² with one degree of freedom per
+// parameter (16.3 for three). Only a prior narrower than the cold start's
+// can be contradicted: the cold start is already as wide as the tuner goes.
+func (t *Tuner) priorContradicted() (float64, bool) {
+	n := t.anchorP.SymmetricDim()
+	narrower := false
+	for i := range n {
+		narrower = narrower || t.anchorP.At(i, i) < sq(t.cfg.InitialSpread)
+	}
+	if !narrower {
+		return 0, false
+	}
+	prior := mat.NewSymDense(n, nil)
+	prior.CopySym(t.anchorP)
+	q := t.processNoise()
+	for range t.window {
+		prior.AddSym(prior, q)
+	}
+	var chol mat.Cholesky
+	if !chol.Factorize(prior) {
+		return 0, false
+	}
+	x := t.filter.State()
+	d := mat.NewVecDense(n, nil)
+	for i := range n {
+		d.SetVec(i, x[i]-t.anchorX[i])
+	}
+	var w mat.VecDense
+	if err := chol.SolveVecTo(&w, d); err != nil {
+		return 0, false
+	}
+	d2 := mat.Dot(d, &w)
+	return d2, d2 > distuv.ChiSquared{K: float64(n)}.Quantile(priorMaxQuantile)
 }
 
 // stepGated is the steady-state cycle. The observation's NIS at the
