@@ -27,7 +27,7 @@ func (c *cycle) tune(ms *modelState) {
 		key := tuner.Key{Namespace: ms.m.Namespace, Model: ms.m.ID, Variant: vs.v.Name}
 		cfg := c.cfg.Tuner
 		cfg.ServiceModel, cfg.MaxQueueSize = vs.v.serviceModel(), c.cfg.MaxQueueSize
-		tu, err := c.restoreTuner(key, cfg, obs)
+		tu, err := c.restoreTuner(key, cfg, obs, vs.v.Params)
 		if err != nil {
 			vs.note("tuner: %v", err)
 			continue
@@ -47,13 +47,21 @@ func (c *cycle) tune(ms *modelState) {
 	}
 }
 
-func (c *cycle) restoreTuner(key tuner.Key, cfg tuner.Config, obs tuner.Observation) (*tuner.Tuner, error) {
+// restoreTuner resumes a variant's tuner from its record; without one it
+// starts from the variant's profile as a prior with a variance
+// (tuner.NewProfiled), else cold from the first observation.
+func (c *cycle) restoreTuner(key tuner.Key, cfg tuner.Config, obs tuner.Observation, profile *tuner.Params) (*tuner.Tuner, error) {
 	rec, ok, err := c.e.store.Get(key)
 	if err != nil {
 		return nil, err
 	}
 	if ok && rec.ServiceModel == cfg.ServiceModel {
 		if t, err := tuner.Restore(cfg, rec); err == nil {
+			return t, nil
+		}
+	}
+	if profile != nil {
+		if t, err := tuner.NewProfiled(cfg, *profile); err == nil {
 			return t, nil
 		}
 	}

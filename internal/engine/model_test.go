@@ -242,3 +242,31 @@ func TestNoMetricsIsNotNoTraffic(t *testing.T) {
 		}
 	}
 }
+
+// TestTuningStartsFromProfile: a profiled variant's tuner starts from the
+// profile as a prior (tuner.NewProfiled), not from a cold guess: its first
+// stored record is the profile's warm-up fit, within the profile's spread.
+func TestTuningStartsFromProfile(t *testing.T) {
+	truth := tuner.Truth{ServiceModel: tuner.ModelIteration, Params: h100Params, InputTokens: 1024, OutputTokens: 256, MaxBatchSize: 256}
+	obs, err := tuner.Synthesize(truth, tuner.TraceSpec{Cycles: 1, MaxQueueSize: 100, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := obs[0]
+	e := New(nil)
+	s := snapshot(ModeModelOnly, variant("h100", "H100").params(h100Params).pods(0.3, 0, 0.3, 0).traffic(o.RateRPS, o.InputTokens, o.OutputTokens, o.TTFTMs, o.ITLMs))
+	s.Time = t0
+	s.Config.TuningEnabled = true
+	s.Models[0].SLO = &SLO{TTFTMs: 200, ITLMs: 20}
+	plan(t, e, s)
+	rec, ok, err := e.store.Get(tuner.Key{Namespace: s.Models[0].Namespace, Model: s.Models[0].ID, Variant: "h100"})
+	if err != nil || !ok {
+		t.Fatalf("no record: %v", err)
+	}
+	// The anchor is the prior: the profile, with log-variance 0.25².
+	for i, v := range []float64{h100Params.Alpha, h100Params.Beta, h100Params.Gamma} {
+		if math.Abs(rec.AnchorState[i]-math.Log(v)) > 1e-12 || math.Abs(rec.AnchorCovariance[i][i]-0.0625) > 1e-12 {
+			t.Errorf("parameter %d: anchor %v ± %v, want log %v ± 0.25", i, rec.AnchorState[i], math.Sqrt(rec.AnchorCovariance[i][i]), v)
+		}
+	}
+}

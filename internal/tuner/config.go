@@ -104,6 +104,11 @@ type Config struct {
 	// InitialSpread is the standard deviation of the log-parameters at a
 	// cold start: 1.5 (default) lets each start a factor 4.5 off at 1σ.
 	InitialSpread float64
+	// ProfileSpread is the standard deviation of the log-parameters when
+	// the tuner starts from a profile (NewProfiled): 0.25 (default) says a
+	// profile is right to ±28 % at 1σ and to a factor 1.65 at 2σ — see
+	// docs/tuner.md §3 item 2 for why.
+	ProfileSpread float64
 	// Window is how many recent observations are fitted jointly (default
 	// 5). The first Window observations after a cold start are fitted
 	// without the NIS gate: the warm-up.
@@ -149,6 +154,7 @@ func (c Config) withDefaults() Config {
 	def(&c.GammaFactor, 1)
 	def(&c.MaxNIS, 7.378)
 	def(&c.InitialSpread, 1.5)
+	def(&c.ProfileSpread, DefaultProfileSpread)
 	def(&c.InflationSpread, 0.5)
 	def(&c.MaxWaitShare, DefaultMaxWaitShare)
 	if c.Window == 0 {
@@ -193,7 +199,7 @@ func (c Config) Validate() error {
 		name string
 		v    float64
 	}{{"percent change", c.PercentChange}, {"error level", c.ErrorLevel}, {"t percentile", c.TPercentile},
-		{"gamma factor", c.GammaFactor}, {"max NIS", c.MaxNIS}, {"initial spread", c.InitialSpread}, {"inflation spread", c.InflationSpread}} {
+		{"gamma factor", c.GammaFactor}, {"max NIS", c.MaxNIS}, {"initial spread", c.InitialSpread}, {"profile spread", c.ProfileSpread}, {"inflation spread", c.InflationSpread}} {
 		if !(f.v > 0) || math.IsInf(f.v, 0) {
 			return fmt.Errorf("tuner: %s must be a positive finite number, got %v", f.name, f.v)
 		}

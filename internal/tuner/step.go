@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/llm-d-incubation/wva/internal/kalman"
 )
@@ -159,6 +160,22 @@ func (t *Tuner) stepWarmup(st *Step, obs Observation) {
 	}
 	st.Accepted = true
 	st.Reason = fmt.Sprintf("accepted: warm-up fit of %d observations (gate off)", len(t.window))
+	if d2, ok := t.priorContradicted(); ok {
+		// A wrong start, detected: the fit sits where the prior says it
+		// almost cannot be, so the prior (a wrong profile, or a re-anchor
+		// on a wrong estimate) is dropped for the cold start's spread.
+		narrow := t.anchorP
+		t.anchorP = mat.NewSymDense(narrow.SymmetricDim(), nil)
+		t.anchorP.CopySym(narrow)
+		for i := range t.anchorP.SymmetricDim() {
+			t.anchorP.SetSym(i, i, math.Max(t.anchorP.At(i, i), sq(t.cfg.InitialSpread)))
+		}
+		if err := t.fitWindow(st); err != nil {
+			t.anchorP = narrow
+		} else {
+			st.Reason += fmt.Sprintf("; the prior is contradicted (distance² %.3g), widened to the cold start's", d2)
+		}
+	}
 	if len(t.window) >= t.windowSize {
 		// Warm-up done: the joint fit becomes the anchor, linearised at its
 		// maximum a-posteriori estimate rather than one observation at a time
@@ -167,6 +184,48 @@ func (t *Tuner) stepWarmup(st *Step, obs Observation) {
 		t.anchorX, t.anchorP = t.filter.State(), t.filter.Covariance()
 		t.window = t.window[:0]
 	}
+}
+
+// priorMaxQuantile is the χ² point beyond which a warm-up fit contradicts
+// its prior (see priorContradicted).
+const priorMaxQuantile = 0.999
+
+// priorContradicted reports whether the warm-up fit lies where its prior
+// says it almost cannot: the squared Mahalanobis distance of the estimate
+// from the anchor, under the anchor's covariance plus Q for each cycle of
+// the window, beyond the 99.9 % point of χ² with one degree of freedom per
+// parameter (16.3 for three). Only a prior narrower than the cold start's
+// can be contradicted: the cold start is already as wide as the tuner goes.
+func (t *Tuner) priorContradicted() (float64, bool) {
+	n := t.anchorP.SymmetricDim()
+	narrower := false
+	for i := range n {
+		narrower = narrower || t.anchorP.At(i, i) < sq(t.cfg.InitialSpread)
+	}
+	if !narrower {
+		return 0, false
+	}
+	prior := mat.NewSymDense(n, nil)
+	prior.CopySym(t.anchorP)
+	q := t.processNoise()
+	for range t.window {
+		prior.AddSym(prior, q)
+	}
+	var chol mat.Cholesky
+	if !chol.Factorize(prior) {
+		return 0, false
+	}
+	x := t.filter.State()
+	d := mat.NewVecDense(n, nil)
+	for i := range n {
+		d.SetVec(i, x[i]-t.anchorX[i])
+	}
+	var w mat.VecDense
+	if err := chol.SolveVecTo(&w, d); err != nil {
+		return 0, false
+	}
+	d2 := mat.Dot(d, &w)
+	return d2, d2 > distuv.ChiSquared{K: float64(n)}.Quantile(priorMaxQuantile)
 }
 
 // stepGated is the steady-state cycle. The observation's NIS at the
@@ -181,9 +240,7 @@ func (t *Tuner) stepWarmup(st *Step, obs Observation) {
 //
 // A rejected observation changes nothing but the anchor's uncertainty, which
 // grows by the process noise as time passes. After MaxRejections in a row
-// the parameters are taken to have changed: the tuner re-anchors at the
-// current estimate with an inflated covariance and fits the rejected
-// observations jointly, then warms up again.
+// the estimate is taken to be wrong: see reanchor.
 func (t *Tuner) stepGated(st *Step, obs Observation, saturated bool) {
 	t.filter.Stash()
 	t.filter.Predict(nil, nil, t.processNoise())
@@ -192,7 +249,7 @@ func (t *Tuner) stepGated(st *Step, obs Observation, saturated bool) {
 	st.Gated = st.Innovation != nil && !saturated
 	if st.Innovation != nil && (saturated || st.NIS < t.cfg.MaxNIS) {
 		t.window = append(t.window, obs)
-		if len(t.window) > t.windowSize {
+		for len(t.window) > t.windowSize { // more after a joint refit (reanchor)
 			t.advanceAnchor()
 		}
 		if err := t.fitWindow(st); err != nil {
@@ -216,22 +273,116 @@ func (t *Tuner) stepGated(st *Step, obs Observation, saturated bool) {
 	if len(t.pending) < t.cfg.MaxRejections {
 		return
 	}
-	n := len(t.pending)
-	t.anchorX = t.filter.State()
+	t.reanchor(st)
+}
+
+// reanchor is the recovery after MaxRejections in a row: the estimate is
+// wrong. The tuner re-anchors at the current estimate with every
+// log-parameter's variance increased by InflationSpread², and refits. Two
+// causes are told apart by the observations themselves:
+//
+//   - the parameters changed (a new engine version, a slower node): the
+//     recent accepted window fits the old estimate and the rejected
+//     observations fit parameters of their own. The rejected observations
+//     alone are refitted and warmed up from;
+//   - the estimate was wrong all along (α and γ trade off at one load: a
+//     split that explains one load contradicts another): one parameter set
+//     explains the recent window and the rejected observations together.
+//     Their joint fit is the estimate — it spans the old and the new
+//     operating points, which identify what one of them cannot — and the
+//     anchor moves to it.
+//
+// The choice is an F-test of the nested models: the joint fit (k
+// parameters) against the two separate fits (2k), on the sum of squared
+// normalised residuals of the 2m stacked log-TTFT and log-ITL values. The
+// F statistic scales out the observations' real noise, which on a real
+// server (and the simulator) is several times the 2.55 % R assumes, so an
+// absolute χ² test would reject every joint fit. The joint fit wins unless
+// F exceeds its 99 % point. Refitting the rejected observations alone
+// whatever the cause (as the tuner once did) read a lighter load's split
+// into the capacity: on step-slow-start it halved the learned capacity
+// (docs/tuner.md §3 item 5, §7).
+func (t *Tuner) reanchor(st *Step) {
+	n, last, recent := len(t.pending), st.NIS, len(t.window)
+	estimate, estimateP := t.filter.State(), t.filter.Covariance()
+	oldMisfit := t.misfit(t.window)
+	joint := make([]Observation, 0, recent+n)
+	joint = append(append(joint, t.window...), t.pending...)
+	t.anchorX = estimate
 	t.anchorP = t.filter.Covariance()
 	for i := range t.anchorP.SymmetricDim() {
 		t.anchorP.SetSym(i, i, t.anchorP.At(i, i)+sq(t.cfg.InflationSpread))
 	}
-	t.window = append(t.window[:0], t.pending...)
+	anchorP := mat.NewSymDense(t.anchorP.SymmetricDim(), nil)
+	anchorP.CopySym(t.anchorP)
+
+	// The parameters changed: the rejected observations alone.
+	t.window = append(t.window[:0:0], t.pending...)
 	t.fitting = true
-	if err := t.fitWindow(st); err != nil {
+	changedErr := t.fitWindow(st)
+	changedX, changedP, changedMisfit := t.filter.State(), t.filter.Covariance(), t.misfit(t.pending)
+
+	// The estimate was wrong: the recent window and the rejected ones.
+	if k := len(estimate); recent > 0 && 2*len(joint) > 2*k {
+		t.filter.SetState(estimate, estimateP)
+		t.window = joint
+		if err := t.fitWindow(st); err == nil {
+			separate := oldMisfit + changedMisfit
+			jointMisfit := t.misfit(joint)
+			dof := float64(2*len(joint) - 2*k)
+			f := (jointMisfit - separate) / float64(k) / (separate / dof)
+			if changedErr != nil || !(f > distuv.F{D1: float64(k), D2: dof}.Quantile(explainQuantile)) {
+				// The old anchor is what was wrong: centre the (inflated)
+				// prior on the joint fit, so that the observations that
+				// later leave the window are folded into an anchor
+				// linearised near the truth, not on the tangent of a
+				// far-off split — extrapolated along the α–γ ridge, that
+				// tangent drew the estimate away again once the window
+				// held the new load only.
+				t.anchorX = t.filter.State()
+				if err := t.fitWindow(st); err != nil {
+					t.filter.SetState(t.anchorX, nil)
+				}
+				t.fitting = false
+				st.Accepted = true
+				st.Reason = fmt.Sprintf("accepted: %d rejections in a row (last NIS %.4g); estimate wrong, covariance inflated, refitted with the %d recent observations they contradict (F %.3g)",
+					n, last, recent, f)
+				return
+			}
+		}
+		t.anchorX, t.anchorP = estimate, anchorP
+		t.window = append(t.window[:0:0], t.pending...)
+	}
+	if changedErr != nil {
+		t.filter.SetState(estimate, estimateP)
 		t.fitting = false
-		st.Reason += "; refit after covariance inflation failed: " + err.Error()
+		st.Reason += "; refit after covariance inflation failed: " + changedErr.Error()
 		return
 	}
+	t.filter.SetState(changedX, changedP)
 	st.Accepted = true
 	t.fitting = len(t.window) < t.windowSize
-	st.Reason = fmt.Sprintf("accepted: %d rejections in a row (last NIS %.4g); parameters assumed changed, covariance inflated, refitted", n, st.NIS)
+	st.Reason = fmt.Sprintf("accepted: %d rejections in a row (last NIS %.4g); parameters assumed changed, covariance inflated, refitted", n, last)
+}
+
+// explainQuantile is the point of the F distribution above which the
+// rejected observations are taken to come from changed parameters (see
+// reanchor).
+const explainQuantile = 0.99
+
+// misfit is Σ((z − h(x))²/r) over the stacked log-TTFT and log-ITL values
+// of batch at the current estimate x: the data part of the MAP cost.
+func (t *Tuner) misfit(batch []Observation) float64 {
+	if len(batch) == 0 {
+		return 0
+	}
+	z, r := t.measurement(batch)
+	h := t.observe(batch)(t.filter.State())
+	ss := 0.0
+	for i, v := range z {
+		ss += sq(v-h[i]) / r.At(i, i)
+	}
+	return ss
 }
 
 // advanceAnchor moves the oldest observation out of the window and into the

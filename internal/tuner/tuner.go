@@ -89,6 +89,32 @@ func NewCold(cfg Config, first Observation) (*Tuner, string, error) {
 	return t, "default", err
 }
 
+// DefaultProfileSpread is Config.ProfileSpread's default: a profile is
+// taken to be right to a log-standard deviation of 0.25 per parameter.
+const DefaultProfileSpread = 0.25
+
+// NewProfiled starts a tuner from a profile (a variant's measured or
+// published parameters) as a prior with a variance: the log-parameters
+// start at the profile with standard deviation ProfileSpread, not the cold
+// start's InitialSpread. The warm-up is a cold start's (the first Window
+// observations fitted jointly, gate off), so the observations still
+// decide; when they contradict the profile the warm-up drops it (see
+// stepWarmup). The seed strategy has no such prior and starts as New.
+func NewProfiled(cfg Config, profile Params) (*Tuner, error) {
+	t, err := New(cfg, profile)
+	if err != nil || !t.logSpace() {
+		return t, err
+	}
+	n := len(t.anchorX)
+	p := mat.NewSymDense(n, nil)
+	for i := range n {
+		p.SetSym(i, i, sq(t.cfg.ProfileSpread))
+	}
+	t.filter.SetState(t.anchorX, p)
+	t.anchorP = t.filter.Covariance()
+	return t, nil
+}
+
 // bounds in parameter units: wide enough for any GPU and model, tight
 // enough to keep the queueing model finite.
 var (
