@@ -7,12 +7,13 @@ import (
 
 	"github.com/llm-d-incubation/wva/examples/scenarios"
 	"github.com/llm-d-incubation/wva/internal/sim"
-	// The registry-looping tests of package sim_test run every autoscaler:
-	// they link the baselines, which register themselves.
-	_ "github.com/llm-d-incubation/wva/internal/sim/baselines"
 	"github.com/llm-d-incubation/wva/internal/sim/capmodel"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
 	"github.com/llm-d-incubation/wva/internal/sim/simtest"
+
+	// The registry-looping tests of package sim_test run every autoscaler:
+	// they link the baselines, which register themselves.
+	_ "github.com/llm-d-incubation/wva/internal/sim/baselines"
 )
 
 // TestDeterministic: the same scenario and seed give byte-identical JSON,
