@@ -27,8 +27,12 @@ type Engine struct {
 	// seeding calls, which the controller makes from other goroutines.
 	mu    sync.Mutex
 	state State
-	// fleet is the fleet capacity model (SetCapacityModel), or nil.
-	fleet *CapacityModel
+	// fleet is the fleet capacity model (SetCapacityModel), or nil;
+	// fleetBase its curves' frames of reference (fleetCapacity), under
+	// baseMu (the cycle sizes models in parallel).
+	fleet     *CapacityModel
+	baseMu    sync.Mutex
+	fleetBase map[FleetKey]float64
 }
 
 // State is what the engine carries from one cycle to the next.
@@ -64,7 +68,7 @@ func New(store tuner.Store) *Engine {
 	if store == nil {
 		store = tuner.NewMemoryStore()
 	}
-	return &Engine{store: store, state: State{
+	return &Engine{store: store, fleetBase: map[FleetKey]float64{}, state: State{
 		LastGood: map[string]int{}, LastTraffic: map[string]time.Time{}, Recommendations: map[string][]Recommendation{},
 		Sizing: map[string]queueing.Hints{}, Forecasts: map[string]*Forecast{}, Provisioning: map[string]*Provisioning{},
 		Planned: map[string]planned{},
@@ -95,6 +99,8 @@ type modelState struct {
 	// satCfg is the saturation thresholds in force for the model: the
 	// defaults, the snapshot's, then the model's own.
 	satCfg SaturationConfig
+	// slo is the targets the queueing model sized the variants for.
+	slo queueing.Targets
 	// reporting counts the healthy pods with metrics; current the
 	// replicas (ready or starting) of all variants.
 	reporting, current int

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/llm-d-incubation/wva/internal/capacity"
+	"github.com/llm-d-incubation/wva/internal/queueing"
 	"github.com/llm-d-incubation/wva/internal/sim/server"
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
@@ -15,15 +17,20 @@ const (
 )
 
 // FleetKey identifies a variant's capacity curve: its parameters and
-// token means on logarithmic grids (2 % and 5 % steps, so that a curve is
-// reused while the learned parameters wander within their noise), its
-// engine arguments, the SLO and the attainment.
+// token means on a logarithmic grid (10 % steps: a curve is computed at the
+// cell's centre and reused while the learned parameters wander within the
+// cell; the queueing model carries the curve to the exact parameters, see
+// fleetCapacity), its engine arguments, the SLO and the attainment.
 type FleetKey struct {
 	ServiceModel                         string
 	Alpha, Beta, Gamma, Delta            int32
 	Input, Output                        int32
 	KVTokens, BlockSize, Batch, BatchTok int
 	TTFTMs, ITLMs, P, TokenCV            float64
+	// The queueing model's frame (fleetBase): its TTFT attainment and
+	// queue size.
+	QueueingAttainment float64
+	MaxQueue           int
 }
 
 // CapacityModel is the engine's cache of fleet capacity curves.
@@ -31,6 +38,12 @@ type CapacityModel = capacity.Curves[FleetKey]
 
 // Capacity-model defaults: the curves' search, the cache's size.
 const (
+	// fleetGrid is the key's relative step, for parameters and token means.
+	fleetGrid = 0.1
+	// maxFleetScale bounds how far the queueing model may carry a curve
+	// from its cell's centre (a factor on the capacity); beyond it the
+	// queueing model sizes the variant.
+	maxFleetScale   = 1.5
 	capacityEntries = 10_000
 	// fleetBatchTokens is vLLM's --max-num-batched-tokens when neither the
 	// variant nor its pods say (vLLM v1's default for online serving).
@@ -94,16 +107,17 @@ func (c *cycle) fleetSpec(ms *modelState, vs *variantState, p *tuner.Params) (Fl
 	if batchTok <= 0 {
 		batchTok = fleetBatchTokens
 	}
-	k := FleetKey{ServiceModel: vs.v.serviceModel(), Alpha: grid(p.Alpha, 0.02), Beta: grid(p.Beta, 0.02), Gamma: grid(p.Gamma, 0.02),
-		Delta: grid(p.Delta, 0.02), Input: grid(ms.inTok, 0.05), Output: grid(math.Max(ms.outTok, 1), 0.05),
+	k := FleetKey{ServiceModel: vs.v.serviceModel(), Alpha: grid(p.Alpha, fleetGrid), Beta: grid(p.Beta, fleetGrid), Gamma: grid(p.Gamma, fleetGrid),
+		Delta: grid(p.Delta, fleetGrid), Input: grid(ms.inTok, fleetGrid), Output: grid(math.Max(ms.outTok, 1), fleetGrid),
 		KVTokens: kvBlocks * bs, BlockSize: bs, Batch: c.maxBatch(vs, 0), BatchTok: batchTok,
-		TTFTMs: ms.sum.SLOTTFTMs, ITLMs: ms.sum.SLOITLMs, P: c.cfg.Attainment, TokenCV: c.cfg.TokenCV}
-	q := tuner.Params{Alpha: ungrid(k.Alpha, 0.02), Beta: ungrid(k.Beta, 0.02), Gamma: ungrid(k.Gamma, 0.02), Delta: ungrid(k.Delta, 0.02)}
+		TTFTMs: ms.sum.SLOTTFTMs, ITLMs: ms.sum.SLOITLMs, P: c.cfg.Attainment, TokenCV: c.cfg.TokenCV,
+		QueueingAttainment: ms.slo.TTFTAttainment, MaxQueue: c.cfg.MaxQueueSize}
+	q := k.params()
 	cfg := serverOf(q, kvBlocks, bs, k.Batch, batchTok)
 	if k.ServiceModel == tuner.ModelLinear {
 		cfg = linearServerOf(q, kvBlocks, bs, k.Batch, batchTok)
 	}
-	in, out := ungrid(k.Input, 0.05), ungrid(k.Output, 0.05)
+	in, out := ungrid(k.Input, fleetGrid), ungrid(k.Output, fleetGrid)
 	w := &capacity.Lognormal{InputMean: in, InputCV: k.TokenCV, OutputMean: out, OutputCV: k.TokenCV,
 		MaxInput: int(math.Ceil(in * fleetMaxTokens)), MaxOutput: int(math.Ceil(out * fleetMaxTokens)), TTFTMs: k.TTFTMs, ITLMs: k.ITLMs}
 	ttft, itl := k.TTFTMs, k.ITLMs
@@ -117,6 +131,46 @@ func (c *cycle) fleetSpec(ms *modelState, vs *variantState, p *tuner.Params) (Fl
 		return &capacity.Fleet{Server: cfg, Replicas: n, Router: capacity.DefaultRouter(), Workload: w}
 	}
 	return k, fleet, true
+}
+
+// params are the parameters at the centre of the key's cell.
+func (k FleetKey) params() tuner.Params {
+	return tuner.Params{Alpha: ungrid(k.Alpha, fleetGrid), Beta: ungrid(k.Beta, fleetGrid), Gamma: ungrid(k.Gamma, fleetGrid),
+		Delta: ungrid(k.Delta, fleetGrid)}
+}
+
+// fleetBase is the queueing model's capacity per replica at the centre of
+// the key's cell (its parameters and token means), remembered per key:
+// the curve's frame of reference.
+func (c *cycle) fleetBase(ms *modelState, vs *variantState, k FleetKey) (float64, error) {
+	c.e.baseMu.Lock()
+	b, ok := c.e.fleetBase[k]
+	c.e.baseMu.Unlock()
+	if ok {
+		return b, nil
+	}
+	p := k.params()
+	in, out := ungrid(k.Input, fleetGrid), ungrid(k.Output, fleetGrid)
+	var model queueing.ServiceModel = queueing.Iteration{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma}
+	if k.ServiceModel == tuner.ModelLinear {
+		model = queueing.Linear{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma, Delta: p.Delta}
+	}
+	a, err := queueing.NewAnalyzer(queueing.Config{Model: model, Workload: queueing.Workload{InputTokens: in, OutputTokens: out},
+		MaxBatchSize: c.effectiveBatch(vs, k.Batch, in, out), MaxQueueSize: c.cfg.MaxQueueSize})
+	if err != nil {
+		return 0, err
+	}
+	sz, err := a.Size(ms.slo)
+	if err != nil {
+		return 0, err
+	}
+	c.e.baseMu.Lock()
+	if len(c.e.fleetBase) >= capacityEntries {
+		clear(c.e.fleetBase)
+	}
+	c.e.fleetBase[k] = sz.CapacityRPS
+	c.e.baseMu.Unlock()
+	return sz.CapacityRPS, nil
 }
 
 // serverOf is the server model of a variant with iteration-model
@@ -141,8 +195,13 @@ func linearServerOf(p tuner.Params, kvBlocks, blockSize, batch, batchTokens int)
 // the forecast set the demand: the fewest replicas of each variant alone
 // whose capacity covers the demand, and their capacity per replica at that
 // size — the allocator's linear view of a curve that pools, taken where it
-// will be used. A variant whose curve is not known yet keeps the queueing
-// model's capacity (detail.CapacityModel says which sized it).
+// will be used. The curve is the one at the centre of the parameters'
+// grid cell, carried to the exact parameters by the queueing model's ratio
+// s = capacity(exact) / capacity(centre): the variant's capacity at n
+// replicas is s·curve(n) (a first-order correction within the cell; a
+// ratio beyond maxFleetScale leaves the sizing to the queueing model). A
+// variant whose curve is not known yet keeps the queueing model's capacity
+// (detail.CapacityModel says which sized it).
 func (c *cycle) fleetCapacity(ms *modelState) {
 	if c.cfg.CapacityModel != CapacityFleet || c.e.fleet == nil || ms.demand == 0 {
 		return
@@ -154,29 +213,47 @@ func (c *cycle) fleetCapacity(ms *modelState) {
 			continue
 		}
 		d.CapacityModel = CapacityQueueing
-		key, fleet, ok := c.fleetSpec(ms, vs, d.Params)
-		if !ok {
-			d.FleetNote = "the KV cache's size is unknown"
+		n, rate, note := c.fleetSize(ms, vs, demand)
+		if note != "" {
+			d.FleetNote = note
 			continue
 		}
-		maxN := vs.v.MaxReplicas
-		if maxN <= 0 {
-			maxN = capacity.MaxReplicas
-		}
-		n, rate, known, err := c.e.fleet.Fewest(key, fleet, c.cfg.Attainment, demand, maxN)
-		switch {
-		case err != nil:
-			d.FleetNote = "fleet model: " + err.Error()
-		case !known:
-			d.FleetNote = "fleet model: computing the capacity curve"
-		case rate <= 0:
-			// Out of reach even for one replica at the lightest load: the
-			// queueing model's sizing stands (docs/queueing.md §7).
-			d.FleetNote = "fleet model: no rate meets the attainment; sized by the queueing model"
-		default:
-			d.CapacityModel, vs.capacity = CapacityFleet, rate/float64(n)
-			d.CapacityPerReplicaRPS, d.FleetReplicas, d.FleetRateRPS = vs.capacity, n, rate
-			d.SupplyRPS = float64(vs.v.ReadyReplicas) * vs.capacity
-		}
+		d.CapacityModel, vs.capacity = CapacityFleet, rate/float64(n)
+		d.CapacityPerReplicaRPS, d.FleetReplicas, d.FleetRateRPS = vs.capacity, n, rate
+		d.SupplyRPS = float64(vs.v.ReadyReplicas) * vs.capacity
 	}
+}
+
+// fleetSize is the fewest replicas of the variant whose capacity (its
+// curve, carried to its exact parameters) covers demand, with that
+// capacity; or, when the fleet model cannot size it, why.
+func (c *cycle) fleetSize(ms *modelState, vs *variantState, demand float64) (n int, rate float64, note string) {
+	key, fleet, ok := c.fleetSpec(ms, vs, vs.detail.Params)
+	if !ok {
+		return 0, 0, "the KV cache's size is unknown"
+	}
+	base, err := c.fleetBase(ms, vs, key)
+	if err != nil || !(base > 0) {
+		return 0, 0, fmt.Sprintf("fleet model: the queueing model cannot size the grid cell's centre (%v)", err)
+	}
+	scale := vs.capacity / base
+	if scale > maxFleetScale || scale < 1/maxFleetScale {
+		return 0, 0, fmt.Sprintf("fleet model: the grid cell's centre sizes %.3g requests/s per replica against %.3g", base, vs.capacity)
+	}
+	maxN := vs.v.MaxReplicas
+	if maxN <= 0 {
+		maxN = capacity.MaxReplicas
+	}
+	n, rate, known, err := c.e.fleet.Fewest(key, fleet, c.cfg.Attainment, demand/scale, maxN)
+	switch {
+	case err != nil:
+		return 0, 0, "fleet model: " + err.Error()
+	case !known:
+		return 0, 0, "fleet model: computing the capacity curve"
+	case rate <= 0:
+		// Out of reach even for one replica at the lightest load: the
+		// queueing model's sizing stands (docs/queueing.md §7).
+		return 0, 0, "fleet model: no rate meets the attainment; sized by the queueing model"
+	}
+	return n, rate * scale, ""
 }

@@ -7,14 +7,15 @@ import (
 	"testing"
 
 	"github.com/llm-d-incubation/wva/internal/capacity"
+	"github.com/llm-d-incubation/wva/internal/queueing"
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
 // fleetSnapshot: one variant with a known KV cache (8 192 blocks of 16
-// tokens), 2 pods at 15 requests/s each, explicit SLO, model-only mode,
-// no forecast: the demand is 30 requests/s.
+// tokens), 2 pods at 6 requests/s each, explicit SLO, model-only mode,
+// no forecast: the demand is 12 requests/s.
 func fleetSnapshot() *Snapshot {
-	v := variant("h100", "H100").params(h100Params).minMax(1, 64).pods(0.3, 0, 0.3, 0).traffic(15, 1024, 256, 40, 15)
+	v := variant("h100", "H100").params(h100Params).minMax(1, 64).pods(0.3, 0, 0.3, 0).traffic(6, 1024, 256, 40, 15)
 	for i := range v.v.Pods {
 		v.v.Pods[i].KVBlocks, v.v.Pods[i].BlockSize = 8192, 16
 	}
@@ -38,14 +39,20 @@ func TestFleetCapacitySizes(t *testing.T) {
 	if q == nil || q.CapacityModel != CapacityFleet || q.FleetReplicas < 1 {
 		t.Fatalf("detail %+v: want the fleet model's sizing", q)
 	}
-	// The same fleets by hand: the curve's points at the powers of two
-	// around the answer, interpolated.
+	// The same by hand: the curve at the centre of the parameters' grid
+	// cell (its points at the powers of two around the answer,
+	// interpolated), scaled by the queueing model's capacity at the exact
+	// parameters over that at the centre.
 	set := capacity.DefaultSettings()
 	set.Requests, set.Bisections, set.MaxSeconds = 20_000, 7, 1e5
+	centre := gridded(h100Params)
+	in, out := ungrid(grid(1024, fleetGrid), fleetGrid), ungrid(grid(256, fleetGrid), fleetGrid)
+	slo := queueing.Targets{TTFTMs: 500, ITLMs: 30}
+	kv := 8192 * 16
+	scale := capacityOf(t, h100Params, 1024, 256, kv/(1024+256), slo) / capacityOf(t, centre, in, out, int(float64(kv)/(in+out)), slo)
 	fleet := func(n int) *capacity.Fleet {
-		in, out := ungrid(grid(1024, 0.05), 0.05), ungrid(grid(256, 0.05), 0.05)
 		return &capacity.Fleet{Replicas: n, Router: capacity.DefaultRouter(),
-			Server: serverOf(gridded(h100Params), 8192, 16, DefaultMaxBatchSize, fleetBatchTokens),
+			Server: serverOf(centre, 8192, 16, DefaultMaxBatchSize, fleetBatchTokens),
 			Workload: &capacity.Lognormal{InputMean: in, InputCV: 1, OutputMean: out, OutputCV: 1,
 				MaxInput: int(math.Ceil(16 * in)), MaxOutput: int(math.Ceil(16 * out)), TTFTMs: 500, ITLMs: 30}}
 	}
@@ -59,20 +66,20 @@ func TestFleetCapacitySizes(t *testing.T) {
 			t.Fatal(err)
 		}
 		if lo == n {
-			return rlo
+			return scale * rlo
 		}
 		rhi, err := capacity.MaxRate(context.Background(), fleet(2*lo), 0.99, set)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return rlo + (rhi-rlo)*float64(n-lo)/float64(lo)
+		return scale * (rlo + (rhi-rlo)*float64(n-lo)/float64(lo))
 	}
 	n := q.FleetReplicas
-	if got := at(n); math.Abs(got-q.FleetRateRPS) > 1e-9 || got < 30 {
-		t.Errorf("%d replicas: the engine says %g requests/s, by hand %g; want equal and ≥ the demand 30", n, q.FleetRateRPS, got)
+	if got := at(n); math.Abs(got-q.FleetRateRPS) > 1e-9*got || got < 12 {
+		t.Errorf("%d replicas: the engine says %g requests/s, by hand %g; want equal and ≥ the demand 12", n, q.FleetRateRPS, got)
 	}
-	if n > 1 && at(n-1) >= 30 {
-		t.Errorf("%d replicas ordered, but %d already carry %g ≥ 30 requests/s", n, n-1, at(n-1))
+	if n > 1 && at(n-1) >= 12 {
+		t.Errorf("%d replicas ordered, but %d already carry %g ≥ 12 requests/s", n, n-1, at(n-1))
 	}
 	if math.Abs(q.CapacityPerReplicaRPS-q.FleetRateRPS/float64(n)) > 1e-9 || d.Desired != n {
 		t.Errorf("desired %d, capacity per replica %g; want %d and %g", d.Desired, q.CapacityPerReplicaRPS, n, q.FleetRateRPS/float64(n))
@@ -101,9 +108,10 @@ func TestFleetCapacityAsync(t *testing.T) {
 	}
 }
 
-// gridded is p on the key's grid, as the engine's fleets see it.
+// gridded is p at the centre of its grid cell, as the engine's fleets see
+// it.
 func gridded(p tuner.Params) tuner.Params {
-	g := func(x float64) float64 { return ungrid(grid(x, 0.02), 0.02) }
+	g := func(x float64) float64 { return ungrid(grid(x, fleetGrid), fleetGrid) }
 	return tuner.Params{Alpha: g(p.Alpha), Beta: g(p.Beta), Gamma: g(p.Gamma), Delta: g(p.Delta)}
 }
 

@@ -201,6 +201,7 @@ func (c *cycle) analyzeModel(ms *modelState) {
 		// Targets stated per request are judged per request.
 		slo.TTFTAttainment = c.cfg.TTFTAttainment
 	}
+	ms.slo = slo
 	ok := 0
 	for _, vs := range ms.variants {
 		vs.detail = &ModelDetail{}
