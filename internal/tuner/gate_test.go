@@ -47,21 +47,38 @@ func TestServerGateSkipsQueueAndPreemption(t *testing.T) {
 }
 
 // TestServerGateThreshold: the wait gate compares Little's-law wait with
-// MaxWaitShare of the TTFT; a short queue at light load passes.
+// MaxWaitShare of the TTFT once there is an estimate to protect; a short
+// queue at light load, less than one waiting request, or any cycle of the
+// warm-up passes.
 func TestServerGateThreshold(t *testing.T) {
 	tu, err := New(Config{}, Defaults(ModelIteration))
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := Observation{RateRPS: 10, TTFTMs: 100, ITLMs: 10, OutputTokens: 100, MaxBatchSize: 8}
+	o := Observation{RateRPS: 10, TTFTMs: 300, ITLMs: 10, OutputTokens: 100, MaxBatchSize: 8, WaitingRequests: 50}
+	if !tu.fitting || tu.gated(tu.gateServer(o)) || !tu.queueFit {
+		t.Errorf("warming up (fitting %v): a queue-dominated cycle skipped, or the fit not marked (%v); want it fitted and marked", tu.fitting, tu.queueFit)
+	}
+	// After a first fit that took the queue, the gate stays off.
+	tu.fitting = false
+	if tu.gated(tu.gateServer(o)) {
+		t.Error("after a fit marked by the queue: a queue-dominated cycle skipped")
+	}
+	tu.queueFit = false
 	for _, tc := range []struct {
 		waiting float64
 		skip    bool
-	}{{0, false}, {0.4, false}, {0.5, false}, {0.6, true}, {50, true}} { // wait = 100·waiting ms
+	}{{0, false}, {0.9, false}, {1.4, false}, {1.6, true}, {50, true}} { // wait = 100·waiting ms against 150
 		o.WaitingRequests = tc.waiting
-		if got := tu.gateServer(o) != ""; got != tc.skip {
-			t.Errorf("%v waiting at 10 requests/s, TTFT 100 ms: skipped %v, want %v", tc.waiting, got, tc.skip)
+		if got := tu.gated(tu.gateServer(o)); got != tc.skip {
+			t.Errorf("%v waiting at 10 requests/s, TTFT 300 ms: skipped %v, want %v", tc.waiting, got, tc.skip)
 		}
+	}
+	// A 4-ms TTFT at 100 requests/s with half a request waiting: 5 ms of
+	// wait by Little's law, but no queue.
+	light := Observation{RateRPS: 100, TTFTMs: 4, ITLMs: 1, OutputTokens: 100, MaxBatchSize: 8, WaitingRequests: 0.5}
+	if r := tu.gateServer(light); r != "" {
+		t.Errorf("half a request waiting skipped: %s", r)
 	}
 	if err := (Observation{RateRPS: 1, TTFTMs: 1, ITLMs: 1, OutputTokens: 1, MaxBatchSize: 1, WaitingRequests: -1}).Validate(); err == nil {
 		t.Error("a negative waiting count validated")

@@ -44,6 +44,10 @@ type Step struct {
 // whose TTFT is more than half queueing wait is skipped.
 const DefaultMaxWaitShare = 0.5
 
+// minGatedWaiting is the fewest waiting requests per replica the wait test
+// considers a queue.
+const minGatedWaiting = 1.0
+
 // gateServer says why obs must not update the estimate, or "" when it may:
 // the tuner learns the server, not the queue (issue 30; docs/tuner.md §3,
 // item 8). Both tests use what the pods report, not the estimate, so that
@@ -58,11 +62,17 @@ const DefaultMaxWaitShare = 0.5
 //     measures the queue — in an overload, a queue that grows with time,
 //     which no steady state of the model explains — and fitting it reads
 //     the queue as slow service. 0.5 is "the wait dominates".
+//
+// A wait below one waiting request per replica is a request between two
+// engine steps, not a queue: the wait test needs at least one (the
+// emulated and real servers' TTFTs of a few ms would otherwise be "mostly
+// wait" at light load). gateServer says what the tests find; Step decides
+// whether the gate applies (see gated).
 func (t *Tuner) gateServer(obs Observation) string {
 	if obs.PreemptionsPerSec > 0 && !t.cfg.KeepPreempting {
 		return fmt.Sprintf("skipped: the replicas preempted (%.3g requests/s): recompute is not service", obs.PreemptionsPerSec)
 	}
-	if t.cfg.MaxWaitShare < 0 || obs.WaitingRequests <= 0 {
+	if t.cfg.MaxWaitShare < 0 || obs.WaitingRequests < minGatedWaiting {
 		return ""
 	}
 	if wait := 1000 * obs.WaitingRequests / obs.RateRPS; wait > t.cfg.MaxWaitShare*obs.TTFTMs {
@@ -70,6 +80,30 @@ func (t *Tuner) gateServer(obs Observation) string {
 			wait, obs.WaitingRequests, obs.RateRPS, 100*t.cfg.MaxWaitShare, obs.TTFTMs)
 	}
 	return ""
+}
+
+// gated says whether the server gate applies: it protects an estimate
+// learned from the server, so not during a fit (a tuner still fitting its
+// window has no estimate to protect: a cold start under load, a model's
+// first replica overloaded until more start, sees nothing but such
+// cycles, and skipping them would leave the model unsized, to the
+// saturation analyzer alone, for as long as the load lasts), and not after
+// a first fit that took such cycles (queueFit: its estimate learned some
+// of the queue, and the gate would keep out the light-load cycles'
+// corrections with the rest; the next fit — a restart — starts clean). A
+// restart's refit does not mark the tuner: it starts from the rejected
+// observations, which contradict an estimate that had been protected.
+func (t *Tuner) gated(reason string) bool {
+	if reason == "" {
+		return false
+	}
+	if t.fitting {
+		if t.updates < t.windowSize {
+			t.queueFit = true
+		}
+		return false
+	}
+	return !t.queueFit
 }
 
 // skip records a step the server gate kept out.
@@ -93,7 +127,7 @@ func (t *Tuner) Step(obs Observation) (Step, error) {
 	if priorErr == nil {
 		st.PredictedTTFTMs, st.PredictedITLMs = prior.TTFTMs, prior.ITLMs
 	}
-	if reason := t.gateServer(obs); reason != "" {
+	if reason := t.gateServer(obs); t.gated(reason) {
 		t.skip(&st, reason)
 		st.Params, st.Covariance = t.Params(), t.Covariance()
 		return st, nil
@@ -318,7 +352,7 @@ func (t *Tuner) reanchor(st *Step) {
 
 	// The parameters changed: the rejected observations alone.
 	t.window = append(t.window[:0:0], t.pending...)
-	t.fitting = true
+	t.fitting, t.queueFit = true, false
 	changedErr := t.fitWindow(st)
 	changedX, changedP, changedMisfit := t.filter.State(), t.filter.Covariance(), t.misfit(t.pending)
 

@@ -46,6 +46,9 @@ type Record struct {
 	Window           []Observation
 	Pending          []Observation
 	Fitting          bool
+	// QueueFit: the current fit took queue-dominated or preempting cycles
+	// (the server gate is off until a fit starts anew).
+	QueueFit bool `json:"queueFit,omitempty"`
 }
 
 // Store keeps learned parameters across cycles (and, in the controller,
@@ -116,7 +119,7 @@ func (t *Tuner) Record(now time.Time) Record {
 	return Record{ServiceModel: t.cfg.ServiceModel, Strategy: t.cfg.Strategy, Params: t.Params(),
 		StateCovariance: rows(t.filter.Covariance()), Updates: t.updates, Rejections: t.rejections, Skips: t.skips, LastNIS: t.lastNIS, LastUpdate: now,
 		AnchorState: append([]float64(nil), t.anchorX...), AnchorCovariance: rows(t.anchorP),
-		Window: append([]Observation(nil), t.window...), Pending: append([]Observation(nil), t.pending...), Fitting: t.fitting}
+		Window: append([]Observation(nil), t.window...), Pending: append([]Observation(nil), t.pending...), Fitting: t.fitting, QueueFit: t.queueFit}
 }
 
 func rows(p *mat.SymDense) [][]float64 {
@@ -178,6 +181,7 @@ func Restore(cfg Config, rec Record) (*Tuner, error) {
 	t.filter.SetState(t.filter.State(), p)
 	t.anchorX, t.anchorP = t.filter.State(), t.filter.Covariance()
 	t.updates, t.rejections, t.skips, t.lastNIS = rec.Updates, rec.Rejections, rec.Skips, rec.LastNIS
+	t.queueFit = rec.QueueFit
 	t.fitting = rec.Updates < t.windowSize // resume gated once warmed up
 	if len(rec.AnchorState) == n && len(rec.AnchorCovariance) == n {
 		ap, err := symOf(rec.AnchorCovariance, n)

@@ -33,6 +33,11 @@ type Tuner struct {
 	// fitting is true until the window is full.
 	windowSize int
 	fitting    bool
+	// queueFit: the current fit's window took a cycle the server gate
+	// would have kept out (queueing or preemption): its estimate learned
+	// some of the queue, and the gate, which protects an estimate learned
+	// from the server, stays off until a fit starts anew.
+	queueFit bool
 	// pending are the rejected observations since the last accepted one.
 	pending    []Observation
 	updates    int     // accepted updates
