@@ -150,13 +150,7 @@ func (c *cycle) fleetBase(ms *modelState, vs *variantState, k FleetKey) (float64
 		return b, nil
 	}
 	p := k.params()
-	in, out := ungrid(k.Input, fleetGrid), ungrid(k.Output, fleetGrid)
-	var model queueing.ServiceModel = queueing.Iteration{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma}
-	if k.ServiceModel == tuner.ModelLinear {
-		model = queueing.Linear{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma, Delta: p.Delta}
-	}
-	a, err := queueing.NewAnalyzer(queueing.Config{Model: model, Workload: queueing.Workload{InputTokens: in, OutputTokens: out},
-		MaxBatchSize: c.effectiveBatch(vs, k.Batch, in, out), MaxQueueSize: c.cfg.MaxQueueSize})
+	a, err := queueing.NewAnalyzer(c.analyzerConfigAt(vs, &p, ungrid(k.Input, fleetGrid), ungrid(k.Output, fleetGrid)))
 	if err != nil {
 		return 0, err
 	}

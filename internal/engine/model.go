@@ -256,11 +256,16 @@ func (c *cycle) size(ms *modelState, vs *variantState, p *tuner.Params, slo queu
 // parameters p, at the model's token counts and the variant's effective
 // batch.
 func (c *cycle) analyzerConfig(ms *modelState, vs *variantState, p *tuner.Params) queueing.Config {
+	return c.analyzerConfigAt(vs, p, ms.inTok, math.Max(ms.outTok, 1))
+}
+
+// analyzerConfigAt is the queueing model of one replica of the variant
+// with parameters p at in and out tokens per request.
+func (c *cycle) analyzerConfigAt(vs *variantState, p *tuner.Params, in, out float64) queueing.Config {
 	var model queueing.ServiceModel = queueing.Iteration{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma}
 	if vs.v.serviceModel() == tuner.ModelLinear {
 		model = queueing.Linear{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma, Delta: p.Delta}
 	}
-	in, out := ms.inTok, math.Max(ms.outTok, 1)
 	return queueing.Config{Model: model, Workload: queueing.Workload{InputTokens: in, OutputTokens: out},
 		MaxBatchSize: c.effectiveBatch(vs, c.maxBatch(vs, 0), in, out), MaxQueueSize: c.cfg.MaxQueueSize}
 }

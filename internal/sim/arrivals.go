@@ -53,7 +53,7 @@ func (s *Sim) fill(q *request) {
 	} else {
 		rng := s.tokenRNG[m]
 		q.Input, q.Output = w.Input.Draw(rng), w.Output.Draw(rng)
-		q.class = drawClass(w.Classes, s.classRNG[m])
+		q.class = scenario.DrawClass(w.Classes, s.classRNG[m])
 		if w.PrefixGroups > 0 {
 			q.Prefix = drawPrefix(w, s.classRNG[m], s.now)
 		}
@@ -83,21 +83,6 @@ func drawPrefix(w *scenario.Workload, rng *rand.Rand, now float64) int {
 		}
 	}
 	return rng.IntN(w.PrefixGroups)
-}
-
-// drawClass picks a class by share.
-func drawClass(cs []scenario.Class, rng *rand.Rand) int {
-	if len(cs) < 2 {
-		return 0
-	}
-	u := rng.Float64()
-	for i, c := range cs {
-		if u < c.Share {
-			return i
-		}
-		u -= c.Share
-	}
-	return len(cs) - 1
 }
 
 func classIndex(cs []scenario.Class, name string) int {

@@ -80,7 +80,7 @@ func (w *workload) Draw(rng *rand.Rand, r *capacity.Request) {
 	slo, cs := w.slo, w.w.Classes
 	r.Sheddable, r.Priority = true, 0
 	if len(cs) > 0 {
-		c := cs[drawClass(cs, rng)]
+		c := cs[scenario.DrawClass(cs, rng)]
 		slo, r.Sheddable, r.Priority = c.SLO, c.Sheddable, c.RequestPriority()
 	}
 	r.TTFTMs, r.ITLMs = slo.TTFTMs, slo.ITLMs
@@ -89,19 +89,4 @@ func (w *workload) Draw(rng *rand.Rand, r *capacity.Request) {
 		r.Prefix = rng.IntN(w.w.PrefixGroups)
 		r.PrefixTokens = min(w.w.PrefixTokens, r.Input-1)
 	}
-}
-
-// drawClass picks a class by share.
-func drawClass(cs []scenario.Class, rng *rand.Rand) int {
-	if len(cs) < 2 {
-		return 0
-	}
-	u := rng.Float64()
-	for i, c := range cs {
-		if u < c.Share {
-			return i
-		}
-		u -= c.Share
-	}
-	return len(cs) - 1
 }

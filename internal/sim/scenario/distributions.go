@@ -111,3 +111,19 @@ func (t Tokens) BoundedMean() float64 {
 	}
 	return sum / n
 }
+
+// DrawClass picks one of a workload's classes by share (0 without
+// classes, or with one), from one uniform draw of rng.
+func DrawClass(cs []Class, rng *rand.Rand) int {
+	if len(cs) < 2 {
+		return 0
+	}
+	u := rng.Float64()
+	for i, c := range cs {
+		if u < c.Share {
+			return i
+		}
+		u -= c.Share
+	}
+	return len(cs) - 1
+}
