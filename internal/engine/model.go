@@ -37,7 +37,7 @@ func (c *cycle) tune(ms *modelState) {
 			vs.note("tuner: %v", err)
 			continue
 		}
-		vs.paramsSD = stdDevOf(st.Covariance)
+		vs.paramsSD = stdDevOf(st.Covariance.Rows())
 		if err := c.e.store.Put(key, tu.Record(c.now)); err != nil {
 			vs.note("tuner: storing parameters: %v", err)
 		}

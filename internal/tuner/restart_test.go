@@ -135,15 +135,15 @@ func TestProfilePrior(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, p := tu.filter.State(), tu.filter.Covariance()
-	bx, bp := back.filter.State(), back.filter.Covariance()
-	for i := range x {
+	x, p := tu.state(), tu.cov()
+	bx, bp := back.state(), back.cov()
+	for i := range tu.n {
 		if math.Abs(bx[i]-x[i]) > 1e-12 {
 			t.Errorf("restored state %v, want %v", bx, x)
 		}
-		for j := range x {
-			if bp.At(i, j) != p.At(i, j) || back.anchorP.At(i, j) != tu.anchorP.At(i, j) {
-				t.Errorf("restored covariance (%d, %d): %v / anchor %v, want %v / %v", i, j, bp.At(i, j), back.anchorP.At(i, j), p.At(i, j), tu.anchorP.At(i, j))
+		for j := range tu.n {
+			if bp[i][j] != p[i][j] || back.anchorP[i][j] != tu.anchorP[i][j] {
+				t.Errorf("restored covariance (%d, %d): %v / anchor %v, want %v / %v", i, j, bp[i][j], back.anchorP[i][j], p[i][j], tu.anchorP[i][j])
 			}
 		}
 	}

@@ -18,16 +18,18 @@ type Step struct {
 	Reason string
 	// NIS is yᵀS⁻¹y of this observation at the estimate before the step.
 	NIS float64
-	// Innovation is observed − predicted at the prior estimate: in log units
-	// (≈ relative error) for the robust strategy, in ms for the seed one.
-	Innovation      []float64
+	// Innovation is observed − predicted (TTFT, ITL) at the prior estimate:
+	// in log units (≈ relative error) for the robust strategy, in ms for the
+	// seed one. Evaluated says whether it (and NIS) could be computed.
+	Innovation      [2]float64
+	Evaluated       bool
 	ObservedTTFTMs  float64
 	ObservedITLMs   float64
 	PredictedTTFTMs float64 // at the estimate before this step
 	PredictedITLMs  float64
-	Params          Params      // estimate after the step
-	Covariance      [][]float64 // of Params, in their units, after the step
-	Iterations      int         // Gauss–Newton iterations of the update
+	Params          Params // estimate after the step
+	Covariance      Matrix // of Params, in their units, after the step
+	Iterations      int    // Gauss–Newton iterations of the update
 	// Gated is true when the NIS gate decided the outcome (false during a
 	// warm-up, for overload observations, and for the seed strategy's
 	// positivity rejections).
@@ -111,13 +113,14 @@ func (t *Tuner) skip(st *Step, reason string) {
 	st.Skipped, st.Reason = true, reason
 	t.skips++
 	if t.logSpace() && !t.fitting {
-		t.anchorP.AddSym(t.anchorP, t.processNoise())
+		t.anchorP = t.anchorP.plusDiag(t.drift(), t.n)
 	}
 }
 
 // Step runs one cycle on obs. An observation that fails Validate is an
 // error and changes nothing; every other outcome, including an update the
-// filter cannot compute, is reported in the returned Step.
+// filter cannot compute, is reported in the returned Step. With the robust
+// strategy a steady-state cycle does not allocate (BenchmarkStep).
 func (t *Tuner) Step(obs Observation) (Step, error) {
 	if err := obs.Validate(); err != nil {
 		return Step{}, err
@@ -129,7 +132,7 @@ func (t *Tuner) Step(obs Observation) (Step, error) {
 	}
 	if reason := t.gateServer(obs); t.gated(reason) {
 		t.skip(&st, reason)
-		st.Params, st.Covariance = t.Params(), t.Covariance()
+		st.Params, st.Covariance = t.Params(), t.covariance()
 		return st, nil
 	}
 	switch {
@@ -148,7 +151,7 @@ func (t *Tuner) Step(obs Observation) (Step, error) {
 	} else {
 		t.rejections++
 	}
-	st.Params, st.Covariance = t.Params(), t.Covariance()
+	st.Params, st.Covariance = t.Params(), t.covariance()
 	return st, nil
 }
 
@@ -158,9 +161,12 @@ func (t *Tuner) Step(obs Observation) (Step, error) {
 // at or above the gate, restoring x and P from before the predict step.
 func (t *Tuner) stepSeed(st *Step, obs Observation) {
 	t.filter.Stash()
-	t.filter.Predict(nil, nil, t.processNoise())
-	upd, err := t.update(obs)
-	st.NIS, st.Innovation, st.Iterations = upd.NIS, upd.Innovation, upd.Iterations
+	t.filter.Predict(nil, nil, t.seedProcessNoise())
+	upd, err := t.seedUpdate(obs)
+	st.NIS, st.Iterations = upd.NIS, upd.Iterations
+	if len(upd.Innovation) == 2 {
+		st.Innovation, st.Evaluated = [2]float64{upd.Innovation[0], upd.Innovation[1]}, true
+	}
 	invalid := t.Params().Validate(t.cfg.ServiceModel) // before any unstash restores them
 	switch {
 	case err != nil:
@@ -185,7 +191,7 @@ func (t *Tuner) stepSeed(st *Step, obs Observation) {
 // sequential EKF collapses its covariance in directions the first
 // observations cannot resolve and then crawls.
 func (t *Tuner) stepWarmup(st *Step, obs Observation) {
-	t.evaluate(st, obs)
+	t.evaluate(st, obs, t.p)
 	t.window = append(t.window, obs)
 	if err := t.fitWindow(st); err != nil {
 		t.window = t.window[:len(t.window)-1]
@@ -199,10 +205,8 @@ func (t *Tuner) stepWarmup(st *Step, obs Observation) {
 		// almost cannot be, so the prior (a wrong profile, or a re-anchor
 		// on a wrong estimate) is dropped for the cold start's spread.
 		narrow := t.anchorP
-		t.anchorP = mat.NewSymDense(narrow.SymmetricDim(), nil)
-		t.anchorP.CopySym(narrow)
-		for i := range t.anchorP.SymmetricDim() {
-			t.anchorP.SetSym(i, i, math.Max(t.anchorP.At(i, i), sq(t.cfg.InitialSpread)))
+		for i := range t.n {
+			t.anchorP[i][i] = math.Max(t.anchorP[i][i], sq(t.cfg.InitialSpread))
 		}
 		if err := t.fitWindow(st); err != nil {
 			t.anchorP = narrow
@@ -215,7 +219,7 @@ func (t *Tuner) stepWarmup(st *Step, obs Observation) {
 		// maximum a-posteriori estimate rather than one observation at a time
 		// against the cold prior.
 		t.fitting = false
-		t.anchorX, t.anchorP = t.filter.State(), t.filter.Covariance()
+		t.anchorX, t.anchorP = t.x, t.p
 		t.window = t.window[:0]
 	}
 }
@@ -224,6 +228,15 @@ func (t *Tuner) stepWarmup(st *Step, obs Observation) {
 // its prior (see priorContradicted).
 const priorMaxQuantile = 0.999
 
+// priorMaxD2 is the χ² quantile priorMaxQuantile with k degrees of
+// freedom, for k up to maxDim.
+var priorMaxD2 = func() (q [maxDim + 1]float64) {
+	for k := 1; k <= maxDim; k++ {
+		q[k] = distuv.ChiSquared{K: float64(k)}.Quantile(priorMaxQuantile)
+	}
+	return q
+}()
+
 // priorContradicted reports whether the warm-up fit lies where its prior
 // says it almost cannot: the squared Mahalanobis distance of the estimate
 // from the anchor, under the anchor's covariance plus Q for each cycle of
@@ -231,35 +244,27 @@ const priorMaxQuantile = 0.999
 // parameter (16.3 for three). Only a prior narrower than the cold start's
 // can be contradicted: the cold start is already as wide as the tuner goes.
 func (t *Tuner) priorContradicted() (float64, bool) {
-	n := t.anchorP.SymmetricDim()
 	narrower := false
-	for i := range n {
-		narrower = narrower || t.anchorP.At(i, i) < sq(t.cfg.InitialSpread)
+	for i := range t.n {
+		narrower = narrower || t.anchorP[i][i] < sq(t.cfg.InitialSpread)
 	}
 	if !narrower {
 		return 0, false
 	}
-	prior := mat.NewSymDense(n, nil)
-	prior.CopySym(t.anchorP)
-	q := t.processNoise()
-	for range t.window {
-		prior.AddSym(prior, q)
-	}
-	var chol mat.Cholesky
-	if !chol.Factorize(prior) {
+	l, ok := cholesky(t.anchorP.plusDiag(float64(len(t.window))*t.drift(), t.n), t.n)
+	if !ok {
 		return 0, false
 	}
-	x := t.filter.State()
-	d := mat.NewVecDense(n, nil)
-	for i := range n {
-		d.SetVec(i, x[i]-t.anchorX[i])
+	var d vec
+	for i := range t.n {
+		d[i] = t.x[i] - t.anchorX[i]
 	}
-	var w mat.VecDense
-	if err := chol.SolveVecTo(&w, d); err != nil {
-		return 0, false
+	w := l.solve(d, t.n)
+	d2 := 0.0
+	for i := range t.n {
+		d2 += d[i] * w[i]
 	}
-	d2 := mat.Dot(d, &w)
-	return d2, d2 > distuv.ChiSquared{K: float64(n)}.Quantile(priorMaxQuantile)
+	return d2, d2 > priorMaxD2[t.n]
 }
 
 // stepGated is the steady-state cycle. The observation's NIS at the
@@ -276,12 +281,9 @@ func (t *Tuner) priorContradicted() (float64, bool) {
 // grows by the process noise as time passes. After MaxRejections in a row
 // the estimate is taken to be wrong: see reanchor.
 func (t *Tuner) stepGated(st *Step, obs Observation, saturated bool) {
-	t.filter.Stash()
-	t.filter.Predict(nil, nil, t.processNoise())
-	t.evaluate(st, obs)
-	t.filter.Unstash()
-	st.Gated = st.Innovation != nil && !saturated
-	if st.Innovation != nil && (saturated || st.NIS < t.cfg.MaxNIS) {
+	t.evaluate(st, obs, t.p.plusDiag(t.drift(), t.n))
+	st.Gated = st.Evaluated && !saturated
+	if st.Evaluated && (saturated || st.NIS < t.cfg.MaxNIS) {
 		t.window = append(t.window, obs)
 		for len(t.window) > t.windowSize { // more after a joint refit (reanchor)
 			t.advanceAnchor()
@@ -297,9 +299,9 @@ func (t *Tuner) stepGated(st *Step, obs Observation, saturated bool) {
 		}
 		return
 	}
-	t.anchorP.AddSym(t.anchorP, t.processNoise())
+	t.anchorP = t.anchorP.plusDiag(t.drift(), t.n)
 	t.pending = append(t.pending, obs)
-	if st.Innovation == nil {
+	if !st.Evaluated {
 		st.Reason = "rejected: the queueing model cannot be evaluated at this observation"
 	} else {
 		st.Reason = fmt.Sprintf("rejected: NIS %.4g ≥ %.4g", st.NIS, t.cfg.MaxNIS)
@@ -338,27 +340,23 @@ func (t *Tuner) stepGated(st *Step, obs Observation, saturated bool) {
 // (docs/tuner.md §3 item 5, §7).
 func (t *Tuner) reanchor(st *Step) {
 	n, last, recent := len(t.pending), st.NIS, len(t.window)
-	estimate, estimateP := t.filter.State(), t.filter.Covariance()
+	estimate, estimateP := t.x, t.p
 	oldMisfit := t.misfit(t.window)
 	joint := make([]Observation, 0, recent+n)
 	joint = append(append(joint, t.window...), t.pending...)
 	t.anchorX = estimate
-	t.anchorP = t.filter.Covariance()
-	for i := range t.anchorP.SymmetricDim() {
-		t.anchorP.SetSym(i, i, t.anchorP.At(i, i)+sq(t.cfg.InflationSpread))
-	}
-	anchorP := mat.NewSymDense(t.anchorP.SymmetricDim(), nil)
-	anchorP.CopySym(t.anchorP)
+	t.anchorP = t.p.plusDiag(sq(t.cfg.InflationSpread), t.n)
+	anchorP := t.anchorP
 
 	// The parameters changed: the rejected observations alone.
 	t.window = append(t.window[:0:0], t.pending...)
 	t.fitting, t.queueFit = true, false
 	changedErr := t.fitWindow(st)
-	changedX, changedP, changedMisfit := t.filter.State(), t.filter.Covariance(), t.misfit(t.pending)
+	changedX, changedP, changedMisfit := t.x, t.p, t.misfit(t.pending)
 
 	// The estimate was wrong: the recent window and the rejected ones.
-	if k := len(estimate); recent > 0 && 2*len(joint) > 2*k {
-		t.filter.SetState(estimate, estimateP)
+	if k := t.n; recent > 0 && 2*len(joint) > 2*k {
+		t.setState(estimate, &estimateP)
 		t.window = joint
 		if err := t.fitWindow(st); err == nil {
 			separate := oldMisfit + changedMisfit
@@ -373,9 +371,9 @@ func (t *Tuner) reanchor(st *Step) {
 				// far-off split — extrapolated along the α–γ ridge, that
 				// tangent drew the estimate away again once the window
 				// held the new load only.
-				t.anchorX = t.filter.State()
+				t.anchorX = t.x
 				if err := t.fitWindow(st); err != nil {
-					t.filter.SetState(t.anchorX, nil)
+					t.setState(t.anchorX, nil)
 				}
 				t.fitting = false
 				st.Accepted = true
@@ -388,12 +386,12 @@ func (t *Tuner) reanchor(st *Step) {
 		t.window = append(t.window[:0:0], t.pending...)
 	}
 	if changedErr != nil {
-		t.filter.SetState(estimate, estimateP)
+		t.setState(estimate, &estimateP)
 		t.fitting = false
 		st.Reason += "; refit after covariance inflation failed: " + changedErr.Error()
 		return
 	}
-	t.filter.SetState(changedX, changedP)
+	t.setState(changedX, &changedP)
 	st.Accepted = true
 	t.fitting = len(t.window) < t.windowSize
 	st.Reason = fmt.Sprintf("accepted: %d rejections in a row (last NIS %.4g); parameters assumed changed, covariance inflated, refitted", n, last)
@@ -410,43 +408,59 @@ func (t *Tuner) misfit(batch []Observation) float64 {
 	if len(batch) == 0 {
 		return 0
 	}
-	z, r := t.measurement(batch)
-	h := t.observe(batch)(t.filter.State())
-	ss := 0.0
-	for i, v := range z {
-		ss += sq(v-h[i]) / r.At(i, i)
-	}
-	return ss
+	return t.dataCost(t.x, batch, t.measure(batch, t.x))
 }
 
 // advanceAnchor moves the oldest observation out of the window and into the
 // anchor, with one iterated EKF update linearised at the current estimate.
+// The window shifts in place, so that the steady state reuses its array.
 func (t *Tuner) advanceAnchor() {
-	oldest := t.window[0]
-	t.window = t.window[1:]
-	current := t.filter.State()
-	p := mat.NewSymDense(t.anchorP.SymmetricDim(), nil)
-	p.AddSym(t.anchorP, t.processNoise())
-	t.filter.SetState(t.anchorX, p)
-	batch := []Observation{oldest}
-	z, r := t.measurement(batch)
-	if _, err := t.filter.UpdateIteratedFrom(z, t.observe(batch), t.jacobian(batch), r, t.cfg.MaxIterations, current); err == nil {
-		t.anchorX, t.anchorP = t.filter.State(), t.filter.Covariance()
+	oldest := t.window[:1]
+	p := t.anchorP.plusDiag(t.drift(), t.n)
+	if res, err := t.gaussNewton(t.anchorX, p, oldest, t.measure(oldest, t.anchorX), t.x); err == nil {
+		t.anchorX, t.anchorP = res.x, res.p
 	} else {
 		t.anchorP = p
 	}
-	t.filter.SetState(current, nil)
+	t.p = t.anchorP
+	copy(t.window, t.window[1:])
+	t.window = t.window[:len(t.window)-1]
 }
 
-// evaluate fills the NIS and innovation of obs at the current estimate.
-func (t *Tuner) evaluate(st *Step, obs Observation) {
-	z, r := t.measurement([]Observation{obs})
-	if upd, err := t.filter.Evaluate(z, t.observe([]Observation{obs}), t.jacobian([]Observation{obs}), r); err == nil {
-		st.NIS, st.Innovation = upd.NIS, upd.Innovation
+// evaluate fills the NIS and innovation of obs at the current estimate,
+// whose covariance is p.
+func (t *Tuner) evaluate(st *Step, obs Observation, p square) {
+	m := t.measureOne(obs, t.x)
+	h, jac, ok := t.linearise(t.x, t.x, obs)
+	if !ok {
+		return
 	}
+	var s [2][2]float64
+	for a := range 2 {
+		for b := range 2 {
+			for i := range t.n {
+				for j := range t.n {
+					s[a][b] += jac[a][i] * p[i][j] * jac[b][j]
+				}
+			}
+		}
+		s[a][a] += m.r[a]
+	}
+	s[0][1] = (s[0][1] + s[1][0]) / 2
+	y := [2]float64{m.z[0] - h[0], m.z[1] - h[1]}
+	det := s[0][0]*s[1][1] - s[0][1]*s[0][1]
+	tr := s[0][0] + s[1][1]
+	// The eigenvalues of S are tr/2 ± √(tr²/4 − det); their ratio is its
+	// condition number.
+	disc := math.Sqrt(math.Max(tr*tr/4-det, 0))
+	if !(det > 0) || math.IsInf(det, 0) || (tr/2+disc)/(tr/2-disc) > maxCondition {
+		return
+	}
+	st.NIS = (y[0]*y[0]*s[1][1] - 2*y[0]*y[1]*s[0][1] + y[1]*y[1]*s[0][0]) / det
+	st.Innovation, st.Evaluated = y, true
 }
 
-// fitWindow resets the filter to the anchor and fits every observation in
+// fitWindow resets the estimate to the anchor and fits every observation in
 // the window at once. The parameters may have drifted by the process noise
 // in each cycle since the anchor, so the prior is the anchor's covariance
 // plus that much. In the steady state the iterations start at the current
@@ -455,110 +469,102 @@ func (t *Tuner) evaluate(st *Step, obs Observation) {
 // start at the anchor, the defaults and a bootstrap from the newest
 // observation, and the fit with the lowest MAP cost wins.
 func (t *Tuner) fitWindow(st *Step) error {
-	current, currentP := t.filter.State(), t.filter.Covariance()
-	starts := [][]float64{current}
+	var starts [4]vec
+	starts[0] = t.x
+	ns := 1
 	if t.fitting {
-		starts = append(starts, t.anchorX, t.stateOf(Defaults(t.cfg.ServiceModel)))
+		starts[1], starts[2] = t.anchorX, t.stateOf(Defaults(t.cfg.ServiceModel))
+		ns = 3
 		if p, ok := Bootstrap(t.cfg.ServiceModel, t.window[len(t.window)-1]); ok {
-			starts = append(starts, t.stateOf(p))
+			starts[3] = t.stateOf(p)
+			ns = 4
 		}
 	}
-	prior := mat.NewSymDense(t.anchorP.SymmetricDim(), nil)
-	prior.CopySym(t.anchorP)
-	q := t.processNoise()
-	for range t.window {
-		prior.AddSym(prior, q)
-	}
-	z, r := t.measurement(t.window)
-	h, jac := t.observe(t.window), t.jacobian(t.window)
-	var bestX []float64
-	var bestP *mat.SymDense
-	bestCost := math.Inf(1)
+	prior := t.anchorP.plusDiag(float64(len(t.window))*t.drift(), t.n)
+	meas := t.measure(t.window, t.x)
+	best := fitResult{cost: math.Inf(1)}
+	found := false
 	var lastErr error
-	for _, s := range starts {
-		t.filter.SetState(t.anchorX, prior)
-		upd, err := t.filter.UpdateIteratedFrom(z, h, jac, r, t.cfg.MaxIterations, s)
-		st.Iterations += upd.Iterations
+	for k, s := range starts[:ns] {
+		if t.repeated(starts[:k], s) {
+			continue // the same start gives the same fit
+		}
+		res, err := t.gaussNewton(t.anchorX, prior, t.window, meas, s)
+		st.Iterations += res.iters
 		if err != nil {
 			lastErr = err
 			continue
 		}
-		if upd.Cost < bestCost {
-			bestCost, bestX, bestP = upd.Cost, t.filter.State(), t.filter.Covariance()
+		if res.cost < best.cost {
+			best, found = res, true
 		}
 	}
-	if bestX == nil {
-		t.filter.SetState(current, currentP)
+	if !found {
 		return lastErr
 	}
-	t.filter.SetState(bestX, bestP)
+	t.setState(best.x, &best.p)
 	return nil
 }
 
-// stateOf maps parameters to the filter state (log-parameters).
-func (t *Tuner) stateOf(p Params) []float64 {
-	v := p.vector(t.cfg.ServiceModel)
-	for i := range v {
-		v[i] = math.Log(v[i])
+// repeated reports whether s is one of earlier.
+func (t *Tuner) repeated(earlier []vec, s vec) bool {
+	for _, e := range earlier {
+		if e == s {
+			return true
+		}
 	}
-	return v
+	return false
 }
 
-// processNoise is Q = diag((c·x)²) (docs/tuner.md §1); for log-parameters the
-// same relative drift is diag(c²).
-func (t *Tuner) processNoise() *mat.SymDense {
+// stateOf maps parameters to the filter state (log-parameters).
+func (t *Tuner) stateOf(p Params) vec {
+	x := vec{p.Alpha, p.Beta, p.Gamma, p.Delta}
+	for i := range t.n {
+		x[i] = math.Log(x[i])
+	}
+	return x
+}
+
+// drift is the robust strategy's process noise per cycle: Q = diag(c²) on
+// the log-parameters, the same relative drift as the seed's diag((c·x)²)
+// (docs/tuner.md §1).
+func (t *Tuner) drift() float64 { return sq(t.cfg.PercentChange) }
+
+// seedProcessNoise is the seed strategy's Q = diag((c·x)²).
+func (t *Tuner) seedProcessNoise() *mat.SymDense {
 	x := t.filter.State()
 	q := mat.NewSymDense(len(x), nil)
 	for i, v := range x {
-		if t.logSpace() {
-			q.SetSym(i, i, sq(t.cfg.PercentChange))
-		} else {
-			q.SetSym(i, i, sq(t.cfg.PercentChange*v))
-		}
+		q.SetSym(i, i, sq(t.cfg.PercentChange*v))
 	}
 	return q
 }
 
-// update runs the measurement update for one observation.
-func (t *Tuner) update(obs Observation) (kalman.Update, error) {
-	batch := []Observation{obs}
-	z, r := t.measurement(batch)
-	h := t.observe(batch)
-	if !t.logSpace() {
-		return t.filter.Update(z, h, nil, r)
-	}
-	return t.filter.UpdateIterated(z, h, t.jacobian(batch), r, t.cfg.MaxIterations)
+// seedUpdate runs the seed strategy's measurement update for one
+// observation: TTFT and ITL in ms, relative noise σ = (ε/t)/√g of the
+// observed value (docs/tuner.md §1), the filter's own numerical Jacobian.
+func (t *Tuner) seedUpdate(obs Observation) (kalman.Update, error) {
+	noise := t.cfg.relNoise()
+	z := []float64{obs.TTFTMs, obs.ITLMs}
+	r := mat.NewSymDense(2, []float64{sq(noise * obs.TTFTMs), 0, 0, sq(noise * obs.ITLMs)})
+	return t.filter.Update(z, t.seedObserve(obs), nil, r)
 }
 
-// measurement returns the stacked observations (TTFT, ITL per observation;
-// their logs for the robust strategy) and their noise covariance:
-// σ = (ε/t)/√g relative to the observed value (docs/tuner.md §1), which in log
-// units is the constant σ itself; the robust strategy widens a TTFT's σ by
-// its queueing-wait share (see waitShare).
-func (t *Tuner) measurement(batch []Observation) ([]float64, *mat.SymDense) {
-	noise := t.cfg.relNoise()
-	z := make([]float64, 0, 2*len(batch))
-	r := mat.NewSymDense(2*len(batch), nil)
-	for i, o := range batch {
-		for j, v := range []float64{o.TTFTMs, o.ITLMs} {
-			if t.logSpace() {
-				z = append(z, math.Log(v))
-				sd := noise
-				if j == 0 {
-					sd = math.Hypot(noise, 0.5*t.waitShare(o))
-				}
-				r.SetSym(2*i+j, 2*i+j, sq(sd))
-			} else {
-				z = append(z, v)
-				r.SetSym(2*i+j, 2*i+j, sq(noise*v))
-			}
+// seedObserve returns h(x) for the seed strategy: the TTFT and ITL
+// predicted at obs's load. Where the model cannot be evaluated it returns
+// NaN, which the filter reports as a non-finite update.
+func (t *Tuner) seedObserve(obs Observation) kalman.Func {
+	return func(x []float64) []float64 {
+		m, err := t.analyze(t.toParams(vecOf(x)), obs)
+		if err != nil || !(m.TTFTMs > 0) || !(m.ITLMs > 0) {
+			return []float64{math.NaN(), math.NaN()}
 		}
+		return []float64{m.TTFTMs, m.ITLMs}
 	}
-	return z, r
 }
 
 // waitShare is the part of an observation's TTFT that is queueing wait,
-// by the current estimate: the larger of the predicted wait's share of the
+// by the estimate at: the larger of the predicted wait's share of the
 // predicted TTFT and the share of the observed TTFT beyond the predicted
 // prefill. The wait is what the queueing model knows least well (it assumes
 // exponential service and a hard batch limit, where a KV-bound server admits
@@ -568,52 +574,11 @@ func (t *Tuner) measurement(batch []Observation) ([]float64, *mat.SymDense) {
 // κ = 1 cut `wva tune study` runs within 5 % at 5 % noise from 73 to 53 %), and a
 // wait-dominated TTFT no longer fails the gate on every
 // cycle nor pulls α, β, γ away from what the ITL and unloaded TTFT show.
-func (t *Tuner) waitShare(o Observation) float64 {
-	m, err := t.analyze(t.Params(), o)
+func (t *Tuner) waitShare(o Observation, at vec) float64 {
+	m, err := t.analyze(t.toParams(at), o)
 	if err != nil || !(m.TTFTMs > 0) {
 		return 1
 	}
 	prefill := m.TTFTMs - m.WaitMs
 	return math.Min(1, math.Max(m.WaitMs/m.TTFTMs, 1-prefill/o.TTFTMs))
-}
-
-// jacobian differentiates h with respect to the log-parameters with an
-// absolute step of 0.01 (a 1 % change of each parameter); nil for the seed
-// strategy, whose filter uses the reference tuner's relative step.
-func (t *Tuner) jacobian(batch []Observation) kalman.JacobianFunc {
-	if !t.logSpace() {
-		return nil
-	}
-	h := t.observe(batch)
-	return func(x []float64) *mat.Dense { return kalman.NumericalJacobianAbs(h, x, logJacobianStep) }
-}
-
-// observe returns h(x): TTFT and ITL predicted for each observation's load
-// (their logs for the robust strategy). Where the model cannot be evaluated
-// it returns NaN, which the filter reports as a non-finite update.
-func (t *Tuner) observe(batch []Observation) kalman.Func {
-	return func(x []float64) []float64 {
-		out := make([]float64, 0, 2*len(batch))
-		p := t.toParams(x)
-		for _, obs := range batch {
-			m, err := t.analyze(p, obs)
-			if err != nil || !(m.TTFTMs > 0) || !(m.ITLMs > 0) {
-				return nanVector(2 * len(batch))
-			}
-			if t.logSpace() {
-				out = append(out, math.Log(m.TTFTMs), math.Log(m.ITLMs))
-			} else {
-				out = append(out, m.TTFTMs, m.ITLMs)
-			}
-		}
-		return out
-	}
-}
-
-func nanVector(n int) []float64 {
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = math.NaN()
-	}
-	return v
 }

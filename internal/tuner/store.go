@@ -6,8 +6,6 @@ import (
 	"math"
 	"sync"
 	"time"
-
-	"gonum.org/v1/gonum/mat"
 )
 
 // Key identifies one variant's learned parameters.
@@ -117,44 +115,31 @@ func (r Record) clone() Record {
 // Record returns the tuner's state for a Store, stamped with now.
 func (t *Tuner) Record(now time.Time) Record {
 	return Record{ServiceModel: t.cfg.ServiceModel, Strategy: t.cfg.Strategy, Params: t.Params(),
-		StateCovariance: rows(t.filter.Covariance()), Updates: t.updates, Rejections: t.rejections, Skips: t.skips, LastNIS: t.lastNIS, LastUpdate: now,
-		AnchorState: append([]float64(nil), t.anchorX...), AnchorCovariance: rows(t.anchorP),
+		StateCovariance: t.cov().rows(t.n), Updates: t.updates, Rejections: t.rejections, Skips: t.skips, LastNIS: t.lastNIS, LastUpdate: now,
+		AnchorState: append([]float64(nil), t.anchorX[:t.n]...), AnchorCovariance: t.anchorP.rows(t.n),
 		Window: append([]Observation(nil), t.window...), Pending: append([]Observation(nil), t.pending...), Fitting: t.fitting, QueueFit: t.queueFit}
 }
 
-func rows(p *mat.SymDense) [][]float64 {
-	n := p.SymmetricDim()
-	out := make([][]float64, n)
-	for i := range out {
-		out[i] = make([]float64, n)
-		for j := range out[i] {
-			out[i][j] = p.At(i, j)
-		}
-	}
-	return out
-}
-
 // symOf checks and converts a stored n×n covariance.
-func symOf(m [][]float64, n int) (*mat.SymDense, error) {
+func symOf(m [][]float64, n int) (square, error) {
+	var p square
 	if len(m) != n {
-		return nil, fmt.Errorf("tuner: record covariance is %d×%d, want %d×%d", len(m), len(m), n, n)
+		return p, fmt.Errorf("tuner: record covariance is %d×%d, want %d×%d", len(m), len(m), n, n)
 	}
-	p := mat.NewSymDense(n, nil)
 	for i, row := range m {
 		if len(row) != n {
-			return nil, errors.New("tuner: record covariance is not square")
+			return p, errors.New("tuner: record covariance is not square")
 		}
 		for j := i; j < n; j++ {
 			v := (row[j] + m[j][i]) / 2
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, errors.New("tuner: record covariance is not finite")
+				return p, errors.New("tuner: record covariance is not finite")
 			}
-			p.SetSym(i, j, v)
+			p[i][j], p[j][i] = v, v
 		}
 	}
-	var chol mat.Cholesky
-	if !chol.Factorize(p) {
-		return nil, errors.New("tuner: record covariance is not positive-definite")
+	if _, ok := cholesky(p, n); !ok {
+		return p, errors.New("tuner: record covariance is not positive-definite")
 	}
 	return p, nil
 }
@@ -178,8 +163,8 @@ func Restore(cfg Config, rec Record) (*Tuner, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.filter.SetState(t.filter.State(), p)
-	t.anchorX, t.anchorP = t.filter.State(), t.filter.Covariance()
+	t.setState(t.state(), &p)
+	t.anchorX, t.anchorP = t.state(), t.cov()
 	t.updates, t.rejections, t.skips, t.lastNIS = rec.Updates, rec.Rejections, rec.Skips, rec.LastNIS
 	t.queueFit = rec.QueueFit
 	t.fitting = rec.Updates < t.windowSize // resume gated once warmed up
@@ -188,7 +173,7 @@ func Restore(cfg Config, rec Record) (*Tuner, error) {
 		if err != nil {
 			return nil, err
 		}
-		t.anchorX, t.anchorP = append([]float64(nil), rec.AnchorState...), ap
+		t.anchorX, t.anchorP = vecOf(rec.AnchorState), ap
 		t.window = append(t.window[:0], rec.Window...)
 		t.pending = append(t.pending[:0], rec.Pending...)
 		t.fitting = rec.Fitting

@@ -10,24 +10,29 @@ import (
 	"github.com/llm-d-incubation/wva/internal/queueing"
 )
 
-// logJacobianStep is the finite-difference step on a log-parameter: a 1 %
-// change of the parameter, the reference tuner's relative step.
-const logJacobianStep = 0.01
-
 // saturatedBlocking is the blocking probability above which the estimate is
 // said to put an observation in overload.
 const saturatedBlocking = 1e-3
 
 // Tuner learns one variant's parameters. It is not safe for concurrent use.
 type Tuner struct {
-	cfg    Config
-	filter *kalman.Filter
-	eval   *evaluator
+	cfg Config
+	n   int // parameters: 3 (iteration) or 4 (linear)
+	// filter is the seed strategy's EKF, which holds its state; nil for
+	// the robust strategy, whose estimate x and covariance p (of the
+	// log-parameters) live in fixed arrays so that a steady-state cycle
+	// allocates nothing.
+	filter       *kalman.Filter
+	x            vec
+	p            square
+	lower, upper vec // the state's bounds (log-parameters for the robust strategy)
+	eval         *evaluator
+	lins         linCache
 	// anchorX and anchorP are the prior that the observations in window
 	// are fitted against jointly: the cold start, or the estimate with an
 	// inflated covariance after the parameters changed.
-	anchorX []float64
-	anchorP *mat.SymDense
+	anchorX vec
+	anchorP square
 	window  []Observation
 	// windowSize is how many observations a (re)start fits jointly, and
 	// fitting is true until the window is full.
@@ -40,10 +45,11 @@ type Tuner struct {
 	queueFit bool
 	// pending are the rejected observations since the last accepted one.
 	pending    []Observation
-	updates    int     // accepted updates
-	rejections int     // rejected updates
-	skips      int     // observations the server gate kept out
-	lastNIS    float64 // NIS of the latest observation
+	meas       []measured // scratch: the stacked observations of a fit
+	updates    int        // accepted updates
+	rejections int        // rejected updates
+	skips      int        // observations the server gate kept out
+	lastNIS    float64    // NIS of the latest observation
 }
 
 // New returns a tuner that starts from init. With StrategyRobust the
@@ -60,22 +66,25 @@ func New(cfg Config, init Params) (*Tuner, error) {
 	}
 	x0 := init.vector(cfg.ServiceModel)
 	n := len(x0)
-	p0 := mat.NewSymDense(n, nil)
+	t := &Tuner{cfg: cfg, n: n, eval: newEvaluator(cfg.ServiceModel, cfg.MaxQueueSize), windowSize: cfg.Window}
 	if cfg.Strategy == StrategySeed {
+		p0 := mat.NewSymDense(n, nil)
 		for i, v := range x0 {
 			p0.SetSym(i, i, sq(cfg.PercentChange*v))
 		}
+		f, err := kalman.New(x0, p0)
+		if err != nil {
+			return nil, fmt.Errorf("tuner: %w", err)
+		}
+		t.filter = f
 	} else {
 		for i := range x0 {
 			x0[i] = math.Log(x0[i])
-			p0.SetSym(i, i, sq(cfg.InitialSpread))
 		}
+		t.x = vecOf(x0)
+		t.p = square{}.plusDiag(sq(cfg.InitialSpread), n)
 	}
-	f, err := kalman.New(x0, p0)
-	if err != nil {
-		return nil, fmt.Errorf("tuner: %w", err)
-	}
-	t := &Tuner{cfg: cfg, filter: f, eval: newEvaluator(cfg.ServiceModel, cfg.MaxQueueSize), windowSize: cfg.Window, anchorX: f.State(), anchorP: f.Covariance()}
+	t.anchorX, t.anchorP = t.state(), t.cov()
 	t.fitting = t.windowSize > 0
 	t.setBounds()
 	return t, nil
@@ -110,13 +119,8 @@ func NewProfiled(cfg Config, profile Params) (*Tuner, error) {
 	if err != nil || !t.logSpace() {
 		return t, err
 	}
-	n := len(t.anchorX)
-	p := mat.NewSymDense(n, nil)
-	for i := range n {
-		p.SetSym(i, i, sq(t.cfg.ProfileSpread))
-	}
-	t.filter.SetState(t.anchorX, p)
-	t.anchorP = t.filter.Covariance()
+	t.p = square{}.plusDiag(sq(t.cfg.ProfileSpread), t.n)
+	t.anchorP = t.p
 	return t, nil
 }
 
@@ -144,7 +148,68 @@ func (t *Tuner) setBounds() {
 			lo[i], hi[i] = math.Log(lo[i]), math.Log(hi[i])
 		}
 	}
-	t.filter.Lower, t.filter.Upper = lo, hi
+	t.lower, t.upper = vecOf(lo), vecOf(hi)
+	if t.filter != nil {
+		t.filter.Lower, t.filter.Upper = lo, hi
+	}
+}
+
+// state returns the estimate (log-parameters for the robust strategy).
+func (t *Tuner) state() vec {
+	if t.filter != nil {
+		return vecOf(t.filter.State())
+	}
+	return t.x
+}
+
+// cov returns the estimate's covariance.
+func (t *Tuner) cov() square {
+	if t.filter == nil {
+		return t.p
+	}
+	var c square
+	p := t.filter.Covariance()
+	for i := range t.n {
+		for j := range t.n {
+			c[i][j] = p.At(i, j)
+		}
+	}
+	return c
+}
+
+// setState replaces the estimate and, unless p is nil, its covariance;
+// the estimate is clamped to the bounds.
+func (t *Tuner) setState(x vec, p *square) {
+	if t.filter != nil {
+		sym := (*mat.SymDense)(nil)
+		if p != nil {
+			sym = symOfSquare(*p, t.n)
+		}
+		t.filter.SetState(x[:t.n], sym)
+		return
+	}
+	t.x = t.clamp(x)
+	if p != nil {
+		t.p = *p
+	}
+}
+
+// clamp returns x within the bounds.
+func (t *Tuner) clamp(x vec) vec {
+	for i := range t.n {
+		x[i] = math.Min(math.Max(x[i], t.lower[i]), t.upper[i])
+	}
+	return x
+}
+
+func symOfSquare(a square, n int) *mat.SymDense {
+	s := mat.NewSymDense(n, nil)
+	for i := range n {
+		for j := i; j < n; j++ {
+			s.SetSym(i, j, a[i][j])
+		}
+	}
+	return s
 }
 
 func (t *Tuner) logSpace() bool { return t.cfg.Strategy == StrategyRobust }
@@ -153,37 +218,25 @@ func (t *Tuner) logSpace() bool { return t.cfg.Strategy == StrategyRobust }
 func (t *Tuner) Config() Config { return t.cfg }
 
 // Params returns the current estimate.
-func (t *Tuner) Params() Params { return t.toParams(t.filter.State()) }
+func (t *Tuner) Params() Params { return t.toParams(t.state()) }
 
-func (t *Tuner) toParams(x []float64) Params {
-	v := append([]float64(nil), x...)
+func (t *Tuner) toParams(x vec) Params {
 	if t.logSpace() {
-		for i := range v {
-			v[i] = math.Exp(v[i])
+		for i := range t.n {
+			x[i] = math.Exp(x[i])
 		}
 	}
-	return paramsOf(t.cfg.ServiceModel, v)
+	p := Params{Alpha: x[0], Beta: x[1], Gamma: x[2]}
+	if t.n == 4 {
+		p.Delta = x[3]
+	}
+	return p
 }
 
 // Covariance returns the covariance of the parameters in their own units
 // (ms²). For the log-parameter filter it is the first-order transform
 // D·P·D with D = diag(x).
-func (t *Tuner) Covariance() [][]float64 {
-	p := t.filter.Covariance()
-	x := t.Params().vector(t.cfg.ServiceModel)
-	n := len(x)
-	out := make([][]float64, n)
-	for i := range out {
-		out[i] = make([]float64, n)
-		for j := range out[i] {
-			out[i][j] = p.At(i, j)
-			if t.logSpace() {
-				out[i][j] *= x[i] * x[j]
-			}
-		}
-	}
-	return out
-}
+func (t *Tuner) Covariance() [][]float64 { return t.covariance().Rows() }
 
 // RelativeStdDev returns each parameter's standard deviation divided by its
 // value: how sure the tuner is, 0.05 meaning ±5 %.

@@ -396,8 +396,37 @@ func BenchmarkStep(b *testing.B) {
 	}
 }
 
-// BenchmarkWarmupStep is a cold-start cycle: the joint fit of a full window
-// against the wide initial prior.
+// TestSteadyStepDoesNotAllocate: with the robust strategy a steady-state
+// cycle — gate, window fit, anchor update, the Step it returns — allocates
+// nothing (issue 30), accepted or rejected.
+func TestSteadyStepDoesNotAllocate(t *testing.T) {
+	obs := trace(t, h100, TraceSpec{Cycles: 140, Noise: 0.02, Seed: 1, MaxQueueSize: 100})
+	tu, err := New(Config{}, Defaults(ModelIteration))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stepAll(t, tu, obs[:20])
+	i, accepted := 20, 0
+	if n := testing.AllocsPerRun(100, func() {
+		st, err := tu.Step(obs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Accepted {
+			accepted++
+		}
+		i++
+	}); n != 0 {
+		t.Errorf("a steady-state step allocates %v times", n)
+	}
+	if accepted == 0 {
+		t.Error("no step was accepted: the test no longer measures the window fit")
+	}
+}
+
+// BenchmarkWarmupStep is a cold start: the five warm-up cycles, each a
+// joint fit of the window so far against the wide initial prior from
+// several starts. ns/step is the time of one of them.
 func BenchmarkWarmupStep(b *testing.B) {
 	obs, err := Synthesize(h100, TraceSpec{Cycles: 5, Noise: 0.02, Seed: 1, MaxQueueSize: 100})
 	if err != nil {
@@ -412,6 +441,7 @@ func BenchmarkWarmupStep(b *testing.B) {
 			}
 		}
 	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(obs)), "ns/step")
 }
 
 // TestRestoreEveryStep: the engine rebuilds a variant's tuner from its
