@@ -61,6 +61,11 @@ type Schema struct {
 	KVUsage, Waiting, Running []string
 	// Cache is where the KV cache's size is read, in order of preference.
 	Cache []Cache
+	// Preemptions are counters of requests the server preempted (and will
+	// recompute): their rate keeps the tuner from reading recompute as
+	// slow service. Optional: a server without one reads as never
+	// preempting.
+	Preemptions []string
 }
 
 // histogram is the Ratio of a histogram family.
@@ -88,6 +93,8 @@ var VLLM = Schema{
 	Running: []string{"vllm:num_requests_running"},
 	Cache: []Cache{{Info: "vllm:cache_config_info", BlocksLabel: "num_gpu_blocks", BlockSizeLabel: "block_size", //nolint:gosec // G101: metric and label names, not credentials
 		TokensLabel: "kv_cache_size_tokens"}},
+	// num_preemptions_total since 0.7 (V0 and V1 alike).
+	Preemptions: []string{"vllm:num_preemptions_total"},
 }
 
 // SGLang reads SGLang's scheduler and tokenizer metrics (its
@@ -141,7 +148,7 @@ func Names() []string {
 // duplicates.
 func (s Schema) Series() []string {
 	set := map[string]bool{}
-	for _, l := range [][]string{s.Requests, s.KVUsage, s.Waiting, s.Running} {
+	for _, l := range [][]string{s.Requests, s.KVUsage, s.Waiting, s.Running, s.Preemptions} {
 		for _, n := range l {
 			set[n] = true
 		}

@@ -237,6 +237,9 @@ func fill(sc servermetrics.Schema, p *engine.Pod, v map[string]float64, cache ca
 	p.AvgTTFTMs = ratio(qTTFTSum, qTTFTCnt, 1000)
 	p.AvgITLMs = ratio(qITLSum, qITLCnt, 1000)
 	p.RunningRequests = v[qRunning]
+	// Optional: a server that does not count preemptions (or has not
+	// been scraped twice) reads as not preempting.
+	p.PreemptionsPerSec = v[qPreempt]
 	kv, okKV := v[qKV]
 	wq, okW := v[qWaiting]
 	switch {

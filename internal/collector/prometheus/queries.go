@@ -35,6 +35,7 @@ const (
 	qSamples     = "samples"
 	qCacheBlock  = "cache"
 	qCacheTokens = "cacheTokens"
+	qPreempt     = "preemptions"
 )
 
 // queries are the PromQL of each query for a target. A figure with
@@ -75,6 +76,9 @@ func (s *Source) queries(t collector.Target) map[string]string {
 		// a rate that is absent means the counter is, not that the pod is
 		// too new to have one.
 		qSamples: gauge(sc.Waiting, "max %s (count_over_time(%s%s[%s]))"),
+	}
+	if len(sc.Preemptions) > 0 {
+		qs[qPreempt] = rates(sc.Preemptions)
 	}
 	for _, c := range sc.Cache {
 		switch {

@@ -67,7 +67,7 @@ func servePage(t *testing.T, period time.Duration) *httptest.Server {
 // the source reads what the page implies. Page figures: 500 requests (412
 // stop, 88 length), 256 000 prompt and 64 000 generated tokens, TTFT sum
 // 45 s over 500, time per output token 762 s over 63 500, KV 0.4219, 2
-// waiting, 14 running, 27 512 blocks of 16 tokens.
+// waiting, 14 running, 3 preemptions, 27 512 blocks of 16 tokens.
 func TestVLLMPageEndToEnd(t *testing.T) {
 	const period = 100 * time.Second // 500 requests per 100 s: 5 req/s
 	pod := servePage(t, period)
@@ -106,6 +106,7 @@ func TestVLLMPageEndToEnd(t *testing.T) {
 		"KV usage":      {p.KVCacheUsage, 0.4219, 1e-9},
 		"waiting":       {p.WaitingRequests, 2, 0},
 		"running":       {p.RunningRequests, 14, 0},
+		"preemptions/s": {p.PreemptionsPerSec, 0.03, 1e-3},
 	} {
 		if math.Abs(c.got-c.want) > c.tol*math.Max(c.want, 1) {
 			t.Errorf("%s = %v, want %v", name, c.got, c.want)
