@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -102,8 +104,19 @@ func (h *Harness) Apply(obj client.Object) {
 	}
 	u.SetManagedFields(nil)
 	u.SetResourceVersion("")
-	if err := h.Client.Patch(h.Ctx(), u, client.Apply, client.FieldOwner("e2e"), client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured apply
-		h.t.Fatalf("applying %s %s/%s: %v", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	// A kind whose CRD was just established may not be in the client's
+	// REST mapping yet (discovery lags the CRD's Established condition,
+	// more so on a loaded machine): retry that error for a while.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := h.Client.Patch(h.Ctx(), u, client.Apply, client.FieldOwner("e2e"), client.ForceOwnership) //nolint:staticcheck // unstructured apply
+		if err == nil {
+			return
+		}
+		if !meta.IsNoMatchError(err) || time.Now().After(deadline) {
+			h.t.Fatalf("applying %s %s/%s: %v", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 }
 
