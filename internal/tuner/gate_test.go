@@ -148,14 +148,27 @@ func TestServerGateThreshold(t *testing.T) {
 // TestLoadChangeSkipped: a cycle whose arrival rate per replica differs
 // from the previous cycle's by more than 20 %, the first calm cycle after
 // a queue, and a cycle whose queue halved are skipped (their averages
-// span a change); a steady observation (a synthetic trace) and a growing
-// queue are not; the memory survives a record.
+// span a change) once the first warm-up is done; a steady observation (a
+// synthetic trace) and a growing queue are not; the memory survives a
+// record.
 func TestLoadChangeSkipped(t *testing.T) {
 	tu, err := New(Config{}, Defaults(ModelIteration))
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := Observation{RateRPS: 10, TTFTMs: 40, ITLMs: 12, InputTokens: 1000, OutputTokens: 200, MaxBatchSize: 256}
+	// The first warm-up skips nothing: a cold start under a changing load
+	// must get sized.
+	for i, rate := range []float64{10, 20, 10, 30, 10} {
+		o := base
+		o.RateRPS = rate
+		if st, err := tu.Step(o); err != nil || st.Skipped {
+			t.Fatalf("warm-up cycle %d at %v requests/s: %q, %v", i, rate, st.Reason, err)
+		}
+	}
+	if tu.fitting {
+		t.Fatal("still warming up after five cycles")
+	}
 	queued := base
 	queued.TTFTMs, queued.WaitingRequests = 30000, 2000
 	draining := queued
@@ -219,4 +232,30 @@ func warmThenStep(t *testing.T, cfg Config, warm []Observation, then ...Observat
 		}
 	}
 	return tu, steps
+}
+
+// TestQueuedContradictionReanchors: a queued cycle whose full batch's ITL
+// the estimate cannot explain (the server is 50 % slower than learned)
+// re-anchors on that cycle, without waiting for MaxRejections, and the
+// capacity is then the slower server's within 10 %; a clean cycle that
+// contradicts the estimate only counts a rejection.
+func TestQueuedContradictionReanchors(t *testing.T) {
+	tr := llama8b
+	obs := trace(t, tr, TraceSpec{Cycles: 10, Noise: 0.01, Seed: 3, MaxQueueSize: 100})
+	slow := tr
+	slow.Params = scale(tr.ServiceModel, tr.Params, 1.5)
+	queued := queuedAt(t, slow, obs[9])
+	tu, steps := warmThenStep(t, Config{}, obs[:9], queued)
+	if !steps[0].Accepted || !strings.Contains(steps[0].Reason, "1 rejections in a row") {
+		t.Fatalf("first contradicting queued cycle: %q; want a re-anchoring at once", steps[0].Reason)
+	}
+	if e := capacityError(t, slow, tu.Params()); math.Abs(e) > 0.1 {
+		t.Errorf("capacity %+.1f %% off the slower server's", 100*e)
+	}
+	clean := trace(t, slow, TraceSpec{Cycles: 1, Noise: 0.01, Seed: 9, MaxQueueSize: 100})[0]
+	clean.RateRPS = obs[8].RateRPS
+	_, cleanSteps := warmThenStep(t, Config{}, obs[:9], clean)
+	if cleanSteps[0].Accepted || !strings.HasPrefix(cleanSteps[0].Reason, "rejected: NIS") {
+		t.Errorf("a clean contradicting cycle: %q; want a rejection", cleanSteps[0].Reason)
+	}
 }

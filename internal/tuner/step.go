@@ -122,9 +122,14 @@ type lastCycle struct {
 //     queue is draining, and the batch, which a queue keeps full (the
 //     cycle is read at a full batch), may not have been full throughout.
 //
-// A cycle whose queue holds or grows is kept whatever the rate did.
+// A cycle whose queue holds or grows is kept whatever the rate did. Nothing
+// is skipped during the first warm-up (coldFit): a cold start under a
+// changing load — a model's first replicas as the load ramps and more
+// start — would otherwise stay unsized, to the saturation analyzer alone
+// (the e2e staircases scaled to 7 replicas where 2 serve); the first fit
+// is then rough, and the gated steps that follow skip such cycles.
 func (t *Tuner) loadChanged(prev lastCycle, obs Observation) string {
-	if !t.logSpace() || prev.rate <= 0 || obs.Steady {
+	if !t.logSpace() || prev.rate <= 0 || obs.Steady || t.coldFit() {
 		return ""
 	}
 	if t.queueDominated(obs) {
@@ -158,13 +163,17 @@ func (t *Tuner) gated(reason string) bool {
 		return false
 	}
 	if t.fitting {
-		if t.updates < t.windowSize {
+		if t.coldFit() {
 			t.queueFit = true
 		}
 		return false
 	}
 	return !t.queueFit
 }
+
+// coldFit reports the first warm-up: fitting, with fewer accepted updates
+// than the window (a restart's refit comes after Window updates).
+func (t *Tuner) coldFit() bool { return t.fitting && t.updates < t.windowSize }
 
 // skip records a step the server gate kept out.
 func (t *Tuner) skip(st *Step, reason string) {
@@ -208,8 +217,8 @@ func (t *Tuner) Step(obs Observation) (Step, error) {
 	default:
 		saturated := priorErr != nil || prior.Blocking > saturatedBlocking || prior.WaitMs > obs.TTFTMs
 		if t.queueDominated(obs) {
-			// Evaluated at a full batch, its ITL alone: the gate's premise
-			// holds there.
+			// Read at a full batch, its ITL alone: the gate's premise
+			// holds there (see stepGated for what a rejection does).
 			saturated = priorErr != nil
 		}
 		t.stepGated(&st, obs, saturated)
@@ -384,7 +393,12 @@ func (t *Tuner) stepGated(st *Step, obs Observation, saturated bool) {
 	} else {
 		st.Reason = fmt.Sprintf("rejected: NIS %.4g ≥ %.4g", st.NIS, t.cfg.MaxNIS)
 	}
-	if len(t.pending) < t.cfg.MaxRejections {
+	// A queued cycle the estimate cannot explain re-anchors at once: its
+	// full batch's ITL is the cleanest figure a server gives (no queue, no
+	// lag: the batch stays full however the arrivals move), and while the
+	// replicas queue, every cycle spent on a wrong estimate is a cycle of
+	// undersizing.
+	if len(t.pending) < t.cfg.MaxRejections && (!st.Evaluated || !t.queueDominated(obs)) {
 		return
 	}
 	t.reanchor(st)
