@@ -133,12 +133,7 @@ func evaluateGradient[M gradModel[M]](cfg Config, m M, rateRPS float64) (Metrics
 	theta, k := m.paramVector()
 	g := Gradient{Params: k}
 	w := cfg.Workload
-	// m with every parameter 0: the model's other settings (ServerSteps)
-	// stay, so the unit vectors' service lines are the model's own.
-	zero := m
-	for j := range k {
-		zero = zero.withParam(j, 0)
-	}
+	var zero M
 	for j := range k {
 		unit := zero.withParam(j, 1)
 		ub := unit.ServiceTime(w, 0)

@@ -59,9 +59,6 @@ func TestEvaluateGradient(t *testing.T) {
 		{"iteration overload", llama(256), 3},
 		{"iteration no queue", Config{Model: Iteration{Alpha: 7, Beta: 0.02, Gamma: 5e-5}, Workload: Workload{InputTokens: 1024, OutputTokens: 256}, MaxBatchSize: 32}, 0.9},
 		{"iteration large batch", big, 0.9},
-		{"server steps light", serverSteps(llama(256)), 0.05},
-		{"server steps busy", serverSteps(llama(256)), 0.8},
-		{"server steps overload", serverSteps(llama(256)), 3},
 		{"linear busy", linear, 0.7},
 		{"linear overload", linear, 2},
 	} {
@@ -107,14 +104,6 @@ func TestEvaluateGradient(t *testing.T) {
 			}
 		})
 	}
-}
-
-// serverSteps is cfg with its iteration model read as server steps.
-func serverSteps(cfg Config) Config {
-	m := cfg.Model.(Iteration)
-	m.ServerSteps = true
-	cfg.Model = m
-	return cfg
 }
 
 func paramOf(m ServiceModel, j int) float64 {

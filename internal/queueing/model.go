@@ -120,15 +120,6 @@ type Iteration struct {
 	Alpha float64 // α, fixed cost of one iteration (> 0)
 	Beta  float64 // β, compute time per token processed (≥ 0)
 	Gamma float64 // γ, KV-cache access time per cached token (≥ 0)
-	// ServerSteps reads the model as a continuous-batching server runs it
-	// (issue 30). The guide's service time counts a request's own work
-	// twice: in T_iter(n), whose n includes the request, and again on its
-	// own in prefill(n) and decode(n). With ServerSteps a request in a
-	// batch of n takes o + 1 steps of T_iter(n): τ(n) = (o + 1)·T_iter(n).
-	// And the TTFT includes the wait for the step running when the request
-	// arrives (a server admits new requests between steps): half a busy
-	// step, ((1 − p₀)·α + B̄·δ̄)/2.
-	ServerSteps bool
 }
 
 // Name implements ServiceModel.
@@ -169,9 +160,6 @@ func (m Iteration) Decode(w Workload, n float64) float64 {
 
 // ServiceTime implements ServiceModel: prefill(n) + o·decode(n).
 func (m Iteration) ServiceTime(w Workload, n float64) float64 {
-	if m.ServerSteps {
-		return (w.OutputTokens + 1) * m.IterTime(w, n)
-	}
 	return m.Prefill(w, n) + w.OutputTokens*m.Decode(w, n)
 }
 
@@ -180,10 +168,5 @@ func (m Iteration) ServiceTime(w Workload, n float64) float64 {
 // the rest of the time in service spread over the o output tokens.
 func (m Iteration) Latencies(w Workload, s State, _ int) (ttftMs, itlMs float64) {
 	prefill := m.Prefill(w, s.AvgBatch)
-	ttftMs = s.Wait + prefill
-	if m.ServerSteps {
-		ttftMs += ((1-s.Idle)*m.Alpha + s.AvgBatch*m.Work(w)) / 2
-		return ttftMs, m.IterTime(w, s.AvgBatch)
-	}
-	return ttftMs, (s.ServTime - prefill) / w.OutputTokens
+	return s.Wait + prefill, (s.ServTime - prefill) / w.OutputTokens
 }

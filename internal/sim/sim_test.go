@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
 	"testing"
 
@@ -77,10 +76,7 @@ func checkKV(t *testing.T, r *replica) {
 // metrics (per-minute pod averages at loads stepping from 20 % to 70 %) and
 // checks that the learned parameters predict the simulator's ITL within
 // 5 % and TTFT within 15 %: the tuner learns what it sees, including the
-// half-iteration wait of TestFidelity. With the server-steps measurement
-// model (issue 30) it learns the server's own parameters: α within 2 % of
-// the simulator's (6.99 against 7, β +9 %, γ −11 %; with the guide's
-// formulas, which count a request's own work twice, 6.76, +33 % and −49 %).
+// half-iteration wait of TestFidelity.
 func TestTunerLearnsTheSimulator(t *testing.T) {
 	p := tuner.Params{Alpha: 7, Beta: 0.02, Gamma: 5e-5}
 	a, _ := queueing.NewAnalyzer(queueing.Config{Model: queueing.Iteration{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma},
@@ -90,9 +86,7 @@ func TestTunerLearnsTheSimulator(t *testing.T) {
 		sc := oneReplica(load*a.MaxRate(), p, 64, 600)
 		sc.Seed = uint64(20 + i)
 		ttft, itl := serverLatencies(t, sc)
-		// Each a run of its own at one load: a steady state, which the
-		// tuner need not compare with the previous run's load.
-		obs = append(obs, tuner.Observation{RateRPS: load * a.MaxRate(), InputTokens: 1024, OutputTokens: 256, MaxBatchSize: 64, TTFTMs: ttft, ITLMs: itl, Steady: true})
+		obs = append(obs, tuner.Observation{RateRPS: load * a.MaxRate(), InputTokens: 1024, OutputTokens: 256, MaxBatchSize: 64, TTFTMs: ttft, ITLMs: itl})
 	}
 	tu, _, err := tuner.NewCold(tuner.Config{}, obs[0])
 	if err != nil {
@@ -102,9 +96,6 @@ func TestTunerLearnsTheSimulator(t *testing.T) {
 		if _, err := tu.Step(o); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if got := tu.Params().Alpha; math.Abs(got/p.Alpha-1) > 0.02 {
-		t.Errorf("learned α %.4g, the simulator's %.4g", got, p.Alpha)
 	}
 	for _, load := range []float64{0.4, 0.6} {
 		sc := oneReplica(load*a.MaxRate(), p, 64, 1200)

@@ -24,12 +24,6 @@ type Observation struct {
 	// cycle (the rate of vLLM's num_preemptions_total, per replica); 0 when
 	// unknown or none.
 	PreemptionsPerSec float64
-	// Steady marks an observation that is a steady state by construction
-	// (a synthetic trace draws each cycle's load anew), not an average
-	// over a metrics window that may span a change of load: the robust
-	// strategy then does not compare it with the previous cycle (see
-	// Tuner.loadChanged).
-	Steady bool `json:",omitempty"`
 }
 
 // Validate reports the first field that cannot be used.
@@ -154,7 +148,7 @@ func (c Config) withDefaults() Config {
 	if c.Strategy == "" {
 		c.Strategy = StrategyRobust
 	}
-	def(&c.PercentChange, 0.01)
+	def(&c.PercentChange, 0.05)
 	def(&c.ErrorLevel, 0.05)
 	def(&c.TPercentile, 1.96)
 	def(&c.GammaFactor, 1)

@@ -26,27 +26,6 @@ type evaluator struct {
 	lin      queueing.Linear
 	cache    [evalCacheSize]evalEntry
 	clock    uint64 // stamps each use of a slot
-	// saturated reports an observation whose replicas had a queue: the
-	// model is evaluated there at a load that fills the batch (see rate).
-	saturated func(Observation) bool
-}
-
-// saturationLoad is the multiple of λmax at which an observation whose
-// replicas had a queue is evaluated: the batch is then full (B̄ = N to
-// within 10⁻⁹ at N = 256), as it is on a server with requests waiting,
-// whatever the arrivals did in the window — a backlog draining after an
-// overload keeps the batch full while few requests arrive.
-const saturationLoad = 4
-
-// rate is the arrival rate at which obs is evaluated under cfg.
-func (e *evaluator) rate(cfg queueing.Config, obs Observation) float64 {
-	if e.saturated == nil || !e.saturated(obs) {
-		return obs.RateRPS
-	}
-	if mr, err := queueing.MaxRateOf(cfg); err == nil {
-		return saturationLoad * mr
-	}
-	return obs.RateRPS
 }
 
 type evalEntry struct {
@@ -54,18 +33,7 @@ type evalEntry struct {
 	obs  Observation
 	m    queueing.Metrics
 	err  error
-	ln   [2]float64 // log TTFT and log ITL, when both are positive (ok)
-	ok   bool
 	used uint64 // the evaluator's clock at the slot's last use; 0 = empty
-}
-
-// fill stores an evaluation in the slot, with the logs the tuner fits.
-func (s *evalEntry) fill(p Params, obs Observation, m queueing.Metrics, err error) {
-	s.p, s.obs, s.m, s.err = p, obs, m, err
-	s.ok = err == nil && m.TTFTMs > 0 && m.ITLMs > 0
-	if s.ok {
-		s.ln = [2]float64{math.Log(m.TTFTMs), math.Log(m.ITLMs)}
-	}
 }
 
 // slot returns the cache slot holding (p, obs) and whether it does; on a
@@ -94,27 +62,13 @@ func newEvaluator(model string, maxQueue int) *evaluator {
 // analyze returns the model's metrics for parameters p at obs's load,
 // tokens and batch limit.
 func (e *evaluator) analyze(p Params, obs Observation) (queueing.Metrics, error) {
-	slot := e.entry(p, obs)
-	return slot.m, slot.err
-}
-
-// logs returns log TTFT and log ITL for p at obs, and whether the model
-// gives both (positive): what the fit compares with the observations,
-// remembered with the evaluation.
-func (e *evaluator) logs(p Params, obs Observation) ([2]float64, bool) {
-	slot := e.entry(p, obs)
-	return slot.ln, slot.ok
-}
-
-// entry returns the cache slot of (p, obs), evaluating on a miss.
-func (e *evaluator) entry(p Params, obs Observation) *evalEntry {
 	slot, ok := e.slot(p, obs)
-	if !ok {
-		cfg := e.config(p, obs)
-		m, err := queueing.Evaluate(cfg, e.rate(cfg, obs))
-		slot.fill(p, obs, m, err)
+	if ok {
+		return slot.m, slot.err
 	}
-	return slot
+	m, err := queueing.Evaluate(e.config(p, obs), obs.RateRPS)
+	slot.p, slot.obs, slot.m, slot.err = p, obs, m, err
+	return m, err
 }
 
 // config is the queueing configuration of p at obs; the service model is
@@ -129,8 +83,7 @@ func (e *evaluator) config(p Params, obs Observation) queueing.Config {
 		e.lin = queueing.Linear{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma, Delta: p.Delta}
 		cfg.Model = &e.lin
 	} else {
-		// Params.serviceModel, held by pointer.
-		e.it = queueing.Iteration{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma, ServerSteps: true}
+		e.it = queueing.Iteration{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma}
 		cfg.Model = &e.it
 	}
 	return cfg
@@ -140,12 +93,10 @@ func (e *evaluator) config(p Params, obs Observation) queueing.Config {
 // the parameters (queueing.EvaluateGradient), and remembers the metrics.
 func (e *evaluator) gradient(p Params, obs Observation) (queueing.Metrics, queueing.Gradient, error) {
 	cfg := e.config(p, obs)
-	// At saturation the latencies do not depend on the rate, so its
-	// dependence on the parameters (through λmax) adds nothing.
-	m, g, err := queueing.EvaluateGradient(cfg, e.rate(cfg, obs))
+	m, g, err := queueing.EvaluateGradient(cfg, obs.RateRPS)
 	if err == nil {
 		slot, _ := e.slot(p, obs)
-		slot.fill(p, obs, m, nil)
+		slot.p, slot.obs, slot.m, slot.err = p, obs, m, nil
 	}
 	return m, g, err
 }

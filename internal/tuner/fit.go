@@ -47,17 +47,13 @@ type measured struct {
 // measureOne returns obs's log-latencies and their variances, σ = (ε/t)/√g
 // relative to the observed value (docs/tuner.md §1), which in log units is
 // the constant σ itself; a TTFT's σ is widened by its queueing-wait share
-// by the estimate at (see waitShare), and a TTFT that is mostly queueing
-// wait by what the pods report (queueDominated) is not used at all: its
-// variance is infinite, its weight in the fit zero. The ITL has no queue
-// in it — in an overload it is the full batch's step — and stays.
+// by the estimate at (see waitShare).
 func (t *Tuner) measureOne(o Observation, at vec) measured {
 	noise := t.cfg.relNoise()
-	m := measured{z: [2]float64{math.Log(o.TTFTMs), math.Log(o.ITLMs)}, r: [2]float64{math.Inf(1), sq(noise)}}
-	if !t.queueDominated(o) {
-		m.r[0] = sq(noise) + sq(0.5*t.waitShare(o, at))
+	return measured{
+		z: [2]float64{math.Log(o.TTFTMs), math.Log(o.ITLMs)},
+		r: [2]float64{sq(noise) + sq(0.5*t.waitShare(o, at)), sq(noise)},
 	}
-	return m
 }
 
 // measure returns measureOne of every observation of batch, in a buffer the
@@ -124,10 +120,11 @@ func (t *Tuner) cellCentre(x vec) vec {
 // remembered per observation). ok is false where the model cannot be
 // evaluated or differentiated.
 func (t *Tuner) linearise(x, ref vec, o Observation) (h [2]float64, jac [2]vec, ok bool) {
-	h, ok = t.eval.logs(t.toParams(x), o)
-	if !ok {
+	m, err := t.analyze(t.toParams(x), o)
+	if err != nil || !(m.TTFTMs > 0) || !(m.ITLMs > 0) {
 		return h, jac, false
 	}
+	h = [2]float64{math.Log(m.TTFTMs), math.Log(m.ITLMs)}
 	at := t.cellCentre(ref)
 	slot, hit := t.lins.slot(o, at)
 	if hit {
@@ -305,11 +302,11 @@ func (t *Tuner) dataCost(x vec, batch []Observation, meas []measured) float64 {
 	p := t.toParams(x)
 	c := 0.0
 	for k, o := range batch {
-		ln, ok := t.eval.logs(p, o)
-		if !ok {
+		m, err := t.analyze(p, o)
+		if err != nil || !(m.TTFTMs > 0) || !(m.ITLMs > 0) {
 			return math.NaN()
 		}
-		c += sq(meas[k].z[0]-ln[0])/meas[k].r[0] + sq(meas[k].z[1]-ln[1])/meas[k].r[1]
+		c += sq(meas[k].z[0]-math.Log(m.TTFTMs))/meas[k].r[0] + sq(meas[k].z[1]-math.Log(m.ITLMs))/meas[k].r[1]
 	}
 	return c
 }

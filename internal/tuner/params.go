@@ -48,16 +48,12 @@ func paramsOf(model string, v []float64) Params {
 	return p
 }
 
-// serviceModel builds the tuner's measurement model for p: the queueing
-// model the tuner fits observations with, and the one synthetic traces are
-// generated from. The iteration model is read as a server runs its steps
-// (queueing.Iteration.ServerSteps; docs/tuner.md §1): the tuner learns the
-// server's parameters, which the engine then sizes with.
+// serviceModel builds the queueing model for p.
 func (p Params) serviceModel(model string) queueing.ServiceModel {
 	if model == ModelLinear {
 		return queueing.Linear{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma, Delta: p.Delta}
 	}
-	return queueing.Iteration{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma, ServerSteps: true}
+	return queueing.Iteration{Alpha: p.Alpha, Beta: p.Beta, Gamma: p.Gamma}
 }
 
 // Validate checks that every learned parameter is positive and finite.

@@ -512,25 +512,3 @@ func TestConfiguredBounds(t *testing.T) {
 		}
 	}
 }
-
-// TestCSVSteady: the optional steady column round-trips, and a bad value
-// is a row problem naming it.
-func TestCSVSteady(t *testing.T) {
-	obs := []Observation{{RateRPS: 1, InputTokens: 10, OutputTokens: 5, MaxBatchSize: 8, TTFTMs: 20, ITLMs: 5, Steady: true},
-		{RateRPS: 2, InputTokens: 10, OutputTokens: 5, MaxBatchSize: 8, TTFTMs: 21, ITLMs: 6}}
-	var b strings.Builder
-	if err := WriteCSV(&b, obs); err != nil {
-		t.Fatal(err)
-	}
-	rows, problems, err := ReadCSV(strings.NewReader(b.String() + "3,10,5,8,22,7,maybe\n"))
-	if err != nil || len(rows) != 2 || !rows[0].Steady || rows[1].Steady {
-		t.Fatalf("rows %+v, %v", rows, err)
-	}
-	if len(problems) != 1 || problems[0].Column != CSVSteady {
-		t.Errorf("problems %+v", problems)
-	}
-	b.Reset()
-	if err := WriteCSV(&b, obs[1:]); err != nil || strings.Contains(b.String(), CSVSteady) {
-		t.Errorf("a file without steady rows has the column: %q", b.String())
-	}
-}
