@@ -166,12 +166,11 @@ func (q *Queue) combine(lambda float64, h headSums) State {
 		blocking, below = 0, 1
 		if h.last > 0 {
 			lr := logRatio(lambda * q.inv(n))
-			g := geomTailOf(lr, q.maxQueue)
-			u := logSum - math.Log(h.last) - g.logSum
+			u := logSum - math.Log(h.last) - geomLogSum(lr, q.maxQueue)
 			pHead, pTail = splitOdds(u)
-			below = pHead + pTail*g.ratio
-			blocking = pTail * g.last
-			tailMean = g.mean
+			below = pHead + pTail*geomRatio(lr, q.maxQueue)
+			blocking = pTail * geomLast(lr, q.maxQueue)
+			tailMean = geomMean(lr, q.maxQueue)
 		}
 	}
 	var s State
@@ -343,48 +342,6 @@ func logRatio(r float64) float64 {
 		return math.Log1p(r - 1)
 	}
 	return math.Log(r)
-}
-
-// geomTail holds geomLogSum, geomRatio, geomLast and geomMean of one tail.
-type geomTail struct {
-	logSum, ratio, last, mean float64
-}
-
-// geomTailOf computes the four functions below at once, bit for bit as
-// each computes alone: they share their exponentials, which is most of
-// the solve's O(1) part.
-func geomTailOf(lr float64, m int) geomTail {
-	fm := float64(m)
-	var g geomTail
-	switch {
-	case lr == 0:
-		return geomTail{logSum: math.Log(fm), ratio: (fm - 1) / fm, last: 1 / fm, mean: geomMean(lr, m)}
-	case lr > 0:
-		em := math.Expm1(-fm * lr) // expm1(−m·lr)
-		e1 := math.Expm1(lr)
-		g.logSum = lr + fm*lr + math.Log(-em) - math.Log(e1)
-		if m > 1 {
-			g.ratio = math.Exp(-lr) * math.Expm1(-(fm-1)*lr) / em
-		}
-		g.last = math.Expm1(-lr) / em
-		g.mean = (fm+1)/2 + lr*(fm*fm-1)/12
-		if math.Abs(lr)*fm >= 1e-3 {
-			g.mean = -1/e1 - fm/em
-		}
-	default:
-		ep := math.Expm1(fm * lr) // expm1(m·lr)
-		e1 := math.Expm1(lr)
-		g.logSum = lr + math.Log(-ep) - math.Log(-e1)
-		if m > 1 {
-			g.ratio = math.Expm1((fm-1)*lr) / ep
-		}
-		g.last = math.Exp((fm-1)*lr) * e1 / ep
-		g.mean = (fm+1)/2 + lr*(fm*fm-1)/12
-		if math.Abs(lr)*fm >= 1e-3 {
-			g.mean = -1/e1 - fm/math.Expm1(-fm*lr)
-		}
-	}
-	return g
 }
 
 // geomLogSum returns log Σ_{j=1..m} e^{j·lr} for m ≥ 1 without overflow:

@@ -254,18 +254,3 @@ func isParam(err error, param string) bool {
 	var pe *ParamError
 	return errors.As(err, &pe) && pe.Param == param
 }
-
-// TestGeomTailOf: the fused tail functions are bit for bit the separate
-// ones, on both sides of lr = 0, at it, near it (the mean's expansion)
-// and for a one-slot queue.
-func TestGeomTailOf(t *testing.T) {
-	for _, m := range []int{1, 2, 7, 100, 100_000} {
-		for _, lr := range []float64{-30, -2, -0.3, -1e-4, -1e-9, 0, 1e-9, 1e-4, 0.3, 2, 30} {
-			g := geomTailOf(lr, m)
-			want := geomTail{logSum: geomLogSum(lr, m), ratio: geomRatio(lr, m), last: geomLast(lr, m), mean: geomMean(lr, m)}
-			if g != want {
-				t.Errorf("lr %g, m %d: %+v, want %+v", lr, m, g, want)
-			}
-		}
-	}
-}
