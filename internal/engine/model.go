@@ -72,7 +72,7 @@ func (c *cycle) restoreTuner(key tuner.Key, cfg tuner.Config, obs tuner.Observat
 // observation aggregates a variant's mature pods with traffic into one
 // per-replica observation, arrival-weighted.
 func (c *cycle) observation(vs *variantState) (tuner.Observation, bool) {
-	var rate, in, out, ttft, itl, waiting, preempt float64
+	var rate, in, out, ttft, itl, waiting, preempt, running float64
 	n, batch := 0, 0
 	for _, p := range vs.pods {
 		if p.ArrivalRateRPS <= 0 || (p.AgeSeconds > 0 && p.AgeSeconds < c.cfg.TransientDelaySeconds) {
@@ -89,6 +89,7 @@ func (c *cycle) observation(vs *variantState) (tuner.Observation, bool) {
 		// the figure is a maximum over the window: only the rest queues.
 		waiting += math.Max(p.WaitingRequests-1, 0)
 		preempt += p.PreemptionsPerSec
+		running += p.RunningRequests
 		batch = max(batch, p.MaxBatchSize)
 		n++
 	}
@@ -96,7 +97,8 @@ func (c *cycle) observation(vs *variantState) (tuner.Observation, bool) {
 		return tuner.Observation{}, false
 	}
 	obs := tuner.Observation{RateRPS: rate / float64(n), InputTokens: in / rate, OutputTokens: out / rate,
-		TTFTMs: ttft / rate, ITLMs: itl / rate, WaitingRequests: waiting / float64(n), PreemptionsPerSec: preempt / float64(n)}
+		TTFTMs: ttft / rate, ITLMs: itl / rate, WaitingRequests: waiting / float64(n), PreemptionsPerSec: preempt / float64(n),
+		RunningRequests: running / float64(n)}
 	obs.MaxBatchSize = c.effectiveBatch(vs, c.maxBatch(vs, batch), obs.InputTokens, obs.OutputTokens)
 	return obs, obs.Validate() == nil
 }

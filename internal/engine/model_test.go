@@ -139,14 +139,35 @@ func TestTPSFloor(t *testing.T) {
 	}
 }
 
-// TestTuningLearnsThenSizes: with tuning enabled and no profile, the engine
-// learns the parameters from the pods' latencies and then sizes with them.
-func TestTuningLearnsThenSizes(t *testing.T) {
+// rampObservations are n exact observations of h100Params at 1 024/256
+// tokens, the load ramping from 30 % of λmax by 14 % a cycle.
+func rampObservations(t *testing.T, n int) []tuner.Observation {
+	t.Helper()
 	truth := tuner.Truth{ServiceModel: tuner.ModelIteration, Params: h100Params, InputTokens: 1024, OutputTokens: 256, MaxBatchSize: 256}
-	obs, err := tuner.Synthesize(truth, tuner.TraceSpec{Cycles: 8, MaxQueueSize: 100, Seed: 3})
+	lmax, err := truth.MaxRate(100)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var obs []tuner.Observation
+	for i := range n {
+		o, err := truth.Observe(h100Params, 0.3*math.Pow(1.14, float64(i))*lmax, 1024, 256, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obs = append(obs, o)
+	}
+	return obs
+}
+
+// TestTuningLearnsThenSizes: with tuning enabled and no profile, the engine
+// learns the parameters from the pods' latencies and then sizes with them.
+//
+// The load ramps from 30 % to 75 % of λmax, 14 % a minute: the pods' figures
+// are averages over a window, and the tuner skips a cycle whose load moved
+// by more than 20 % (tuner.Tuner.loadChanged), so a trace of independent
+// loads would mostly be skipped.
+func TestTuningLearnsThenSizes(t *testing.T) {
+	obs := rampObservations(t, 8)
 	e := New(nil)
 	var d VariantDecision
 	for i, o := range obs {

@@ -24,6 +24,18 @@ type Observation struct {
 	// cycle (the rate of vLLM's num_preemptions_total, per replica); 0 when
 	// unknown or none.
 	PreemptionsPerSec float64
+	// RunningRequests is the number of requests a replica was running
+	// (vLLM's num_requests_running, per replica); 0 when unknown. A cycle
+	// with a queue (queueDominated) reads the model's ITL at this batch:
+	// a queue does not mean a full batch — a compute-bound server's
+	// per-step token budget holds requests back behind a half-empty one.
+	RunningRequests float64 `json:",omitempty"`
+	// Steady marks an observation that is a steady state by construction
+	// (a synthetic trace draws each cycle's load anew), not an average
+	// over a metrics window that may span a change of load: the robust
+	// strategy then does not compare it with the previous cycle (see
+	// Tuner.loadChanged).
+	Steady bool `json:",omitempty"`
 }
 
 // Validate reports the first field that cannot be used.
@@ -42,7 +54,7 @@ func (o Observation) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"waiting_requests", o.WaitingRequests}, {"preemptions_per_sec", o.PreemptionsPerSec}} {
+	}{{"waiting_requests", o.WaitingRequests}, {"preemptions_per_sec", o.PreemptionsPerSec}, {"running_requests", o.RunningRequests}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			return fmt.Errorf("tuner: observation %s must be a finite number ≥ 0, got %v", f.name, f.v)
 		}
@@ -131,6 +143,15 @@ type Config struct {
 	// KeepPreempting accepts observations of cycles in which the replicas
 	// preempted (by default they are skipped; see gateServer).
 	KeepPreempting bool
+	// RateWindowSeconds is the window over which an observation's arrival
+	// rate is counted (default 60: the collector's and the simulator's
+	// one-minute rate window). The robust strategy widens each
+	// observation's variance by what the Poisson error of that count,
+	// 1/√(λ·W) relative, moves the model's latencies by (see rateSpread):
+	// near saturation a few per cent of rate moves them by tens of per
+	// cent, and such an observation must not weigh as one at light load.
+	// Negative turns this off.
+	RateWindowSeconds float64
 }
 
 func (c Config) withDefaults() Config {
@@ -148,7 +169,7 @@ func (c Config) withDefaults() Config {
 	if c.Strategy == "" {
 		c.Strategy = StrategyRobust
 	}
-	def(&c.PercentChange, 0.05)
+	def(&c.PercentChange, 0.01)
 	def(&c.ErrorLevel, 0.05)
 	def(&c.TPercentile, 1.96)
 	def(&c.GammaFactor, 1)
@@ -157,6 +178,7 @@ func (c Config) withDefaults() Config {
 	def(&c.ProfileSpread, DefaultProfileSpread)
 	def(&c.InflationSpread, 0.5)
 	def(&c.MaxWaitShare, DefaultMaxWaitShare)
+	def(&c.RateWindowSeconds, 60)
 	if c.Window == 0 {
 		c.Window = 5
 	}
@@ -204,8 +226,13 @@ func (c Config) Validate() error {
 			return fmt.Errorf("tuner: %s must be a positive finite number, got %v", f.name, f.v)
 		}
 	}
-	if math.IsNaN(c.MaxWaitShare) || math.IsInf(c.MaxWaitShare, 0) {
-		return fmt.Errorf("tuner: max wait share must be a finite number, got %v", c.MaxWaitShare)
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"max wait share", c.MaxWaitShare}, {"rate window seconds", c.RateWindowSeconds}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("tuner: %s must be a finite number, got %v", f.name, f.v)
+		}
 	}
 	if c.Window < 1 || c.MaxRejections < 1 || c.MaxIterations < 1 {
 		return fmt.Errorf("tuner: window, max rejections and max iterations must be ≥ 1")

@@ -6,12 +6,18 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // CSVColumns are the columns an observation file must have, in any order.
 var CSVColumns = []string{"rate_rps", "input_tokens", "output_tokens", "max_batch_size", "ttft_ms", "itl_ms"}
+
+// CSVSteady is an optional column: true (or 1) marks a row that is a steady
+// state by construction, as a synthetic trace's are (Observation.Steady);
+// empty, false or 0 a window average (the default).
+const CSVSteady = "steady"
 
 // Row is one usable row of an observation file.
 type Row struct {
@@ -126,21 +132,50 @@ func parseRow(rec []string, index map[string]int, line int) (Row, *RowProblem) {
 	if vals["output_tokens"] < 1 {
 		return Row{}, &RowProblem{Line: line, Column: "output_tokens", Reason: fmt.Sprintf("below 1 (%v)", vals["output_tokens"])}
 	}
+	steady, problem := parseSteady(rec, index, line)
+	if problem != nil {
+		return Row{}, problem
+	}
 	return Row{Line: line, Observation: Observation{
 		RateRPS: vals["rate_rps"], InputTokens: vals["input_tokens"], OutputTokens: vals["output_tokens"],
-		MaxBatchSize: int(n), TTFTMs: vals["ttft_ms"], ITLMs: vals["itl_ms"],
+		MaxBatchSize: int(n), TTFTMs: vals["ttft_ms"], ITLMs: vals["itl_ms"], Steady: steady,
 	}}, nil
 }
 
-// WriteCSV writes observations in the format ReadCSV reads.
+// parseSteady reads the optional steady column of a row.
+func parseSteady(rec []string, index map[string]int, line int) (bool, *RowProblem) {
+	i, ok := index[CSVSteady]
+	if !ok || i >= len(rec) {
+		return false, nil
+	}
+	switch strings.ToLower(strings.TrimSpace(rec[i])) {
+	case "", "false", "0":
+		return false, nil
+	case "true", "1":
+		return true, nil
+	}
+	return false, &RowProblem{Line: line, Column: CSVSteady, Reason: fmt.Sprintf("not true, false, 1 or 0 (%q)", rec[i])}
+}
+
+// WriteCSV writes observations in the format ReadCSV reads, with the
+// steady column when any observation is Steady.
 func WriteCSV(w io.Writer, obs []Observation) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(CSVColumns); err != nil {
+	steady := slices.ContainsFunc(obs, func(o Observation) bool { return o.Steady })
+	header := CSVColumns
+	if steady {
+		header = append(slices.Clone(CSVColumns), CSVSteady)
+	}
+	if err := cw.Write(header); err != nil {
 		return err
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 10, 64) }
 	for _, o := range obs {
-		if err := cw.Write([]string{f(o.RateRPS), f(o.InputTokens), f(o.OutputTokens), strconv.Itoa(o.MaxBatchSize), f(o.TTFTMs), f(o.ITLMs)}); err != nil {
+		rec := []string{f(o.RateRPS), f(o.InputTokens), f(o.OutputTokens), strconv.Itoa(o.MaxBatchSize), f(o.TTFTMs), f(o.ITLMs)}
+		if steady {
+			rec = append(rec, strconv.FormatBool(o.Steady))
+		}
+		if err := cw.Write(rec); err != nil {
 			return err
 		}
 	}

@@ -47,13 +47,58 @@ type measured struct {
 // measureOne returns obs's log-latencies and their variances, σ = (ε/t)/√g
 // relative to the observed value (docs/tuner.md §1), which in log units is
 // the constant σ itself; a TTFT's σ is widened by its queueing-wait share
-// by the estimate at (see waitShare).
+// by the estimate at (see waitShare), and a TTFT that is mostly queueing
+// wait by what the pods report (queueDominated) is not used at all: its
+// variance is infinite, its weight in the fit zero. The ITL has no queue
+// in it — in an overload it is the running batch's step (see
+// evaluator.atRunningBatch) — and stays.
 func (t *Tuner) measureOne(o Observation, at vec) measured {
 	noise := t.cfg.relNoise()
-	return measured{
-		z: [2]float64{math.Log(o.TTFTMs), math.Log(o.ITLMs)},
-		r: [2]float64{sq(noise) + sq(0.5*t.waitShare(o, at)), sq(noise)},
+	m := measured{z: [2]float64{math.Log(o.TTFTMs), math.Log(o.ITLMs)}, r: [2]float64{math.Inf(1), sq(noise)}}
+	if !t.queueDominated(o) {
+		rt, ri := t.rateSpread(o, at)
+		m.r[0] = sq(noise) + sq(0.5*t.waitShare(o, at)) + rt
+		m.r[1] += ri
 	}
+	return m
+}
+
+// maxRateSpread caps the log-variance rateSpread adds: an observation so
+// near saturation that one standard deviation more load has no steady
+// state keeps a weight of a fortieth of a log-unit's.
+const maxRateSpread = 1.0
+
+// rateSpread returns the log-variances (TTFT, ITL) that the error of o's
+// arrival rate adds: the rate is a count over RateWindowSeconds, Poisson,
+// so its relative standard deviation is s = 1/√(λ·W), and the model's
+// latencies at the estimate at move by log h(λ(1 + s)) − log h(λ) when the
+// rate is one s higher. At light load that is nothing; at 85 % of a
+// replica's throughput (8 requests/s on step-slow-start's one replica, s
+// 4.6 %) the ITL moves by 20–30 %, which is what such cycles' ITLs did
+// from one minute to the next — errors in the variables, which an
+// unwidened fit reads as exact, so that a few near-saturated cycles
+// outweighed a full batch's ITL. Only the robust strategy calls it, for
+// observations without a queue (a queued cycle's ITL is read at its
+// running batch, whatever the rate), and not for a Steady one (a
+// synthetic trace's rate is exact).
+func (t *Tuner) rateSpread(o Observation, at vec) (ttft, itl float64) {
+	w := t.cfg.RateWindowSeconds
+	if !(w > 0) || !(o.RateRPS > 0) || o.Steady {
+		return 0, 0
+	}
+	s := 1 / math.Sqrt(o.RateRPS*w)
+	p := t.toParams(at)
+	m0, err := t.analyze(p, o)
+	if err != nil || !(m0.TTFTMs > 0) || !(m0.ITLMs > 0) {
+		return 0, 0
+	}
+	hi := o
+	hi.RateRPS *= 1 + s
+	m1, err := t.analyze(p, hi)
+	if err != nil || !(m1.TTFTMs > 0) || !(m1.ITLMs > 0) {
+		return maxRateSpread, maxRateSpread
+	}
+	return math.Min(sq(math.Log(m1.TTFTMs/m0.TTFTMs)), maxRateSpread), math.Min(sq(math.Log(m1.ITLMs/m0.ITLMs)), maxRateSpread)
 }
 
 // measure returns measureOne of every observation of batch, in a buffer the
@@ -120,11 +165,10 @@ func (t *Tuner) cellCentre(x vec) vec {
 // remembered per observation). ok is false where the model cannot be
 // evaluated or differentiated.
 func (t *Tuner) linearise(x, ref vec, o Observation) (h [2]float64, jac [2]vec, ok bool) {
-	m, err := t.analyze(t.toParams(x), o)
-	if err != nil || !(m.TTFTMs > 0) || !(m.ITLMs > 0) {
+	h, ok = t.eval.logs(t.toParams(x), o)
+	if !ok {
 		return h, jac, false
 	}
-	h = [2]float64{math.Log(m.TTFTMs), math.Log(m.ITLMs)}
 	at := t.cellCentre(ref)
 	slot, hit := t.lins.slot(o, at)
 	if hit {
@@ -302,11 +346,11 @@ func (t *Tuner) dataCost(x vec, batch []Observation, meas []measured) float64 {
 	p := t.toParams(x)
 	c := 0.0
 	for k, o := range batch {
-		m, err := t.analyze(p, o)
-		if err != nil || !(m.TTFTMs > 0) || !(m.ITLMs > 0) {
+		ln, ok := t.eval.logs(p, o)
+		if !ok {
 			return math.NaN()
 		}
-		c += sq(meas[k].z[0]-math.Log(m.TTFTMs))/meas[k].r[0] + sq(meas[k].z[1]-math.Log(m.ITLMs))/meas[k].r[1]
+		c += sq(meas[k].z[0]-ln[0])/meas[k].r[0] + sq(meas[k].z[1]-ln[1])/meas[k].r[1]
 	}
 	return c
 }

@@ -34,19 +34,37 @@ func capacityError(t *testing.T, tr Truth, p Params) float64 {
 }
 
 // wrongSplit returns parameters with α = alpha that explain the truth's
-// TTFT and ITL at one operating point: the tuner fitted with α held there
-// by its bounds, on exact observations.
+// TTFT and ITL at one operating point (at[0]) exactly: Newton's method on
+// log β and log γ, the tuner's measurement model, differences for the
+// Jacobian.
 func wrongSplit(t *testing.T, tr Truth, alpha float64, at []Observation) Params {
 	t.Helper()
-	cfg := Config{IterationBounds: map[string][2]float64{"alpha": {alpha, alpha * (1 + 1e-9)}}}
-	tu, err := New(cfg, Params{Alpha: alpha, Beta: tr.Params.Beta, Gamma: tr.Params.Gamma})
-	if err != nil {
-		t.Fatal(err)
+	o := at[0]
+	residual := func(lb, lg float64) [2]float64 {
+		a, err := tr.analyzer(Params{Alpha: alpha, Beta: math.Exp(lb), Gamma: math.Exp(lg)}, o.InputTokens, o.OutputTokens, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := a.Analyze(o.RateRPS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return [2]float64{math.Log(m.TTFTMs / o.TTFTMs), math.Log(m.ITLMs / o.ITLMs)}
 	}
-	for range 3 {
-		stepAll(t, tu, at)
+	x := [2]float64{math.Log(tr.Params.Beta), math.Log(tr.Params.Gamma)}
+	for range 50 {
+		r := residual(x[0], x[1])
+		if math.Abs(r[0]) < 1e-10 && math.Abs(r[1]) < 1e-10 {
+			break
+		}
+		const h = 1e-6
+		rb, rg := residual(x[0]+h, x[1]), residual(x[0], x[1]+h)
+		j := [2][2]float64{{(rb[0] - r[0]) / h, (rg[0] - r[0]) / h}, {(rb[1] - r[1]) / h, (rg[1] - r[1]) / h}}
+		det := j[0][0]*j[1][1] - j[0][1]*j[1][0]
+		x[0] -= (j[1][1]*r[0] - j[0][1]*r[1]) / det
+		x[1] -= (-j[1][0]*r[0] + j[0][0]*r[1]) / det
 	}
-	return tu.Params()
+	return Params{Alpha: alpha, Beta: math.Exp(x[0]), Gamma: math.Exp(x[1])}
 }
 
 // converged is the record of a tuner that has seen one operating point for

@@ -59,27 +59,110 @@ const minGatedWaiting = 1.0
 //     ITL carry work the queueing model does not have (it knows no KV
 //     limit beyond the batch size), and a server that preempts is at its
 //     memory limit, where the modelled batch is wrong;
-//   - the queueing wait by Little's law, W = L_q/λ (WaitingRequests over
-//     RateRPS), is more than MaxWaitShare of the TTFT: the TTFT then
-//     measures the queue — in an overload, a queue that grows with time,
-//     which no steady state of the model explains — and fitting it reads
-//     the queue as slow service. 0.5 is "the wait dominates".
+//   - with the seed strategy, the TTFT is mostly queueing wait (see
+//     queueDominated). The robust strategy keeps such a cycle's ITL, which
+//     has no queue in it, and drops only its TTFT (see measureOne).
 //
-// A wait below one waiting request per replica is a request between two
-// engine steps, not a queue: the wait test needs at least one (the
-// emulated and real servers' TTFTs of a few ms would otherwise be "mostly
-// wait" at light load). gateServer says what the tests find; Step decides
-// whether the gate applies (see gated).
+// gateServer says what the tests find; Step decides whether the gate
+// applies (see gated).
 func (t *Tuner) gateServer(obs Observation) string {
 	if obs.PreemptionsPerSec > 0 && !t.cfg.KeepPreempting {
 		return fmt.Sprintf("skipped: the replicas preempted (%.3g requests/s): recompute is not service", obs.PreemptionsPerSec)
 	}
-	if t.cfg.MaxWaitShare < 0 || obs.WaitingRequests < minGatedWaiting {
+	if t.logSpace() || !t.queueDominated(obs) {
 		return ""
 	}
-	if wait := 1000 * obs.WaitingRequests / obs.RateRPS; wait > t.cfg.MaxWaitShare*obs.TTFTMs {
-		return fmt.Sprintf("skipped: queueing wait %.4g ms (%.3g waiting at %.3g requests/s) is over %.0f %% of the TTFT %.4g ms",
-			wait, obs.WaitingRequests, obs.RateRPS, 100*t.cfg.MaxWaitShare, obs.TTFTMs)
+	return fmt.Sprintf("skipped: queueing wait %.4g ms (%.3g waiting at %.3g requests/s) is over %.0f %% of the TTFT %.4g ms",
+		1000*obs.WaitingRequests/obs.RateRPS, obs.WaitingRequests, obs.RateRPS, 100*t.cfg.MaxWaitShare, obs.TTFTMs)
+}
+
+// queueDominated reports whether obs's TTFT is mostly queueing wait: the
+// wait by Little's law, W = L_q/λ (WaitingRequests over RateRPS), is more
+// than MaxWaitShare of the TTFT. Such a TTFT measures the queue — in an
+// overload, a queue that grows with time, which no steady state of the
+// model explains — and fitting it reads the queue as slow service. 0.5 is
+// "the wait dominates". A wait below one waiting request per replica is a
+// request between two engine steps, not a queue: the test needs at least
+// one (the emulated and real servers' TTFTs of a few ms would otherwise be
+// "mostly wait" at light load).
+func (t *Tuner) queueDominated(obs Observation) bool {
+	if t.cfg.MaxWaitShare < 0 || obs.WaitingRequests < minGatedWaiting {
+		return false
+	}
+	return 1000*obs.WaitingRequests/obs.RateRPS > t.cfg.MaxWaitShare*obs.TTFTMs
+}
+
+// fullBatchShare is the share of the batch limit a queued cycle's replicas
+// must report running for its ITL to be read (see loadChanged).
+const fullBatchShare = 0.9
+
+// maxLoadChange is the largest factor by which a replica's arrival rate may
+// differ from the previous cycle's for the robust strategy to read the
+// cycle as a steady state.
+const maxLoadChange = 1.2
+
+// lastCycle is what the robust strategy remembers of the previous cycle to
+// tell whether the current one is a steady state.
+type lastCycle struct {
+	rate, waiting float64
+	queued        bool
+}
+
+// loadChanged says why obs is no steady state, or "". A cycle's figures are
+// averages over the metrics window, and when the load changes within it
+// they fit no load — the arrival rate is the window's, the latencies those
+// of requests that started under the old load. On step-slow-start such
+// cycles drew the estimate along the α–γ ridge by 30–50 % and, once
+// rejected, made the re-anchoring's F-test refit on them alone
+// (docs/tuner.md §7). The robust strategy skips:
+//
+//   - a cycle whose arrival rate per replica differs from the previous
+//     cycle's by more than maxLoadChange (20 %: four standard deviations
+//     of a one-minute Poisson count at 8 requests/s, 1.5 at 1 request/s,
+//     where a few steady cycles are skipped too);
+//   - the first cycle without a queue after one with a queue, and the
+//     first with a queue after one without: they span the queue's end or
+//     start (the batch was filling while the running count, read at the
+//     window's end, says full);
+//   - a cycle with a queue whose replicas run fewer than 90 % of their
+//     batch limit: the batch is filling (or held by the per-step token
+//     budget), every step carries a full budget of queued prefills, and
+//     its ITL is no steady state at the running batch — read there, the
+//     e2e staircases' filling batches made the ITL target look infeasible
+//     (α learned 3–6× too large), and the saturation analyzer scaled to 8
+//     replicas where 2–3 serve. A synthetic (Steady) observation is read
+//     at whatever batch it reports;
+//   - a cycle with a queue that is less than half the previous one's: the
+//     queue is draining, and the batch may not have been what the running
+//     count, read at the window's end, says throughout.
+//
+// A cycle whose queue holds or grows is kept whatever the rate did. Nothing
+// is skipped during the first warm-up (coldFit): a cold start under a
+// changing load — a model's first replicas as the load ramps and more
+// start — would otherwise stay unsized, to the saturation analyzer alone
+// (the e2e staircases scaled to 7 replicas where 2 serve); the first fit
+// is then rough, and the gated steps that follow skip such cycles.
+func (t *Tuner) loadChanged(prev lastCycle, obs Observation) string {
+	if !t.logSpace() || prev.rate <= 0 || obs.Steady || t.coldFit() {
+		return ""
+	}
+	if t.queueDominated(obs) {
+		if !prev.queued {
+			return "skipped: the previous cycle's replicas did not queue: this cycle's averages span the queue's start"
+		}
+		if b, n := obs.RunningRequests, float64(obs.MaxBatchSize); b >= 1 && b < fullBatchShare*n {
+			return fmt.Sprintf("skipped: the replicas queue behind a batch that is not full (%.3g of %d running): the batch is filling, its steps carry the queue's prefills", b, obs.MaxBatchSize)
+		}
+		if obs.WaitingRequests < prev.waiting/2 {
+			return fmt.Sprintf("skipped: the queue is draining (%.3g waiting per replica, %.3g the cycle before): the batch may not have been full throughout", obs.WaitingRequests, prev.waiting)
+		}
+		return ""
+	}
+	if prev.queued {
+		return "skipped: the previous cycle's replicas queued: this cycle's averages span the queue's end"
+	}
+	if f := obs.RateRPS / prev.rate; f > maxLoadChange || f < 1/maxLoadChange {
+		return fmt.Sprintf("skipped: the load changed from %.3g to %.3g requests/s per replica: the cycle's averages span the change", prev.rate, obs.RateRPS)
 	}
 	return ""
 }
@@ -100,13 +183,17 @@ func (t *Tuner) gated(reason string) bool {
 		return false
 	}
 	if t.fitting {
-		if t.updates < t.windowSize {
+		if t.coldFit() {
 			t.queueFit = true
 		}
 		return false
 	}
 	return !t.queueFit
 }
+
+// coldFit reports the first warm-up: fitting, with fewer accepted updates
+// than the window (a restart's refit comes after Window updates).
+func (t *Tuner) coldFit() bool { return t.fitting && t.updates < t.windowSize }
 
 // skip records a step the server gate kept out.
 func (t *Tuner) skip(st *Step, reason string) {
@@ -130,6 +217,13 @@ func (t *Tuner) Step(obs Observation) (Step, error) {
 	if priorErr == nil {
 		st.PredictedTTFTMs, st.PredictedITLMs = prior.TTFTMs, prior.ITLMs
 	}
+	prev := lastCycle{rate: t.lastRate, queued: t.lastQueued, waiting: t.lastWaiting}
+	t.lastRate, t.lastQueued, t.lastWaiting = obs.RateRPS, t.queueDominated(obs), obs.WaitingRequests
+	if reason := t.loadChanged(prev, obs); reason != "" {
+		t.skip(&st, reason)
+		st.Params, st.Covariance = t.Params(), t.covariance()
+		return st, nil
+	}
 	if reason := t.gateServer(obs); t.gated(reason) {
 		t.skip(&st, reason)
 		st.Params, st.Covariance = t.Params(), t.covariance()
@@ -142,6 +236,12 @@ func (t *Tuner) Step(obs Observation) (Step, error) {
 		t.stepWarmup(&st, obs)
 	default:
 		saturated := priorErr != nil || prior.Blocking > saturatedBlocking || prior.WaitMs > obs.TTFTMs
+		if t.queueDominated(obs) {
+			// Read at its running batch, its ITL alone: the gate's
+			// premise holds there (see stepGated for what a rejection
+			// does).
+			saturated = priorErr != nil
+		}
 		t.stepGated(&st, obs, saturated)
 	}
 	t.lastNIS = st.NIS
@@ -190,9 +290,17 @@ func (t *Tuner) stepSeed(st *Step, obs Observation) {
 // linearised update per observation is not: from a start far off, a
 // sequential EKF collapses its covariance in directions the first
 // observations cannot resolve and then crawls.
+//
+// The several starts of a warm-up fit (see fitWindow) are tried on the
+// first observation and when the window is full — the fit that becomes the
+// anchor, and the first the engine sizes with — and from the previous fit
+// alone in between: an intermediate fit only seeds the next, and trying
+// every start at every step took three quarters of a warm-up's time.
 func (t *Tuner) stepWarmup(st *Step, obs Observation) {
 	t.evaluate(st, obs, t.p)
 	t.window = append(t.window, obs)
+	t.explore = len(t.window) <= 1 || len(t.window) >= t.windowSize
+	defer func() { t.explore = true }()
 	if err := t.fitWindow(st); err != nil {
 		t.window = t.window[:len(t.window)-1]
 		st.Reason = "rejected: " + err.Error()
@@ -306,7 +414,12 @@ func (t *Tuner) stepGated(st *Step, obs Observation, saturated bool) {
 	} else {
 		st.Reason = fmt.Sprintf("rejected: NIS %.4g ≥ %.4g", st.NIS, t.cfg.MaxNIS)
 	}
-	if len(t.pending) < t.cfg.MaxRejections {
+	// A queued cycle the estimate cannot explain re-anchors at once: its
+	// ITL at the running batch is the cleanest figure a server gives (no
+	// queue in it, and no lag: the batch holds however the arrivals move),
+	// and while the replicas queue, every cycle spent on a wrong estimate
+	// is a cycle of undersizing.
+	if len(t.pending) < t.cfg.MaxRejections && (!st.Evaluated || !t.queueDominated(obs)) {
 		return
 	}
 	t.reanchor(st)
@@ -339,8 +452,13 @@ func (t *Tuner) stepGated(st *Step, obs Observation, saturated bool) {
 // into the capacity: on step-slow-start it halved the learned capacity
 // (docs/tuner.md §3 item 5, §7).
 func (t *Tuner) reanchor(st *Step) {
+	// The gate rejected this observation; what the re-anchoring decides
+	// is not the gate's (a study's mean NIS of gate-accepted updates would
+	// otherwise count the rejected NIS).
+	st.Gated = false
 	n, last, recent := len(t.pending), st.NIS, len(t.window)
 	estimate, estimateP := t.x, t.p
+	oldAnchorX, oldAnchorP := t.anchorX, t.anchorP
 	oldMisfit := t.misfit(t.window)
 	joint := make([]Observation, 0, recent+n)
 	joint = append(append(joint, t.window...), t.pending...)
@@ -348,22 +466,40 @@ func (t *Tuner) reanchor(st *Step) {
 	t.anchorP = t.p.plusDiag(sq(t.cfg.InflationSpread), t.n)
 	anchorP := t.anchorP
 
-	// The parameters changed: the rejected observations alone.
+	// The parameters changed: the rejected observations alone — unless
+	// they have no more values than there are parameters (a queued cycle's
+	// ITL alone): those fit any change exactly and identify none, the
+	// F-test has no power, and a refit on them alone put the estimate
+	// anywhere on their ridge (on compute-bound, one queued cycle's ITL put
+	// the next cycles' predicted ITL at 6× the observed). The joint fit is
+	// then the re-anchoring, however few values the window holds — none,
+	// right after a warm-up: the inflated prior centred on the estimate
+	// is then what the rejected observations are fitted against.
+	identifiable := t.values(t.pending) > t.n
 	t.window = append(t.window[:0:0], t.pending...)
 	t.fitting, t.queueFit = true, false
-	changedErr := t.fitWindow(st)
-	changedX, changedP, changedMisfit := t.x, t.p, t.misfit(t.pending)
+	changedErr := fmt.Errorf("%d observed values cannot identify %d parameters", t.values(t.pending), t.n)
+	var changedX vec
+	var changedP square
+	changedMisfit := 0.0
+	if identifiable {
+		changedErr = t.fitWindow(st)
+		changedX, changedP, changedMisfit = t.x, t.p, t.misfit(t.pending)
+	}
 
 	// The estimate was wrong: the recent window and the rejected ones.
-	if k := t.n; recent > 0 && 2*len(joint) > 2*k {
+	if k := t.n; !identifiable || recent > 0 && t.values(joint) > 2*k {
 		t.setState(estimate, &estimateP)
 		t.window = joint
 		if err := t.fitWindow(st); err == nil {
-			separate := oldMisfit + changedMisfit
-			jointMisfit := t.misfit(joint)
-			dof := float64(2*len(joint) - 2*k)
-			f := (jointMisfit - separate) / float64(k) / (separate / dof)
-			if changedErr != nil || !(f > distuv.F{D1: float64(k), D2: dof}.Quantile(explainQuantile)) {
+			f := math.NaN()
+			if identifiable {
+				separate := oldMisfit + changedMisfit
+				jointMisfit := t.misfit(joint)
+				dof := float64(t.values(joint) - 2*k)
+				f = (jointMisfit - separate) / float64(k) / (separate / dof)
+			}
+			if changedErr != nil || !(f > distuv.F{D1: float64(k), D2: float64(t.values(joint) - 2*k)}.Quantile(explainQuantile)) {
 				// The old anchor is what was wrong: centre the (inflated)
 				// prior on the joint fit, so that the observations that
 				// later leave the window are folded into an anchor
@@ -379,6 +515,10 @@ func (t *Tuner) reanchor(st *Step) {
 				st.Accepted = true
 				st.Reason = fmt.Sprintf("accepted: %d rejections in a row (last NIS %.4g); estimate wrong, covariance inflated, refitted with the %d recent observations they contradict (F %.3g)",
 					n, last, recent, f)
+				if !identifiable {
+					st.Reason = fmt.Sprintf("accepted: %d rejections in a row (last NIS %.4g); estimate wrong, covariance inflated, refitted with the %d recent observations they contradict (%v alone)",
+						n, last, recent, changedErr)
+				}
 				return
 			}
 		}
@@ -386,6 +526,12 @@ func (t *Tuner) reanchor(st *Step) {
 		t.window = append(t.window[:0:0], t.pending...)
 	}
 	if changedErr != nil {
+		if !identifiable {
+			// Nothing to refit on: the rejection stands, and the window
+			// and the anchor are what they were.
+			t.anchorX, t.anchorP = oldAnchorX, oldAnchorP
+			t.window = append(t.window[:0:0], joint[:recent]...)
+		}
 		t.setState(estimate, &estimateP)
 		t.fitting = false
 		st.Reason += "; refit after covariance inflation failed: " + changedErr.Error()
@@ -395,6 +541,19 @@ func (t *Tuner) reanchor(st *Step) {
 	st.Accepted = true
 	t.fitting = len(t.window) < t.windowSize
 	st.Reason = fmt.Sprintf("accepted: %d rejections in a row (last NIS %.4g); parameters assumed changed, covariance inflated, refitted", n, last)
+}
+
+// values counts the observed values of batch the fit uses: an ITL each,
+// and a TTFT where it is not queueing wait.
+func (t *Tuner) values(batch []Observation) int {
+	n := 0
+	for _, o := range batch {
+		n++
+		if !t.queueDominated(o) {
+			n++
+		}
+	}
+	return n
 }
 
 // explainQuantile is the point of the F distribution above which the
@@ -446,8 +605,18 @@ func (t *Tuner) evaluate(st *Step, obs Observation, p square) {
 		}
 		s[a][a] += m.r[a]
 	}
-	s[0][1] = (s[0][1] + s[1][0]) / 2
 	y := [2]float64{m.z[0] - h[0], m.z[1] - h[1]}
+	if math.IsInf(m.r[0], 1) {
+		// The TTFT is queueing wait: the ITL alone, its NIS put on the
+		// scale of two degrees of freedom (see itlOnlyNIS).
+		if !(s[1][1] > 0) || math.IsInf(s[1][1], 0) {
+			return
+		}
+		st.NIS = itlOnlyNIS(y[1] * y[1] / s[1][1])
+		st.Innovation, st.Evaluated = [2]float64{0, y[1]}, true
+		return
+	}
+	s[0][1] = (s[0][1] + s[1][0]) / 2
 	det := s[0][0]*s[1][1] - s[0][1]*s[0][1]
 	tr := s[0][0] + s[1][1]
 	// The eigenvalues of S are tr/2 ± √(tr²/4 − det); their ratio is its
@@ -458,6 +627,18 @@ func (t *Tuner) evaluate(st *Step, obs Observation, p square) {
 	}
 	st.NIS = (y[0]*y[0]*s[1][1] - 2*y[0]*y[1]*s[0][1] + y[1]*y[1]*s[0][0]) / det
 	st.Innovation, st.Evaluated = y, true
+}
+
+// itlOnlyNIS maps the NIS of one value (χ² with one degree of freedom) to
+// the χ² value with two that has the same tail probability, so that one
+// gate serves observations with and without their TTFT:
+// F₂⁻¹(F₁(x)) = −2·ln(1 − erf(√(x/2))).
+func itlOnlyNIS(x float64) float64 {
+	tail := math.Erfc(math.Sqrt(x / 2)) // 1 − F₁(x)
+	if tail <= 0 {
+		return math.Inf(1)
+	}
+	return -2 * math.Log(tail)
 }
 
 // fitWindow resets the estimate to the anchor and fits every observation in
@@ -472,7 +653,7 @@ func (t *Tuner) fitWindow(st *Step) error {
 	var starts [4]vec
 	starts[0] = t.x
 	ns := 1
-	if t.fitting {
+	if t.fitting && t.explore {
 		starts[1], starts[2] = t.anchorX, t.stateOf(Defaults(t.cfg.ServiceModel))
 		ns = 3
 		if p, ok := Bootstrap(t.cfg.ServiceModel, t.window[len(t.window)-1]); ok {

@@ -47,6 +47,16 @@ type Record struct {
 	// QueueFit: the current fit took queue-dominated or preempting cycles
 	// (the server gate is off until a fit starts anew).
 	QueueFit bool `json:"queueFit,omitempty"`
+	// LastRate is the previous observation's arrival rate per replica
+	// (the robust strategy skips a cycle in which it changed by more than
+	// 30 %).
+	LastRate float64 `json:"lastRate,omitempty"`
+	// LastQueued: the previous observation's TTFT was mostly queueing wait
+	// (the next one without a queue is skipped).
+	LastQueued bool `json:"lastQueued,omitempty"`
+	// LastWaiting is the previous observation's waiting requests per
+	// replica (a queue less than half of it is draining).
+	LastWaiting float64 `json:"lastWaiting,omitempty"`
 }
 
 // Store keeps learned parameters across cycles (and, in the controller,
@@ -117,7 +127,7 @@ func (t *Tuner) Record(now time.Time) Record {
 	return Record{ServiceModel: t.cfg.ServiceModel, Strategy: t.cfg.Strategy, Params: t.Params(),
 		StateCovariance: t.cov().rows(t.n), Updates: t.updates, Rejections: t.rejections, Skips: t.skips, LastNIS: t.lastNIS, LastUpdate: now,
 		AnchorState: append([]float64(nil), t.anchorX[:t.n]...), AnchorCovariance: t.anchorP.rows(t.n),
-		Window: append([]Observation(nil), t.window...), Pending: append([]Observation(nil), t.pending...), Fitting: t.fitting, QueueFit: t.queueFit}
+		Window: append([]Observation(nil), t.window...), Pending: append([]Observation(nil), t.pending...), Fitting: t.fitting, QueueFit: t.queueFit, LastRate: t.lastRate, LastQueued: t.lastQueued, LastWaiting: t.lastWaiting}
 }
 
 // symOf checks and converts a stored n×n covariance.
@@ -167,6 +177,13 @@ func Restore(cfg Config, rec Record) (*Tuner, error) {
 	t.anchorX, t.anchorP = t.state(), t.cov()
 	t.updates, t.rejections, t.skips, t.lastNIS = rec.Updates, rec.Rejections, rec.Skips, rec.LastNIS
 	t.queueFit = rec.QueueFit
+	if rec.LastRate > 0 && !math.IsInf(rec.LastRate, 0) {
+		t.lastRate = rec.LastRate
+	}
+	t.lastQueued = rec.LastQueued
+	if rec.LastWaiting > 0 && !math.IsInf(rec.LastWaiting, 0) {
+		t.lastWaiting = rec.LastWaiting
+	}
 	t.fitting = rec.Updates < t.windowSize // resume gated once warmed up
 	if len(rec.AnchorState) == n && len(rec.AnchorCovariance) == n {
 		ap, err := symOf(rec.AnchorCovariance, n)

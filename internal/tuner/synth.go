@@ -68,7 +68,7 @@ func (tr Truth) Observe(p Params, rate, in, out float64, q int) (Observation, er
 	if err != nil {
 		return Observation{}, err
 	}
-	return Observation{RateRPS: rate, InputTokens: in, OutputTokens: out, MaxBatchSize: tr.MaxBatchSize, TTFTMs: m.TTFTMs, ITLMs: m.ITLMs}, nil
+	return Observation{RateRPS: rate, InputTokens: in, OutputTokens: out, MaxBatchSize: tr.MaxBatchSize, TTFTMs: m.TTFTMs, ITLMs: m.ITLMs, Steady: true}, nil
 }
 
 // Synthesize generates a trace: each cycle draws a load uniformly between

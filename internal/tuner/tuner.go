@@ -38,18 +38,24 @@ type Tuner struct {
 	// fitting is true until the window is full.
 	windowSize int
 	fitting    bool
+	// explore: a fit while fitting tries several starts (fitWindow); off
+	// for a warm-up's intermediate fits (stepWarmup).
+	explore bool
 	// queueFit: the current fit's window took a cycle the server gate
 	// would have kept out (queueing or preemption): its estimate learned
 	// some of the queue, and the gate, which protects an estimate learned
 	// from the server, stays off until a fit starts anew.
 	queueFit bool
 	// pending are the rejected observations since the last accepted one.
-	pending    []Observation
-	meas       []measured // scratch: the stacked observations of a fit
-	updates    int        // accepted updates
-	rejections int        // rejected updates
-	skips      int        // observations the server gate kept out
-	lastNIS    float64    // NIS of the latest observation
+	pending     []Observation
+	meas        []measured // scratch: the stacked observations of a fit
+	updates     int        // accepted updates
+	rejections  int        // rejected updates
+	skips       int        // observations the server gate kept out
+	lastNIS     float64    // NIS of the latest observation
+	lastRate    float64    // arrival rate per replica of the latest observation
+	lastQueued  bool       // the latest observation's TTFT was mostly queueing wait
+	lastWaiting float64    // the latest observation's waiting requests per replica
 }
 
 // New returns a tuner that starts from init. With StrategyRobust the
@@ -84,8 +90,12 @@ func New(cfg Config, init Params) (*Tuner, error) {
 		t.x = vecOf(x0)
 		t.p = square{}.plusDiag(sq(cfg.InitialSpread), n)
 	}
+	if t.logSpace() {
+		t.eval.saturated = t.queueDominated
+	}
 	t.anchorX, t.anchorP = t.state(), t.cov()
 	t.fitting = t.windowSize > 0
+	t.explore = true
 	t.setBounds()
 	return t, nil
 }

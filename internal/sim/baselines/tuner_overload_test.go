@@ -69,39 +69,44 @@ func fmtParams(a, b, g float64) string {
 }
 
 // TestTunerThroughOverload runs WVA on step-slow-start (8 → 40 → 8
-// requests/s, 240-s start-up, at most 8 replicas) and follows the capacity
-// it sizes with against the same sizing with the true parameters. While the
-// first replicas carry the step alone (from the step's first cycle until
-// the replicas it ordered are ready, 240 s later) their queue grows, and the
-// server gate must keep every such cycle out of the tuner: the learned
-// parameters do not move. Before the gate (issue 30) the tuner fitted those
-// cycles and its capacity fell to half the truth.
+// requests/s, 240-s start-up, at most 8 replicas; the tuner starts cold,
+// no profile) and follows the capacity it sizes with against the same
+// sizing with the true parameters (issue 30; docs/tuner.md §7).
 //
-// Issue 30 asks for more: the learned capacity within 5 % of the truth
-// through the whole overload. That is not met yet — see docs/tuner.md §7:
-// before the step the tuner has seen one load only, where α and γ trade
-// off, and when WVA spreads the load over more replicas the lighter load
-// contradicts the split and the re-anchoring refits on it alone: the
-// re-anchoring's joint refit (docs/tuner.md §3 item 5) is rejected by its
-// F-test here, because the queueing model does not explain both loads of
-// this server with any one parameter set (its TTFT is ~60 % low at the
-// true parameters).
+// What keeps it there: a cycle whose replicas queue keeps its ITL, read at
+// the batch its replicas report running, and drops its TTFT (the queue);
+// cycles whose averages span a change of load, a queue's start or its end,
+// or whose queue waits behind a batch still filling, are skipped; each observation's variance carries what its rate's
+// Poisson error moves the model's latencies by (near saturation, tens of
+// per cent); a re-anchoring does not refit rejected observations alone
+// when they cannot identify the parameters; and the process noise is 1 %
+// a cycle, so that what one load taught is not forgotten while another is
+// seen (α and γ trade off at any one load). Before, the learned capacity
+// fell 48 % below the truth before the step, 22–35 % during the overload
+// and ended 17–35 % above it; a second pass that read every queued cycle
+// at a full batch was +5 to +12 % from 750 to 930 s.
+//
+// Measured (seed 1): within 4.4 % of the truth from the first sizing to
+// 1 650 s, through the overload and the return to 8 requests/s; +6 to +7 %
+// from 1 680 to 1 920 s, when eight replicas share 8 requests/s (1 a
+// replica: the estimate re-anchors on that one light load, where the
+// guide's model form, which the engine sizes with, cannot also fit the
+// 5-requests/s cycles before); within 3.1 % after. The bound is the
+// issue's 5 % through the overload, 10 % after it.
 func TestTunerThroughOverload(t *testing.T) {
 	points := trackCapacity(t, "step-slow-start")
-	var frozen string
-	for _, p := range points {
-		t.Logf("t=%5.0f demand %6.2f learned %6.2f truth %6.2f (%+.1f %%) %s", p.now, p.demand, p.learned, p.truth, 100*(p.learned/p.truth-1), p.params)
-		if p.now < 660 || p.now > 840 {
-			continue
-		}
-		if frozen == "" {
-			frozen = p.params
-		}
-		if p.params != frozen {
-			t.Errorf("t=%.0f: the parameters moved while the replicas queued: %s → %s", p.now, frozen, p.params)
-		}
+	if len(points) < 60 {
+		t.Fatalf("%d sized cycles: the run no longer sizes the variant throughout", len(points))
 	}
-	if frozen == "" {
-		t.Fatal("no sized cycle between 660 and 840 s")
+	for _, p := range points {
+		e := p.learned/p.truth - 1
+		t.Logf("t=%5.0f demand %6.2f learned %6.2f truth %6.2f (%+.1f %%) %s", p.now, p.demand, p.learned, p.truth, 100*e, p.params)
+		bound := 0.05
+		if p.now > 1650 {
+			bound = 0.10
+		}
+		if math.Abs(e) > bound {
+			t.Errorf("t=%.0f: learned capacity %+.1f %% off the truth (bound %.0f %%)", p.now, 100*e, 100*bound)
+		}
 	}
 }
