@@ -475,16 +475,19 @@ func (t *Tuner) reanchor(st *Step) {
 	// then the re-anchoring, however few values the window holds — none,
 	// right after a warm-up: the inflated prior centred on the estimate
 	// is then what the rejected observations are fitted against.
-	identifiable := t.values(t.pending) > t.n
+	values := t.values(t.pending)
+	identifiable := values > t.n
 	t.window = append(t.window[:0:0], t.pending...)
 	t.fitting, t.queueFit = true, false
-	changedErr := fmt.Errorf("%d observed values cannot identify %d parameters", t.values(t.pending), t.n)
+	var changedErr error
 	var changedX vec
 	var changedP square
 	changedMisfit := 0.0
 	if identifiable {
 		changedErr = t.fitWindow(st)
 		changedX, changedP, changedMisfit = t.x, t.p, t.misfit(t.pending)
+	} else {
+		changedErr = fmt.Errorf("%d observed values cannot identify %d parameters", values, t.n)
 	}
 
 	// The estimate was wrong: the recent window and the rejected ones.
@@ -492,14 +495,12 @@ func (t *Tuner) reanchor(st *Step) {
 		t.setState(estimate, &estimateP)
 		t.window = joint
 		if err := t.fitWindow(st); err == nil {
-			f := math.NaN()
+			f, dof := math.NaN(), float64(t.values(joint)-2*k)
 			if identifiable {
 				separate := oldMisfit + changedMisfit
-				jointMisfit := t.misfit(joint)
-				dof := float64(t.values(joint) - 2*k)
-				f = (jointMisfit - separate) / float64(k) / (separate / dof)
+				f = (t.misfit(joint) - separate) / float64(k) / (separate / dof)
 			}
-			if changedErr != nil || !(f > distuv.F{D1: float64(k), D2: float64(t.values(joint) - 2*k)}.Quantile(explainQuantile)) {
+			if changedErr != nil || !(f > distuv.F{D1: float64(k), D2: dof}.Quantile(explainQuantile)) {
 				// The old anchor is what was wrong: centre the (inflated)
 				// prior on the joint fit, so that the observations that
 				// later leave the window are folded into an anchor
