@@ -71,6 +71,7 @@ func TestCostTiering(t *testing.T) {
 	}
 	t.Logf("TIMING cost tiering: the cheap variant grew %s after the step; the expensive one: %s",
 		(cheapAt - step).Round(100*time.Millisecond), costly)
+	t.Logf("cost tiering: spec.replicas over the run (the step at %s): %s", step, rec.changes(cheapVA, costlyVA))
 	switch {
 	case !costlyUp || costlyAt > cheapAt:
 	case costlyAt < cheapAt:

@@ -262,6 +262,26 @@ func (r *replicaRecorder) firstAbove(variant string, n int32, from time.Duration
 	return 0, false
 }
 
+// changes lists every change of the variants' spec.replicas ("12.3s
+// a=2 b=1"), for a failure's message.
+func (r *replicaRecorder) changes(names ...string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b strings.Builder
+	var last string
+	for _, s := range r.samples {
+		var cur strings.Builder
+		for _, n := range names {
+			fmt.Fprintf(&cur, " %s=%d", n, s.SpecByVariant[n])
+		}
+		if cur.String() != last {
+			last = cur.String()
+			fmt.Fprintf(&b, "%s%s;", s.At.Round(100*time.Millisecond), last)
+		}
+	}
+	return b.String()
+}
+
 // waitUntil sleeps until d after the emulator's start.
 func (w *loadWorld) waitUntil(d time.Duration) {
 	select {
