@@ -190,15 +190,6 @@ func TestBySaturation(t *testing.T) {
 	}
 }
 
-func TestTransitionPenalty(t *testing.T) {
-	if p := TransitionPenalty(100, 120, true, 0.1); p != 20 {
-		t.Errorf("same type: %v", p)
-	}
-	if p := TransitionPenalty(100, 120, false, 0.1); math.Abs(p-42) > 1e-12 {
-		t.Errorf("type change: %v, want 0.1·220 + 20 = 42", p)
-	}
-}
-
 // TestCoverHugeDemand: a demand beyond any fleet is answered at once and
 // without overflow: the exact search skips the counts its bound rules out
 // instead of trying one replica at a time (a billion here), and ⌈x⌉ never

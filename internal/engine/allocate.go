@@ -99,10 +99,12 @@ func (c *cycle) allocateLimited() {
 			free[vs.v.Accelerator] -= vs.modelTarget * vs.v.acceleratorsPerReplica()
 		}
 		switch {
+		case a.BeyondMax:
+			ms.sum.ModelError = "the demand exceeds what every variant at its maximum can serve within the SLO"
 		case a.BestEffort:
 			ms.sum.ModelError = "inventory too small for the SLO; got a best-effort share (" + c.cfg.SaturationPolicy + ")"
 		case !a.Satisfied:
-			ms.sum.ModelError = "inventory too small for the SLO; nothing allocated (saturation policy None)"
+			ms.sum.ModelError = "inventory too small for the SLO; keeps at most the replicas it runs (saturation policy None)"
 		}
 	}
 	c.free = free

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-d-incubation/wva/internal/queueing"
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
@@ -83,3 +84,18 @@ func decision(t *testing.T, p *Plan, name string) VariantDecision {
 }
 
 func timeMinutes(i int) time.Duration { return time.Duration(i) * time.Minute }
+
+// testParams are the drain and release tests' server parameters.
+var testParams = tuner.Params{Alpha: 6, Beta: 0.02, Gamma: 0.0005}
+
+// testAnalyzer sizes testParams at 512 input and 128 output tokens, as
+// the engine does by default.
+func testAnalyzer(t *testing.T) *queueing.Analyzer {
+	t.Helper()
+	a, err := queueing.NewAnalyzer(queueing.Config{Model: queueing.Iteration{Alpha: testParams.Alpha, Beta: testParams.Beta, Gamma: testParams.Gamma},
+		Workload: queueing.Workload{InputTokens: 512, OutputTokens: 128}, MaxBatchSize: DefaultMaxBatchSize, MaxQueueSize: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}

@@ -28,6 +28,10 @@ func (c *cycle) enforce() {
 	if c.s.Optimizer == OptimizerLimited && c.mode != ModeModelOnly {
 		c.inventory()
 	}
+	c.waiting = map[string]int{}
+	if c.s.Optimizer == OptimizerLimited {
+		c.waiting = c.waitingUnits()
+	}
 	for _, vs := range c.all {
 		c.stabilize(vs)
 		if !vs.held {
@@ -253,10 +257,77 @@ func (c *cycle) stabilize(vs *variantState) {
 	for _, r := range keep {
 		highest = max(highest, r.Replica)
 	}
-	if stable := min(highest, vs.v.CurrentReplicas); stable > vs.target {
+	if stable := c.release(vs, min(highest, vs.v.CurrentReplicas)); stable > vs.target {
 		vs.note("scale-down to %d deferred: a recommendation of %d within the last %.0f s", vs.target, highest, c.cfg.ScaleDownStabilizationSeconds)
 		vs.target, vs.reason = stable, ReasonStabilized
 	}
+}
+
+// waitingUnits is, per accelerator type, what the cycle's scale-ups need
+// beyond the inventory that every running replica leaves free.
+func (c *cycle) waitingUnits() map[string]int {
+	need := map[string]int{}
+	for k, n := range c.s.Inventory {
+		need[k] = -n
+	}
+	for _, vs := range c.all {
+		need[vs.v.Accelerator] += max(vs.target, vs.v.CurrentReplicas) * vs.v.acceleratorsPerReplica()
+	}
+	for k, n := range need {
+		if n <= 0 {
+			delete(need, k)
+		}
+	}
+	return need
+}
+
+// release lets a scale-down that the window would defer go at once, as
+// far as the model's other ready replicas and those of this variant that
+// stay carry its current demand, when either another scale-up waits for
+// the accelerators (limited mode: the allocator moved this model off a
+// type another one needs) or the model's other ready replicas carry its
+// planned demand (a move to another variant, complete). It returns the
+// count the window still holds (docs/engine.md §5).
+func (c *cycle) release(vs *variantState, stable int) int {
+	u := vs.v.acceleratorsPerReplica()
+	w := c.waiting[vs.v.Accelerator]
+	if stable <= vs.target || vs.model == nil || vs.modelTarget < 0 || vs.target != vs.modelTarget {
+		return stable
+	}
+	// Only what the model's other ready replicas do not need: its demand
+	// within the capacity of the replicas that stay and serve now.
+	ms := vs.model
+	ready := 0.0
+	for _, o := range ms.variants {
+		if o != vs {
+			ready += float64(min(o.v.ReadyReplicas, o.target)) * o.capacity
+		}
+	}
+	// It keeps the ready replicas that carry what the others do not.
+	short := ms.demand - ready
+	keep := min(vs.v.ReadyReplicas, vs.v.CurrentReplicas)
+	switch {
+	case short <= 0:
+		keep = 0
+	case vs.capacity > 0:
+		keep = min(keep, alloc.CeilCount(short/vs.capacity, keep))
+	}
+	keep = max(keep, vs.target)
+	if ready >= ms.demandOf() {
+		// The others carry the planned demand already: nothing to wait for.
+		w = max(w, (stable-keep)*u)
+	}
+	n := min(stable-keep, (w+u-1)/u)
+	if n <= 0 {
+		return stable
+	}
+	if c.waiting[vs.v.Accelerator] > 0 {
+		vs.note("%d replica(s) released at once: scale-ups wait for %d %s", n, c.waiting[vs.v.Accelerator], vs.v.Accelerator)
+		c.waiting[vs.v.Accelerator] = max(c.waiting[vs.v.Accelerator]-n*u, 0)
+	} else {
+		vs.note("%d replica(s) released at once: the model's other ready replicas carry its planned demand", n)
+	}
+	return stable - n
 }
 
 // plan assembles the result.

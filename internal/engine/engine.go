@@ -159,6 +159,10 @@ type cycle struct {
 	// free is, in limited mode, the inventory left after the global
 	// allocation, by accelerator: what the drain planner may still use.
 	free map[string]int
+	// waiting is, in limited mode, the accelerators per type that this
+	// cycle's scale-ups need beyond what the running replicas leave free:
+	// a scale-down on such a type skips the stabilisation window (release).
+	waiting map[string]int
 }
 
 // Plan runs one decision cycle. An invalid snapshot is an error naming the
