@@ -8,6 +8,7 @@ package alloc
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -59,6 +60,7 @@ const coverEps = 1e-9
 // the linear-programming bound (the remaining demand at the best remaining
 // ratio). Ties go to fewer replicas, then to the earlier option.
 func CheapestCover(opts []Option, demand float64) Cover {
+	opts = sane(opts)
 	if !(demand <= math.MaxFloat64) { // +Inf or NaN: no fleet covers it
 		return GreedyCover(opts, math.Inf(1))
 	}
@@ -138,6 +140,7 @@ func (s *search) dfs(k int, need, cost, demand float64) {
 // the lowest cost per unit of capacity that is below its maximum, until the
 // demand is covered.
 func GreedyCover(opts []Option, demand float64) Cover {
+	opts = sane(opts)
 	c := Cover{Replicas: make([]int, len(opts))}
 	for i, o := range opts {
 		c.Replicas[i] = max(o.Min, 0)
@@ -158,6 +161,29 @@ func GreedyCover(opts []Option, demand float64) Cover {
 	}
 	c.Feasible = c.Capacity >= demand*(1-coverEps)
 	return c
+}
+
+// sane returns the options with every one whose cost is not a finite
+// non-negative number, or whose capacity is NaN, made unusable (capacity
+// 0: it keeps its minimum and adds nothing), so that the searches' bounds
+// hold; the engine validates costs, this guards other callers.
+func sane(opts []Option) []Option {
+	bad := func(o Option) bool {
+		return !(o.Cost >= 0 && o.Cost <= math.MaxFloat64) || math.IsNaN(o.Capacity)
+	}
+	if !slices.ContainsFunc(opts, bad) {
+		return opts
+	}
+	out := slices.Clone(opts)
+	for i := range out {
+		if bad(out[i]) {
+			out[i].Capacity = 0
+			if !(out[i].Cost >= 0 && out[i].Cost <= math.MaxFloat64) {
+				out[i].Cost = math.MaxFloat64
+			}
+		}
+	}
+	return out
 }
 
 // CeilCount is ⌈x⌉ as a replica count, at least 0 and at most limit: a

@@ -1,6 +1,7 @@
 package alloc
 
 import (
+	"math"
 	"slices"
 	"testing"
 )
@@ -135,5 +136,39 @@ func TestLimitedMinimumsHold(t *testing.T) {
 	got := Limited(servers, map[string]int{"H100": 4}, PolicyPriorityExhaustive, 0.1)
 	if got[0].Replicas[0] != 3 || got[1].Replicas[0] != 1 || !got[0].BestEffort || !got[1].Satisfied {
 		t.Errorf("a %+v, b %+v: want 3 (best effort) and b's minimum 1", got[0], got[1])
+	}
+}
+
+// TestLimitedHostileInput: NaN, infinite and huge demands, capacities
+// near zero, huge or negative inventories and bounds end without a panic,
+// within the inventory, and with counts that stay sane.
+func TestLimitedHostileInput(t *testing.T) {
+	huge := int(^uint(0) >> 2)
+	for _, d := range []float64{math.NaN(), math.Inf(1), -1, 1e300, 5} {
+		for _, inv := range []int{-3, 0, 7, huge} {
+			servers := []Server{
+				{Name: "a", Priority: 1, Demand: d, Options: []Option{
+					{Accelerator: "H100", Units: 0, Cost: 1, Capacity: 1e-300},
+					{Accelerator: "A100", Units: -2, Cost: math.NaN(), Capacity: 2, Max: -1, Current: huge}}},
+				{Name: "b", Priority: -4, Demand: d, Options: []Option{
+					{Accelerator: "H100", Units: 3, Cost: 2, Capacity: math.Inf(1), Min: 1}}},
+			}
+			got := Limited(servers, map[string]int{"H100": inv, "A100": inv}, PolicyRoundRobin, 0.1)
+			used := map[string]int{}
+			for i, a := range got {
+				for j, n := range a.Replicas {
+					if n < 0 {
+						t.Fatalf("demand %v inventory %d: %s has %d replicas", d, inv, servers[i].Name, n)
+					}
+					used[servers[i].Options[j].Accelerator] += n * max(servers[i].Options[j].Units, 1)
+				}
+			}
+			for k, u := range used {
+				// b's minimum (3 H100) holds whatever the inventory.
+				if u > max(inv, 0) && !(k == "H100" && u <= 3) {
+					t.Errorf("demand %v inventory %d: %s uses %d", d, inv, k, u)
+				}
+			}
+		}
 	}
 }

@@ -285,8 +285,8 @@ func (c *cycle) waitingUnits() map[string]int {
 // far as the model's other ready replicas and those of this variant that
 // stay carry its current demand, when either another scale-up waits for
 // the accelerators (limited mode: the allocator moved this model off a
-// type another one needs) or the model's other ready replicas carry its
-// planned demand (a move to another variant, complete). It returns the
+// type another one needs) or, once it has traffic, the model's other ready
+// replicas carry its planned demand (a move to another variant, complete). It returns the
 // count the window still holds (docs/engine.md §5).
 func (c *cycle) release(vs *variantState, stable int) int {
 	u := vs.v.acceleratorsPerReplica()
@@ -313,7 +313,7 @@ func (c *cycle) release(vs *variantState, stable int) int {
 		keep = min(keep, alloc.CeilCount(short/vs.capacity, keep))
 	}
 	keep = max(keep, vs.target)
-	if ready >= ms.demandOf() {
+	if ms.demand > 0 && ready >= ms.demandOf() {
 		// The others carry the planned demand already: nothing to wait for.
 		w = max(w, (stable-keep)*u)
 	}

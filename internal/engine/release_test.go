@@ -23,14 +23,14 @@ func TestReleaseForAnotherModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := sz.CapacityRPS
-	build := func(bigNeeds3 bool, l40sReady int) *Snapshot {
+	build := func(bigNeeds3 bool, l40sReady int, smallRate float64) *Snapshot {
 		bigRate := 0.8 * c // per pod: 1.6 c on 2, needs 2
 		if bigNeeds3 {
 			bigRate = 1.25 * c // 2.5 c: needs 3
 		}
 		big := variant("big-h100", "H100").cost(4).params(params).pods(0.3, 0, 0.3, 0).traffic(bigRate, 512, 128, 100, 20).minMax(1, 3).build()
-		sh := variant("small-h100", "H100").cost(4).params(params).pods(0.2, 0).traffic(0.125*c, 512, 128, 100, 20).minMax(0, 3).build()
-		sl := variant("small-l40s", "L40S").cost(1).params(params).pods(0.2, 0, 0.2, 0, 0.2, 0).traffic(0.125*c, 512, 128, 100, 20).minMax(0, 3).build()
+		sh := variant("small-h100", "H100").cost(4).params(params).pods(0.2, 0).traffic(smallRate, 512, 128, 100, 20).minMax(0, 3).build()
+		sl := variant("small-l40s", "L40S").cost(1).params(params).pods(0.2, 0, 0.2, 0, 0.2, 0).traffic(smallRate, 512, 128, 100, 20).minMax(0, 3).build()
 		sl.ReadyReplicas = l40sReady
 		s := &Snapshot{Time: t0, Mode: ModeModelOnly, Optimizer: OptimizerLimited, Inventory: map[string]int{"H100": 3, "L40S": 3}}
 		s.Models = []Model{
@@ -44,18 +44,21 @@ func TestReleaseForAnotherModel(t *testing.T) {
 		name       string
 		bigNeeds3  bool
 		l40sReady  int
+		smallRate  float64
 		want       int
 		wantNote   string
 		wantReason Reason
 	}{
-		{"big waits: released", true, 3, 0, "released at once", ""},
-		{"nobody waits, the L40S replicas carry the load: released", false, 3, 0, "released at once", ""},
-		{"big waits but the L40S replicas are not ready: held", true, 0, 1, "deferred", ReasonStabilized},
+		{"big waits: released", true, 3, 0.125 * c, 0, "released at once", ""},
+		{"nobody waits, the L40S replicas carry the load: released", false, 3, 0.125 * c, 0, "released at once", ""},
+		{"big waits but the L40S replicas are not ready: held", true, 0, 0.125 * c, 1, "deferred", ReasonStabilized},
+		// Before the first requests (a fleet just up) nothing is released.
+		{"no traffic, nobody waits: held", false, 3, 0, 1, "deferred", ReasonStabilized},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := New(nil)
 			e.state.Recommendations[variantKey("prod", "small", "small-h100")] = []Recommendation{{Time: t0.Add(-time.Minute), Replica: 1}}
-			p := plan(t, e, build(tc.bigNeeds3, tc.l40sReady))
+			p := plan(t, e, build(tc.bigNeeds3, tc.l40sReady, tc.smallRate))
 			d := decision(t, p, "small-h100")
 			if d.Desired != tc.want || !strings.Contains(d.Explanation, tc.wantNote) || (tc.wantReason != "" && d.Reason != tc.wantReason) {
 				t.Errorf("small-h100: desired %d (%s), want %d with %q: %s", d.Desired, d.Reason, tc.want, tc.wantNote, d.Explanation)
