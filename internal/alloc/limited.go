@@ -38,6 +38,11 @@ type Assignment struct {
 	BeyondMax  bool
 	BestEffort bool
 	Cost       float64
+	// MovedOff lists the accelerator types (sorted) the server gave up
+	// replicas on to make room for other servers, and ExtraCost what that
+	// cost over the cover it would have had alone.
+	MovedOff  []string
+	ExtraCost float64
 }
 
 // Limited allocates every server's replicas together under a per-type
@@ -75,9 +80,11 @@ type plan struct {
 	opts   []Option // the server's options at their effective cost
 	caps   []int    // replica limits per option; never rise
 	cover  Cover
-	beyond bool // the demand exceeds every option at its maximum
-	short  bool // the shortage left the server a best-effort share
-	keep   bool // policy None: a short server keeps at most what it runs on the short type
+	beyond bool            // the demand exceeds every option at its maximum
+	short  bool            // the shortage left the server a best-effort share
+	keep   bool            // policy None: a short server keeps at most what it runs on the short type
+	alone  Cover           // the cover before any move or shortage
+	moved  map[string]bool // types it moved off
 }
 
 // level is the allocation of all servers together.
@@ -100,6 +107,7 @@ func newLevel(servers []Server, free map[string]int, phi float64) *level {
 		}
 		p.beyond = servers[i].Demand > 0 && !CheapestCover(p.opts, servers[i].Demand).Feasible
 		p.cover = p.solve(p.caps)
+		p.alone = p.cover
 		l.add(p, 1)
 	}
 	return l
@@ -231,7 +239,12 @@ func (l *level) move(t string, excess int) bool {
 	if best < 0 {
 		return false
 	}
-	l.set(&l.plans[best], bestCaps, bestCover)
+	p := &l.plans[best]
+	l.set(p, bestCaps, bestCover)
+	if p.moved == nil {
+		p.moved = map[string]bool{}
+	}
+	p.moved[t] = true
 	return true
 }
 
@@ -284,9 +297,14 @@ func (p *plan) assignment(opts []Option) Assignment {
 	most := 0.0
 	for i, n := range a.Replicas {
 		a.Cost += float64(n) * opts[i].Cost
+		a.ExtraCost += float64(n-p.alone.Replicas[i]) * opts[i].Cost
 		if c := float64(n) * opts[i].Capacity; n > 0 && c > most {
 			a.Chosen, most = i, c
 		}
 	}
+	for t := range p.moved {
+		a.MovedOff = append(a.MovedOff, t)
+	}
+	sort.Strings(a.MovedOff)
 	return a
 }

@@ -40,6 +40,9 @@ func TestLimitedScarceAcceleratorGoesToTheModelThatNeedsIt(t *testing.T) {
 			if !slices.Equal(a.Replicas, want[i]) || !a.Satisfied || a.BestEffort || a.BeyondMax || !near(a.Cost, cost[i]) {
 				t.Errorf("%s: %s got %+v, want %v at %.2f, satisfied", p, servers[i].Name, a, want[i], cost[i])
 			}
+			if moved := i == 1; moved != (len(a.MovedOff) > 0) || (moved && (!slices.Equal(a.MovedOff, []string{"H100"}) || !near(a.ExtraCost, 0.6))) {
+				t.Errorf("%s: %s moved off %v for %.2f more; only the 14b moves, off H100, for 0.60", p, servers[i].Name, a.MovedOff, a.ExtraCost)
+			}
 		}
 	}
 }
@@ -165,7 +168,7 @@ func TestLimitedHostileInput(t *testing.T) {
 			}
 			for k, u := range used {
 				// b's minimum (3 H100) holds whatever the inventory.
-				if u > max(inv, 0) && !(k == "H100" && u <= 3) {
+				if minimum := k == "H100" && u <= 3; u > max(inv, 0) && !minimum {
 					t.Errorf("demand %v inventory %d: %s uses %d", d, inv, k, u)
 				}
 			}

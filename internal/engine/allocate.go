@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"strings"
 
 	"github.com/llm-d-incubation/wva/internal/alloc"
 )
@@ -97,6 +98,9 @@ func (c *cycle) allocateLimited() {
 		for j, vs := range ms.variants {
 			vs.modelTarget = a.Replicas[j]
 			free[vs.v.Accelerator] -= vs.modelTarget * vs.v.acceleratorsPerReplica()
+			if len(a.MovedOff) > 0 {
+				vs.note("limited mode: the model moved off %s to make room for other models (%+.3g cost)", strings.Join(a.MovedOff, ", "), a.ExtraCost)
+			}
 		}
 		switch {
 		case a.BeyondMax:

@@ -69,3 +69,35 @@ func TestReleaseForAnotherModel(t *testing.T) {
 		})
 	}
 }
+
+// TestLimitedExplainsAMove: on 3 H100, "big" (H100 only) needs all three;
+// "small" would be cheapest on one H100 (1 against 2 on L40S) and moves
+// to the L40S for 1 more, which its explanation says.
+func TestLimitedExplainsAMove(t *testing.T) {
+	a := testAnalyzer(t)
+	sz, err := a.Size(queueing.Targets{TTFTMs: 2000, ITLMs: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sz.CapacityRPS
+	big := variant("big-h100", "H100").cost(4).params(testParams).pods(0.3, 0, 0.3, 0).traffic(1.25*c, 512, 128, 100, 20).minMax(1, 3).build()
+	sh := variant("small-h100", "H100").cost(1).params(testParams).minMax(0, 3).build()
+	sl := variant("small-l40s", "L40S").cost(2).params(testParams).pods(0.2, 0).traffic(0.5*c, 512, 128, 100, 20).minMax(0, 3).build()
+	s := &Snapshot{Time: t0, Mode: ModeModelOnly, Optimizer: OptimizerLimited, Inventory: map[string]int{"H100": 3, "L40S": 3}}
+	s.Models = []Model{
+		{ID: "big", Namespace: "prod", Priority: 2, SLO: &SLO{TTFTMs: 2000, ITLMs: 200}, Variants: []Variant{big}},
+		{ID: "small", Namespace: "prod", Priority: 1, SLO: &SLO{TTFTMs: 2000, ITLMs: 200}, Variants: []Variant{sh, sl}},
+	}
+	s.Config.DisableForecast = true
+	p := plan(t, nil, s)
+	if d := decision(t, p, "big-h100"); d.Desired != 3 {
+		t.Errorf("big: desired %d, want 3: %s", d.Desired, d.Explanation)
+	}
+	d := decision(t, p, "small-l40s")
+	if d.Desired != 1 || !strings.Contains(d.Explanation, "moved off H100 to make room for other models (+1 cost)") {
+		t.Errorf("small-l40s: desired %d, want 1 with the move explained: %s", d.Desired, d.Explanation)
+	}
+	if d := decision(t, p, "small-h100"); d.Desired != 0 {
+		t.Errorf("small-h100: desired %d, want 0: %s", d.Desired, d.Explanation)
+	}
+}
