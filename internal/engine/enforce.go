@@ -281,21 +281,20 @@ func (c *cycle) waitingUnits() map[string]int {
 	return need
 }
 
-// release lets a scale-down that the window would defer go at once, as
-// far as the model's other ready replicas and those of this variant that
-// stay carry its current demand, when either another scale-up waits for
-// the accelerators (limited mode: the allocator moved this model off a
-// type another one needs) or, once it has traffic, the model's other ready
-// replicas carry its planned demand (a move to another variant, complete). It returns the
-// count the window still holds (docs/engine.md §5).
+// release lets a scale-down that the window would defer go at once as far
+// as another scale-up waits for its accelerators (limited mode: the
+// allocator moved this model off a type another one needs) and the
+// model's ready replicas that stay, of this variant and the others, carry
+// its current demand. It returns the count the window still holds
+// (docs/engine.md §5). A move that frees nothing anyone waits for keeps
+// the window: the allocator's choice between variants can flip back with
+// the planned demand, and each flip would cost a start.
 func (c *cycle) release(vs *variantState, stable int) int {
 	u := vs.v.acceleratorsPerReplica()
 	w := c.waiting[vs.v.Accelerator]
-	if stable <= vs.target || vs.model == nil || vs.modelTarget < 0 || vs.target != vs.modelTarget {
+	if w <= 0 || stable <= vs.target || vs.model == nil || vs.modelTarget < 0 || vs.target != vs.modelTarget {
 		return stable
 	}
-	// Only what the model's other ready replicas do not need: its demand
-	// within the capacity of the replicas that stay and serve now.
 	ms := vs.model
 	ready := 0.0
 	for _, o := range ms.variants {
@@ -312,21 +311,12 @@ func (c *cycle) release(vs *variantState, stable int) int {
 	case vs.capacity > 0:
 		keep = min(keep, alloc.CeilCount(short/vs.capacity, keep))
 	}
-	keep = max(keep, vs.target)
-	if ms.demand > 0 && ready >= ms.demandOf() {
-		// The others carry the planned demand already: nothing to wait for.
-		w = max(w, (stable-keep)*u)
-	}
-	n := min(stable-keep, (w+u-1)/u)
+	n := min(stable-max(keep, vs.target), (w+u-1)/u)
 	if n <= 0 {
 		return stable
 	}
-	if c.waiting[vs.v.Accelerator] > 0 {
-		vs.note("%d replica(s) released at once: scale-ups wait for %d %s", n, c.waiting[vs.v.Accelerator], vs.v.Accelerator)
-		c.waiting[vs.v.Accelerator] = max(c.waiting[vs.v.Accelerator]-n*u, 0)
-	} else {
-		vs.note("%d replica(s) released at once: the model's other ready replicas carry its planned demand", n)
-	}
+	vs.note("%d replica(s) released at once: scale-ups wait for %d %s", n, w, vs.v.Accelerator)
+	c.waiting[vs.v.Accelerator] = max(w-n*u, 0)
 	return stable - n
 }
 
