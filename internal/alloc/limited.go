@@ -65,7 +65,7 @@ func Limited(servers []Server, inventory map[string]int, policy Policy, phi floa
 	for k, v := range inventory {
 		free[k] = max(v, 0)
 	}
-	l := newLevel(servers, free, phi)
+	l := newJoint(servers, free, phi)
 	l.resolve(policy)
 	out := make([]Assignment, len(servers))
 	for i := range l.plans {
@@ -87,16 +87,16 @@ type plan struct {
 	moved  map[string]bool // types it moved off
 }
 
-// level is the allocation of all servers together.
-type level struct {
+// joint is the allocation of all servers together.
+type joint struct {
 	plans   []plan
 	free    map[string]int
 	use     map[string]int // units per type of every plan's cover
 	settled map[string]bool
 }
 
-func newLevel(servers []Server, free map[string]int, phi float64) *level {
-	l := &level{plans: make([]plan, len(servers)), free: free, use: map[string]int{}, settled: map[string]bool{}}
+func newJoint(servers []Server, free map[string]int, phi float64) *joint {
+	l := &joint{plans: make([]plan, len(servers)), free: free, use: map[string]int{}, settled: map[string]bool{}}
 	for i := range servers {
 		p := &l.plans[i]
 		p.srv = &servers[i]
@@ -116,8 +116,8 @@ func newLevel(servers []Server, free map[string]int, phi float64) *level {
 // effectiveOptions raises by the factor phi the cost of the options on an
 // accelerator type the server runs no replica on, when it runs some: the
 // accelerator-change part of the reference optimizer's transition penalty
-// (TransitionPenalty), so that a model moves to another type only for a
-// gain larger than phi.
+// (|C_new − C_cur| + φ·(C_cur + C_new) on a change of type), so that a
+// model moves to another type only for a gain larger than phi.
 func effectiveOptions(opts []Option, phi float64) []Option {
 	on := map[string]bool{}
 	for _, o := range opts {
@@ -164,14 +164,14 @@ func (p *plan) unitsOn(c Cover, t string) int {
 	return n
 }
 
-func (l *level) add(p *plan, sign int) {
+func (l *joint) add(p *plan, sign int) {
 	for i, o := range p.opts {
 		l.use[o.Accelerator] += sign * p.cover.Replicas[i] * units(o)
 	}
 }
 
 // set replaces a plan's caps and cover.
-func (l *level) set(p *plan, caps []int, c Cover) {
+func (l *joint) set(p *plan, caps []int, c Cover) {
 	l.add(p, -1)
 	p.caps, p.cover = caps, c
 	l.add(p, 1)
@@ -180,7 +180,7 @@ func (l *level) set(p *plan, caps []int, c Cover) {
 // resolve removes every over-subscription: by moves while one keeps its
 // server's SLO, else by the saturation policy. Each step lowers a cap or
 // settles a type, so it ends; the bound is a guard.
-func (l *level) resolve(policy Policy) {
+func (l *joint) resolve(policy Policy) {
 	for guard := 0; guard < 1<<20; guard++ {
 		t, excess := l.mostOver()
 		if excess <= 0 {
@@ -195,7 +195,7 @@ func (l *level) resolve(policy Policy) {
 
 // mostOver is the unsettled type with the largest over-subscription (by
 // name on ties), and that excess in units.
-func (l *level) mostOver() (string, int) {
+func (l *joint) mostOver() (string, int) {
 	types := make([]string, 0, len(l.use))
 	for t := range l.use {
 		types = append(types, t)
@@ -211,12 +211,12 @@ func (l *level) mostOver() (string, int) {
 }
 
 // residual is what type t has left, at least 0.
-func (l *level) residual(t string) int { return max(l.free[t]-l.use[t], 0) }
+func (l *joint) residual(t string) int { return max(l.free[t]-l.use[t], 0) }
 
 // move finds the server whose giving up units of type t (up to excess)
 // costs least per unit freed while it still covers its demand with what
 // the other types have left, and applies it; false if no server can.
-func (l *level) move(t string, excess int) bool {
+func (l *joint) move(t string, excess int) bool {
 	best, bestScore := -1, math.Inf(1)
 	var bestCaps []int
 	var bestCover Cover
@@ -252,7 +252,7 @@ func (l *level) move(t string, excess int) bool {
 // replicas (the least cost-efficient first, never below a minimum) until
 // excess units are freed; elsewhere, the cover's counts plus what the type
 // has left.
-func (l *level) shrunk(p *plan, t string, excess int) []int {
+func (l *joint) shrunk(p *plan, t string, excess int) []int {
 	caps := append([]int(nil), p.caps...)
 	order := efficiencyOrder(p.opts)
 	freed := 0
@@ -275,7 +275,7 @@ func (l *level) shrunk(p *plan, t string, excess int) []int {
 
 // fitsElsewhere: the alternative cover grows no other type beyond what it
 // has left (two options on one type share that residual).
-func (l *level) fitsElsewhere(p *plan, alt Cover, t string) bool {
+func (l *joint) fitsElsewhere(p *plan, alt Cover, t string) bool {
 	grow := map[string]int{}
 	for i, o := range p.opts {
 		if o.Accelerator != t {

@@ -14,7 +14,7 @@ import "sort"
 // A server that gets less than it needs is short: it covers what it can
 // with that and with what other types have left (best effort), except that
 // under None it keeps at most the replicas it runs on t.
-func (l *level) shortage(t string, policy Policy) {
+func (l *joint) shortage(t string, policy Policy) {
 	var on []int
 	for i := range l.plans {
 		if l.plans[i].unitsOn(l.plans[i].cover, t) > 0 {
@@ -59,7 +59,7 @@ func (l *level) shortage(t string, policy Policy) {
 }
 
 // roundRobin grants one replica at a time to each server in turn.
-func (l *level) roundRobin(t string, group []int, grant map[int][]int, avail *int) {
+func (l *joint) roundRobin(t string, group []int, grant map[int][]int, avail *int) {
 	for progress := true; progress; {
 		progress = false
 		for _, i := range group {
@@ -72,7 +72,7 @@ func (l *level) roundRobin(t string, group []int, grant map[int][]int, avail *in
 
 // grantOne gives server i one more replica of the most cost-efficient
 // option on t that its cover uses more of than granted, if it fits.
-func (l *level) grantOne(t string, i int, g []int, avail *int) bool {
+func (l *joint) grantOne(t string, i int, g []int, avail *int) bool {
 	p := &l.plans[i]
 	for _, j := range efficiencyOrder(p.opts) {
 		o := p.opts[j]
@@ -92,7 +92,7 @@ func (l *level) grantOne(t string, i int, g []int, avail *int) bool {
 // limit caps server p's options on t at its grant and covers what it can.
 // The options on other types may grow by what those types have left; if
 // the new cover would take more, they keep their counts.
-func (l *level) limit(p *plan, t string, g []int, policy Policy) {
+func (l *joint) limit(p *plan, t string, g []int, policy Policy) {
 	caps := append([]int(nil), p.caps...)
 	for j, o := range p.opts {
 		if o.Accelerator == t {
