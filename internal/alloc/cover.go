@@ -168,19 +168,18 @@ func GreedyCover(opts []Option, demand float64) Cover {
 // 0: it keeps its minimum and adds nothing), so that the searches' bounds
 // hold; the engine validates costs, this guards other callers.
 func sane(opts []Option) []Option {
-	bad := func(o Option) bool {
-		return !(o.Cost >= 0 && o.Cost <= math.MaxFloat64) || math.IsNaN(o.Capacity)
-	}
+	costOK := func(o Option) bool { return o.Cost >= 0 && o.Cost <= math.MaxFloat64 }
+	bad := func(o Option) bool { return !costOK(o) || math.IsNaN(o.Capacity) }
 	if !slices.ContainsFunc(opts, bad) {
 		return opts
 	}
 	out := slices.Clone(opts)
-	for i := range out {
-		if bad(out[i]) {
+	for i, o := range out {
+		if bad(o) {
 			out[i].Capacity = 0
-			if !(out[i].Cost >= 0 && out[i].Cost <= math.MaxFloat64) {
-				out[i].Cost = math.MaxFloat64
-			}
+		}
+		if !costOK(o) {
+			out[i].Cost = math.MaxFloat64
 		}
 	}
 	return out

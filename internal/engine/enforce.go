@@ -28,8 +28,7 @@ func (c *cycle) enforce() {
 	if c.s.Optimizer == OptimizerLimited && c.mode != ModeModelOnly {
 		c.inventory()
 	}
-	c.waiting = map[string]int{}
-	if c.s.Optimizer == OptimizerLimited {
+	if c.s.Optimizer == OptimizerLimited { // elsewhere nil: nothing waits
 		c.waiting = c.waitingUnits()
 	}
 	for _, vs := range c.all {
