@@ -263,21 +263,22 @@ func (c *cycle) stabilize(vs *variantState) {
 }
 
 // waitingUnits is, per accelerator type, what the cycle's scale-ups need
-// beyond the inventory that every running replica leaves free.
+// beyond what the running replicas leave free of the inventory (none where
+// nothing scales up, even if the running replicas exceed the inventory).
 func (c *cycle) waitingUnits() map[string]int {
-	need := map[string]int{}
-	for k, n := range c.s.Inventory {
-		need[k] = -n
-	}
+	ups, used := map[string]int{}, map[string]int{}
 	for _, vs := range c.all {
-		need[vs.v.Accelerator] += max(vs.target, vs.v.CurrentReplicas) * vs.v.acceleratorsPerReplica()
+		u := vs.v.acceleratorsPerReplica()
+		ups[vs.v.Accelerator] += max(vs.target-vs.v.CurrentReplicas, 0) * u
+		used[vs.v.Accelerator] += vs.v.CurrentReplicas * u
 	}
-	for k, n := range need {
-		if n <= 0 {
-			delete(need, k)
+	waiting := map[string]int{}
+	for k, up := range ups {
+		if w := up - max(c.s.Inventory[k]-used[k], 0); w > 0 {
+			waiting[k] = w
 		}
 	}
-	return need
+	return waiting
 }
 
 // release lets a scale-down that the window would defer go at once as far

@@ -53,11 +53,18 @@ func TestReleaseForAnotherModel(t *testing.T) {
 		// A move that frees nothing anyone waits for keeps the window.
 		{"nobody waits: held", false, 3, 0.125 * c, 1, "deferred", ReasonStabilized},
 		{"big waits but the L40S replicas are not ready: held", true, 0, 0.125 * c, 1, "deferred", ReasonStabilized},
+		// The inventory shrank to 2 H100 under the 3 that run: more than
+		// the inventory runs, but no scale-up waits.
+		{"over the inventory, nobody scales up: held", false, 3, 0.125 * c, 1, "deferred", ReasonStabilized},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := New(nil)
 			e.state.Recommendations[variantKey("prod", "small", "small-h100")] = []Recommendation{{Time: t0.Add(-time.Minute), Replica: 1}}
-			p := plan(t, e, build(tc.bigNeeds3, tc.l40sReady, tc.smallRate))
+			s := build(tc.bigNeeds3, tc.l40sReady, tc.smallRate)
+			if strings.HasPrefix(tc.name, "over the inventory") {
+				s.Inventory["H100"] = 2
+			}
+			p := plan(t, e, s)
 			d := decision(t, p, "small-h100")
 			if d.Desired != tc.want || !strings.Contains(d.Explanation, tc.wantNote) || (tc.wantReason != "" && d.Reason != tc.wantReason) {
 				t.Errorf("small-h100: desired %d (%s), want %d with %q: %s", d.Desired, d.Reason, tc.want, tc.wantNote, d.Explanation)
