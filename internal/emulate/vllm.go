@@ -10,6 +10,7 @@ import (
 
 	"github.com/llm-d-incubation/wva/internal/servermetrics"
 	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/server"
 )
 
 // The vLLM metric sets an emulated server can serve (--vllm-metrics): the
@@ -44,11 +45,9 @@ func MetricSet(name string) ([]servermetrics.Family, error) {
 // (build_1_2_5_buckets) up to max_model_len, here 100 000; tokens per engine
 // step; the n parameter; prefill time per token (before 0.11).
 var (
-	ttftBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-		20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}
-	tpotBuckets = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-		20.0, 40.0, 80.0}
-	e2eBuckets = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
+	ttftBuckets = server.TTFTBucketBounds[:]
+	tpotBuckets = server.TPOTBucketBounds[:]
+	e2eBuckets  = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
 		240.0, 480.0, 960.0, 1920.0, 7680.0}
 	tokenBuckets     = oneTwoFive(100000)
 	iterationBuckets = []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}

@@ -161,6 +161,11 @@ type PodMetrics struct {
 	BlockSize         int
 	MaxBatchSize      int
 	HasRates          bool // two samples in the window
+	// TTFTBuckets and TPOTBuckets are increase(<histogram>_bucket[1m]) of
+	// the TTFT and per-request time-per-output-token histograms:
+	// cumulative counts at server.TTFTBucketBounds and TPOTBucketBounds,
+	// then +Inf.
+	TTFTBuckets, TPOTBuckets []float64
 }
 
 // view is what the autoscalers see now; without pods, the pods' metrics
@@ -237,15 +242,34 @@ func (s *Sim) podMetrics(r *replica) (PodMetrics, bool) {
 			pm.AvgOutputTokens = d.GenerationTokens / d.Completed
 		}
 		pm.PreemptionsPerSec = d.Preempted / dt
+		pm.TTFTBuckets, pm.TPOTBuckets = cumulative(d.TTFTBuckets[:]), cumulative(d.TPOTBuckets[:])
 	}
 	return pm, true
 }
 
+// cumulative turns counts per bucket into Prometheus' cumulative ones.
+func cumulative(counts []float64) []float64 {
+	out := make([]float64, len(counts))
+	c := 0.0
+	for i, n := range counts {
+		c += n
+		out[i] = c
+	}
+	return out
+}
+
 func diff(a, b server.Counters) server.Counters {
-	return server.Counters{Arrived: a.Arrived - b.Arrived, Completed: a.Completed - b.Completed, TTFTSum: a.TTFTSum - b.TTFTSum,
+	d := server.Counters{Arrived: a.Arrived - b.Arrived, Completed: a.Completed - b.Completed, TTFTSum: a.TTFTSum - b.TTFTSum,
 		TTFTCount: a.TTFTCount - b.TTFTCount, ITLSum: a.ITLSum - b.ITLSum, ITLCount: a.ITLCount - b.ITLCount,
 		PromptTokens: a.PromptTokens - b.PromptTokens, GenerationTokens: a.GenerationTokens - b.GenerationTokens,
 		Preempted: a.Preempted - b.Preempted}
+	for i := range d.TTFTBuckets {
+		d.TTFTBuckets[i] = a.TTFTBuckets[i] - b.TTFTBuckets[i]
+	}
+	for i := range d.TPOTBuckets {
+		d.TPOTBuckets[i] = a.TPOTBuckets[i] - b.TPOTBuckets[i]
+	}
+	return d
 }
 
 // Context is the run's context (Background outside a run): an autoscaler

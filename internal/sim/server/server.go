@@ -72,6 +72,12 @@ type Counters struct {
 	Preempted                      float64
 	PrefixQueries, PrefixHitTokens float64 // prompt tokens looked up in, and found in, the prefix cache
 	PrefixHits                     float64 // admissions that found at least one cached block
+	// TTFTBuckets and TPOTBuckets count requests per bucket of vLLM's
+	// histograms (TTFTBucketBounds, then +Inf; not cumulative): each
+	// request's TTFT at its first token, its time per output token after
+	// the first at its end (requests of one token are not counted).
+	TTFTBuckets [len(TTFTBucketBounds) + 1]float64
+	TPOTBuckets [len(TPOTBucketBounds) + 1]float64
 }
 
 // LatencyLinear is Config.LatencyModel's value for BLIS's linear model;
@@ -480,6 +486,7 @@ func (s *Server) firstToken(q *Request, now, a2 float64) {
 	ttft := now - q.AtServer + a2
 	s.c.TTFTSum += ttft
 	s.c.TTFTCount++
+	s.c.TTFTBuckets[bucketOf(TTFTBucketBounds[:], ttft)]++
 	s.c.PromptTokens += float64(q.Input)
 	s.host.FirstToken(q, ttft)
 }
@@ -490,8 +497,10 @@ func (s *Server) finish(q *Request, now, a2 float64) {
 	s.c.Completed++
 	s.c.GenerationTokens += float64(q.Output)
 	if q.Output > 1 {
-		s.c.ITLSum += now - q.FirstToken + float64(q.Output-1)*a2
+		decode := now - q.FirstToken + float64(q.Output-1)*a2
+		s.c.ITLSum += decode
 		s.c.ITLCount += float64(q.Output - 1)
+		s.c.TPOTBuckets[bucketOf(TPOTBucketBounds[:], decode/float64(q.Output-1))]++
 	}
 	s.host.Complete(q, a2)
 }
