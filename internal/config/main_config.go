@@ -277,6 +277,11 @@ var mainKeys = map[string]setter{
 		m.Engine.DisableForecast = !on
 		return err
 	},
+	"WVA_ATTAINMENT_FEEDBACK": func(m *Main, v string) error {
+		on, err := parseBool(v)
+		m.Engine.DisableFeedback = !on
+		return err
+	},
 	"WVA_PROVISIONING_TIME": func(m *Main, v string) (err error) {
 		m.Engine.ProvisioningSeconds, err = parseSeconds(v, MaxEngineDelay, "2m")
 		return err

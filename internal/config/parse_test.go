@@ -221,6 +221,7 @@ func TestParseMainValues(t *testing.T) {
 			"WVA_SLO_MULTIPLIER":             "2.5",
 			"WVA_SPARE_QUANTILE":             "0.9",
 			"WVA_FORECAST":                   "false",
+			"WVA_ATTAINMENT_FEEDBACK":        "false",
 			"WVA_PROVISIONING_TIME":          "3m",
 			"WVA_TTFT_ATTAINMENT":            "0.99",
 			"WVA_CAPACITY_MODEL":             "fleet",
@@ -235,7 +236,7 @@ func TestParseMainValues(t *testing.T) {
 				ScaleToZeroRetentionSeconds: 900, ScaleDownStabilizationSeconds: 90, MetricsMaxAgeSeconds: 90,
 				TransientDelaySeconds: 60, MaxQueueSize: 64, AllocationAlgorithm: "greedy",
 				SaturationPolicy: "PriorityRoundRobin", AcceleratorPenaltyFactor: 0.25, SLOMultiplier: 2.5,
-				SpareQuantile: 0.9, DisableForecast: true, ProvisioningSeconds: 180, TTFTAttainment: 0.99,
+				SpareQuantile: 0.9, DisableForecast: true, DisableFeedback: true, ProvisioningSeconds: 180, TTFTAttainment: 0.99,
 				CapacityModel: engine.CapacityFleet, Attainment: 0.95, TokenCV: 0.8,
 				MaxReplicasDefault: 200, ScaleUpLimitFactor: 2.5, ScaleUpLimitReplicas: 3, MaxPodArrivalRPS: 500,
 			}

@@ -30,7 +30,9 @@ type CarriedModel struct {
 	// scale to zero).
 	LastTraffic *time.Time `json:"lastTraffic,omitempty"`
 	// Forecast is its arrival-rate forecaster (model-only and hybrid).
-	Forecast *Forecast        `json:"forecast,omitempty"`
+	Forecast *Forecast `json:"forecast,omitempty"`
+	// Feedback is its attainment feedback (docs/engine.md §3 item 11).
+	Feedback *Feedback        `json:"feedback,omitempty"`
 	Variants []CarriedVariant `json:"variants,omitempty"`
 }
 
@@ -77,6 +79,10 @@ func (e *Engine) Carried(s *Snapshot) (Carried, error) {
 		if f := e.state.Forecasts[mk]; f != nil {
 			fc := *f
 			cm.Forecast = &fc
+		}
+		if f := e.state.Feedback[mk]; f != nil {
+			fc := *f
+			cm.Feedback = &fc
 		}
 		for _, v := range m.Variants {
 			cv, err := e.carriedVariant(m, v.Name, s.Config.TuningEnabled)
@@ -136,6 +142,10 @@ func (e *Engine) Restore(c Carried) error {
 		if m.Forecast != nil {
 			f := *m.Forecast
 			e.state.Forecasts[mk] = &f
+		}
+		if m.Feedback != nil {
+			f := *m.Feedback
+			e.state.Feedback[mk] = &f
 		}
 		for _, v := range m.Variants {
 			if err := e.restoreVariant(m, v); err != nil {
@@ -219,6 +229,9 @@ func (v *validator) carriedModel(p string, m *CarriedModel, names map[string]boo
 			v.add(p+".forecast.last", "must be the time of the last update (updates is %d)", f.Updates)
 		}
 	}
+	if m.Feedback != nil {
+		v.feedback(p+".feedback", m.Feedback)
+	}
 	seen := map[string]int{}
 	for j := range m.Variants {
 		cv := &m.Variants[j]
@@ -275,3 +288,17 @@ func (v *validator) finite(path string, x float64) {
 
 // modelKey keys a model in the engine's State.
 func modelKey(namespace, model string) string { return namespace + "/" + model }
+
+// feedback checks a carried attainment feedback.
+func (v *validator) feedback(p string, f *Feedback) {
+	if !(f.LogFactor >= feedbackMinLog && f.LogFactor <= feedbackMaxLog) {
+		v.add(p+".logFactor", "must be in [%.4f, %.4f] (a factor in [½, 1.5]), got %v", feedbackMinLog, feedbackMaxLog, f.LogFactor)
+	}
+	if !(f.Observed >= 0 && f.Observed <= 1) {
+		v.add(p+".observed", "must be a share in [0, 1], got %v", f.Observed)
+	}
+	v.finiteNonNeg(p+".requests", f.Requests)
+	if f.Updates < 0 {
+		v.add(p+".updates", "must be ≥ 0, got %d", f.Updates)
+	}
+}

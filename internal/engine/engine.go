@@ -54,6 +54,8 @@ type State struct {
 	// Planned is what each model's last cycle planned for (the fast
 	// loop's surge baseline).
 	Planned map[string]planned
+	// Feedback is each model's attainment feedback.
+	Feedback map[string]*Feedback
 }
 
 // Recommendation is one cycle's target for a variant.
@@ -71,7 +73,7 @@ func New(store tuner.Store) *Engine {
 	return &Engine{store: store, fleetBase: map[FleetKey]float64{}, state: State{
 		LastGood: map[string]int{}, LastTraffic: map[string]time.Time{}, Recommendations: map[string][]Recommendation{},
 		Sizing: map[string]queueing.Hints{}, Forecasts: map[string]*Forecast{}, Provisioning: map[string]*Provisioning{},
-		Planned: map[string]planned{},
+		Planned: map[string]planned{}, Feedback: map[string]*Feedback{},
 	}}
 }
 

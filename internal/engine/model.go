@@ -224,6 +224,7 @@ func (c *cycle) analyzeModel(ms *modelState) {
 	}
 	c.forecast(ms)
 	c.fleetCapacity(ms)
+	c.feedback(ms)
 }
 
 // size computes a variant's per-replica capacity under the SLO.

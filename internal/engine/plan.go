@@ -109,6 +109,17 @@ type ModelSummary struct {
 	SLOITLMs   float64 `json:"sloItlMs,omitempty"`
 	SLOTPS     float64 `json:"sloTps,omitempty"`
 	ModelError string  `json:"modelError,omitempty"`
+	// AttainmentTarget is the share of requests the model sizes to keep
+	// within both targets; ObservedAttainment the share the pods'
+	// histograms show over the window (of ObservedRequests requests);
+	// CapacityFactor the attainment feedback's factor on the capacity per
+	// replica, and FeedbackNote why this window did not move it
+	// (docs/engine.md §3 item 11).
+	AttainmentTarget   float64 `json:"attainmentTarget,omitempty"`
+	ObservedAttainment float64 `json:"observedAttainment,omitempty"`
+	ObservedRequests   float64 `json:"observedRequests,omitempty"`
+	CapacityFactor     float64 `json:"capacityFactor,omitempty"`
+	FeedbackNote       string  `json:"feedbackNote,omitempty"`
 	// Saturation analysis per role ("" when the model has one role).
 	Saturation []SaturationDetail `json:"saturation,omitempty"`
 	CostBefore float64            `json:"costBefore"`
@@ -197,4 +208,7 @@ type ModelDetail struct {
 	FleetReplicas int     `json:"fleetReplicas,omitempty"`
 	FleetRateRPS  float64 `json:"fleetRateRps,omitempty"`
 	FleetNote     string  `json:"fleetNote,omitempty"`
+	// FeedbackFactor is the attainment feedback's factor already in
+	// CapacityPerReplicaRPS (absent when 1; docs/engine.md §3 item 11).
+	FeedbackFactor float64 `json:"feedbackFactor,omitempty"`
 }

@@ -95,6 +95,10 @@ type Config struct {
 	SpareQuantile float64 `json:"spareQuantile,omitempty"`
 	// DisableForecast sizes for the measured arrival rate only.
 	DisableForecast bool `json:"disableForecast,omitempty"`
+	// DisableFeedback turns the attainment feedback off: the capacity the
+	// model sizes is then never corrected by the attainment the pods'
+	// histograms show (docs/engine.md §3 item 11).
+	DisableFeedback bool `json:"disableFeedback,omitempty"`
 	// ProvisioningSeconds is the time from scale-up to Ready assumed for a
 	// variant until the engine has measured it (default 120).
 	ProvisioningSeconds float64 `json:"provisioningSeconds,omitempty"`
@@ -254,6 +258,12 @@ type Pod struct {
 	BlockSize         int     `json:"blockSize,omitempty"`
 	MaxBatchSize      int     `json:"maxBatchSize,omitempty"`
 	MaxBatchTokens    int     `json:"maxBatchTokens,omitempty"`
+	// TTFTBuckets and TPOTBuckets are the pod's TTFT histogram and its
+	// per-request time-per-output-token histogram over the window (vLLM's
+	// time_to_first_token_seconds and request_time_per_output_token_seconds),
+	// for the attainment feedback; optional (docs/engine.md §3 item 11).
+	TTFTBuckets []Bucket `json:"ttftBuckets,omitempty"`
+	TPOTBuckets []Bucket `json:"tpotBuckets,omitempty"`
 }
 
 // Defaults.

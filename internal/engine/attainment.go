@@ -1,0 +1,263 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Bucket is one bucket of a latency histogram over the metrics window, as
+// Prometheus keeps it: Count is how many requests the window observed at
+// or below UpperBound seconds (cumulative; the last bucket's bound is
+// +Inf). The collector reads increase(<histogram>_bucket[window]) by le.
+type Bucket struct {
+	UpperBound float64 `json:"le"`
+	Count      float64 `json:"count"`
+}
+
+// MaxBuckets bounds a histogram's buckets (vLLM's have 20 to 23).
+const MaxBuckets = 256
+
+// checkHistogram is the validity rule for a histogram: at most MaxBuckets
+// buckets, bounds strictly increasing (the last may be +Inf), counts
+// finite and ≥ 0. A count below its predecessor is allowed: increase()
+// extrapolates each bucket alone, and shareWithin makes the counts
+// monotone as histogram_quantile does.
+func checkHistogram(h []Bucket) error {
+	if len(h) > MaxBuckets {
+		return fmt.Errorf("%d buckets, more than %d", len(h), MaxBuckets)
+	}
+	for i, b := range h {
+		switch {
+		case math.IsNaN(b.UpperBound) || math.IsInf(b.UpperBound, -1):
+			return fmt.Errorf("bucket %d: bound %v", i, b.UpperBound)
+		case i > 0 && !(b.UpperBound > h[i-1].UpperBound):
+			return fmt.Errorf("bucket %d: bound %v not above %v", i, b.UpperBound, h[i-1].UpperBound)
+		case math.IsNaN(b.Count) || math.IsInf(b.Count, 0) || b.Count < 0:
+			return fmt.Errorf("bucket %d (le %v): count %v", i, b.UpperBound, b.Count)
+		}
+	}
+	return nil
+}
+
+// shareWithin reads how many of a histogram's requests took at most x
+// seconds, and how many it holds: the inverse of Prometheus'
+// histogram_quantile. Counts are made monotone (a running maximum); within
+// a bucket requests are taken as spread evenly (linear interpolation from
+// the previous bound, or from 0 for the first bucket); beyond the last
+// finite bound only that bound's count is known to be within. The total is
+// the last bucket's count. A valid histogram is assumed (checkHistogram).
+func shareWithin(h []Bucket, x float64) (within, total float64) {
+	prevBound, prevCount, running := 0.0, 0.0, 0.0
+	within = math.NaN()
+	for _, b := range h {
+		running = math.Max(running, b.Count)
+		if math.IsNaN(within) {
+			switch {
+			case x >= b.UpperBound:
+			case math.IsInf(b.UpperBound, 1):
+				within = prevCount
+			default:
+				lo := math.Max(prevBound, 0)
+				frac := 0.0
+				if b.UpperBound > lo {
+					frac = math.Max(x-lo, 0) / (b.UpperBound - lo)
+				}
+				within = prevCount + (running-prevCount)*frac
+			}
+		}
+		prevBound, prevCount = b.UpperBound, running
+	}
+	if math.IsNaN(within) {
+		within = running
+	}
+	return within, running
+}
+
+// Feedback is a model's attainment feedback (docs/engine.md §3 item 11): the
+// logarithm of a factor on its variants' capacity per replica, a bounded
+// integral of the observed attainment's error against the target. It is
+// exported so that the engine's State can be persisted.
+type Feedback struct {
+	LogFactor float64 `json:"logFactor"`
+	Updates   int     `json:"updates"`
+	// Observed is the attainment last observed, Requests how many
+	// requests it counted.
+	Observed float64   `json:"observed"`
+	Requests float64   `json:"requests"`
+	Last     time.Time `json:"last"`
+	// LastShort is the last cycle on which the model's fleet was short:
+	// a replica starting, a demand beyond its capacity, or a backlog it
+	// cannot clear within the TTFT target. The windows that still hold
+	// that time's misses do not count.
+	LastShort time.Time `json:"lastShort,omitempty"`
+}
+
+// Attainment feedback's settings. The gain moves the factor by at most 5 %
+// a cycle up (no misses at all) and 10 % down (misses at three times the
+// budget or more); the factor stays within [½, 1.5] — the capacity model's
+// errors measured on the shipped scenarios are 10–48 % (docs/queueing.md
+// §7). Only a window with enough requests, a fleet that has not been
+// short for feedbackSettleSeconds, and a demand between
+// feedbackMinUtilization and all of the capacity the model gave the ready
+// replicas counts: misses in a shortage are not the model's error, and a
+// fleet far below its capacity says nothing about where it ends.
+const (
+	feedbackGain           = 0.05
+	feedbackMinLog         = -0.6931471805599453 // ln ½
+	feedbackMaxLog         = 0.4054651081081644  // ln 1.5
+	feedbackMinRequests    = 100
+	feedbackMinUtilization = 0.6
+	// feedbackSettleSeconds is how long after the fleet was last short a
+	// window counts again: the collector's one-minute window and a cycle.
+	feedbackSettleSeconds = 90
+)
+
+// observed is a model's attainment over the metrics window, from its pods'
+// histograms: the shares of requests within the TTFT target (TTFT
+// histogram) and within the ITL target (the per-request time per output
+// token histogram), and their product — the share within both, were the
+// two misses independent (misses that come together, as under a queue,
+// make the true share higher: the product errs towards capacity).
+type observed struct {
+	Attainment, TTFT, ITL, Requests float64
+}
+
+// errNoHistograms: no pod reports the latency histograms.
+var errNoHistograms = errors.New("no pod reports the TTFT histogram")
+
+// observeAttainment reads the model's attainment from the histograms of
+// its variants' usable pods (held variants left out).
+func (c *cycle) observeAttainment(ms *modelState) (observed, error) {
+	ttftS, itlS := ms.sum.SLOTTFTMs/1000, ms.sum.SLOITLMs/1000
+	var inT, nT, inI, nI float64
+	for _, vs := range ms.variants {
+		if vs.held {
+			continue
+		}
+		for _, p := range vs.pods {
+			if len(p.TTFTBuckets) == 0 {
+				continue
+			}
+			if err := checkHistogram(p.TTFTBuckets); err != nil {
+				return observed{}, fmt.Errorf("pod %s: TTFT histogram: %w", p.Name, err)
+			}
+			if err := checkHistogram(p.TPOTBuckets); err != nil {
+				return observed{}, fmt.Errorf("pod %s: time-per-output-token histogram: %w", p.Name, err)
+			}
+			w, n := shareWithin(p.TTFTBuckets, ttftS)
+			inT, nT = inT+w, nT+n
+			if len(p.TPOTBuckets) > 0 {
+				w, n = shareWithin(p.TPOTBuckets, itlS)
+				inI, nI = inI+w, nI+n
+			}
+		}
+	}
+	if nT == 0 {
+		return observed{}, errNoHistograms
+	}
+	o := observed{TTFT: 1, ITL: 1, Requests: nT}
+	if ttftS > 0 {
+		o.TTFT = inT / nT
+	}
+	if itlS > 0 && nI > 0 {
+		o.ITL = inI / nI
+	}
+	o.Attainment = o.TTFT * o.ITL
+	return o, nil
+}
+
+// feedback updates the model's attainment feedback from this window and
+// applies its factor to the capacity per replica of every variant the
+// model sized (docs/engine.md §3 item 11).
+func (c *cycle) feedback(ms *modelState) {
+	if c.cfg.DisableFeedback || ms.demand == 0 || ms.sum.SLOTTFTMs <= 0 {
+		return
+	}
+	fb := c.e.state.Feedback[ms.key]
+	if fb == nil {
+		fb = &Feedback{}
+		c.e.state.Feedback[ms.key] = fb
+	}
+	ms.sum.AttainmentTarget = c.cfg.Attainment
+	if why := c.updateFeedback(ms, fb); why != "" {
+		ms.sum.FeedbackNote = why
+	}
+	factor := math.Exp(fb.LogFactor)
+	ms.sum.CapacityFactor = factor
+	if fb.LogFactor == 0 {
+		return
+	}
+	for _, vs := range ms.variants {
+		d := vs.detail
+		if d == nil || d.Error != "" || vs.capacity <= 0 {
+			continue
+		}
+		vs.capacity *= factor
+		d.CapacityPerReplicaRPS, d.FeedbackFactor = vs.capacity, factor
+		d.SupplyRPS = float64(vs.v.ReadyReplicas) * vs.capacity
+	}
+}
+
+// shortage says why the model's fleet is short now, or "": a replica
+// starting, a demand beyond the ready capacity (u > 1), or a backlog that
+// capacity needs longer than the TTFT target to clear.
+func shortage(ms *modelState, u, supply float64) string {
+	starting, backlog := false, ms.m.GatewayWaitingRequests
+	for _, vs := range ms.variants {
+		starting = starting || vs.v.CurrentReplicas > vs.v.ReadyReplicas
+		for _, p := range vs.pods {
+			backlog += p.WaitingRequests
+		}
+	}
+	switch {
+	case starting:
+		return "replicas starting"
+	case u > 1:
+		return fmt.Sprintf("demand at %.0f %% of the ready capacity", 100*u)
+	case backlog/supply > ms.sum.SLOTTFTMs/1000:
+		return fmt.Sprintf("a backlog of %.0f requests takes %.3g s to clear", backlog, backlog/supply)
+	}
+	return ""
+}
+
+// updateFeedback takes one step of the integral, or says why this window
+// does not count.
+func (c *cycle) updateFeedback(ms *modelState, fb *Feedback) string {
+	o, err := c.observeAttainment(ms)
+	if err != nil {
+		return "attainment feedback: " + err.Error()
+	}
+	ms.sum.ObservedAttainment, ms.sum.ObservedRequests = o.Attainment, o.Requests
+	if o.Requests < feedbackMinRequests {
+		return fmt.Sprintf("attainment feedback: %.0f requests in the window, fewer than %d", o.Requests, feedbackMinRequests)
+	}
+	supply := 0.0
+	for _, vs := range ms.variants {
+		if vs.detail != nil && vs.detail.Error == "" {
+			supply += float64(vs.v.ReadyReplicas) * vs.capacity
+		}
+	}
+	supply *= math.Exp(fb.LogFactor)
+	if !(supply > 0) {
+		return "attainment feedback: no sized capacity"
+	}
+	u := ms.demand / supply
+	if short := shortage(ms, u, supply); short != "" {
+		fb.LastShort = c.now
+		return "attainment feedback: the fleet is short (" + short + "): its misses are not the model's error"
+	}
+	if since := c.now.Sub(fb.LastShort).Seconds(); !fb.LastShort.IsZero() && since < feedbackSettleSeconds {
+		return fmt.Sprintf("attainment feedback: the fleet was short %.0f s ago (the window still holds its misses)", since)
+	}
+	if u < feedbackMinUtilization {
+		return fmt.Sprintf("attainment feedback: demand at %.0f %% of the ready capacity (says nothing of where it ends)", 100*u)
+	}
+	budget := 1 - c.cfg.Attainment
+	e := math.Max((budget-(1-o.Attainment))/budget, -2)
+	fb.LogFactor = math.Min(math.Max(fb.LogFactor+feedbackGain*e, feedbackMinLog), feedbackMaxLog)
+	fb.Updates++
+	fb.Observed, fb.Requests, fb.Last = o.Attainment, o.Requests, c.now
+	return ""
+}

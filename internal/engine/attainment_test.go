@@ -1,0 +1,220 @@
+package engine
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llm-d-incubation/wva/internal/queueing"
+)
+
+// hist builds a cumulative histogram from (bound, count) pairs.
+func hist(pairs ...float64) []Bucket {
+	var h []Bucket
+	for i := 0; i+1 < len(pairs); i += 2 {
+		h = append(h, Bucket{UpperBound: pairs[i], Count: pairs[i+1]})
+	}
+	return h
+}
+
+// TestShareWithin reads histograms by hand: 10 requests within 0.5 s, 30
+// within 1 s, 40 within 2.5 s, 50 in all.
+func TestShareWithin(t *testing.T) {
+	inf := math.Inf(1)
+	h := hist(0.5, 10, 1, 30, 2.5, 40, inf, 50)
+	for _, c := range []struct {
+		x, want float64
+	}{
+		{1, 30},                  // on a bound
+		{1.5, 30 + 10*0.5/1.5},   // a third of the (1, 2.5] bucket
+		{0.25, 5},                // half of the first bucket, from 0
+		{3, 40},                  // beyond the last finite bound: only its count
+		{0, 0},                   // nothing within no time
+		{2.5, 40},                // the last finite bound
+		{100, 40},                // far beyond
+		{math.Inf(1), 50},        // everything
+		{0.5 + 0.5*0.2, 10 + 4},  // a fifth of the (0.5, 1] bucket
+		{1e-9, 10 * 1e-9 / 0.5},  // a sliver of the first
+		{0.75, 10 + 20*0.25/0.5}, // half of (0.5, 1]
+	} {
+		within, total := shareWithin(h, c.x)
+		if math.Abs(within-c.want) > 1e-9 || total != 50 {
+			t.Errorf("within %v s: %v of %v, want %v of 50", c.x, within, total, c.want)
+		}
+	}
+	// A count below its predecessor (increase() extrapolates each bucket
+	// alone) is read as its predecessor's.
+	if w, n := shareWithin(hist(0.5, 10, 1, 9, inf, 12), 0.75); w != 10 || n != 12 {
+		t.Errorf("non-monotone: %v of %v, want 10 of 12", w, n)
+	}
+	// Without a +Inf bucket the last bound's count is the total.
+	if w, n := shareWithin(hist(0.5, 10, 1, 20), 2); w != 20 || n != 20 {
+		t.Errorf("no +Inf: %v of %v, want 20 of 20", w, n)
+	}
+}
+
+func TestCheckHistogram(t *testing.T) {
+	inf := math.Inf(1)
+	for name, c := range map[string]struct {
+		h    []Bucket
+		want string
+	}{
+		"valid":          {hist(0.5, 1, 1, 2, inf, 3), ""},
+		"empty":          {nil, ""},
+		"NaN bound":      {hist(math.NaN(), 1), "bound NaN"},
+		"-Inf bound":     {hist(math.Inf(-1), 1), "bound -Inf"},
+		"bounds repeat":  {hist(0.5, 1, 0.5, 2), "not above"},
+		"bounds fall":    {hist(1, 1, 0.5, 2), "not above"},
+		"negative count": {hist(0.5, -1), "count -1"},
+		"NaN count":      {hist(0.5, math.NaN()), "count NaN"},
+		"Inf count":      {hist(0.5, inf), "count +Inf"},
+		"too many":       {make([]Bucket, MaxBuckets+1), "more than"},
+	} {
+		err := checkHistogram(c.h)
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
+	}
+}
+
+// feedbackSnapshot is one H100 variant of two pods at rate r each, whose
+// histograms hold 100 requests each: ttftIn within the TTFT target
+// (200 ms) and itlIn within the ITL target (20 ms).
+func feedbackSnapshot(at time.Time, current int, r, ttftIn, itlIn, requests float64) *Snapshot {
+	v := variant("h100", "H100").params(h100Params).pods(0.3, 0, 0.3, 0).traffic(r, 1024, 256, 40, 15)
+	if current > 0 {
+		v.replicas(current, 2)
+	}
+	for i := range v.v.Pods {
+		v.v.Pods[i].TTFTBuckets = hist(0.1, ttftIn/2, 0.2, ttftIn, 0.5, requests, math.Inf(1), requests)
+		v.v.Pods[i].TPOTBuckets = hist(0.01, 0, 0.02, itlIn, math.Inf(1), requests)
+	}
+	s := snapshot(ModeModelOnly, v)
+	s.Time = at
+	s.Models[0].SLO = &SLO{TTFTMs: 200, ITLMs: 20}
+	s.Config.DisableForecast = true
+	return s
+}
+
+// TestAttainmentFeedback: one step of the integral by hand. The factor's
+// logarithm moves by 0.05 × (b − miss)/b, the error floored at −2, with
+// b = 1 − 0.99; the capacity the plan sizes with is the queueing model's
+// times the new factor.
+func TestAttainmentFeedback(t *testing.T) {
+	c := capacityOf(t, h100Params, 1024, 256, DefaultMaxBatchSize, queueing.Targets{TTFTMs: 200, ITLMs: 20})
+	for _, tc := range []struct {
+		name            string
+		current         int
+		rate, ttft, itl float64
+		requests        float64
+		wantLog         float64
+		note            string
+	}{
+		{"no misses at 80 % of capacity: up by the gain", 0, 0.8 * c, 100, 100, 100, 0.05, ""},
+		{"3 % misses: down by twice the gain", 0, 0.8 * c, 97, 100, 100, -0.1, ""},
+		{"1 % of TTFT and 1 % of ITL misses: their product", 0, 0.8 * c, 99, 99, 100, 0.05 * (0.01 - (1 - 0.99*0.99)) / 0.01, ""},
+		{"exactly the budget: no move", 0, 0.8 * c, 99, 100, 100, 0, ""},
+		{"a replica starting", 3, 0.8 * c, 100, 100, 100, 0, "short (replicas starting)"},
+		{"demand at 30 % of capacity", 0, 0.3 * c, 100, 100, 100, 0, "says nothing"},
+		{"demand beyond capacity", 0, 1.1 * c, 50, 100, 100, 0, "short (demand at 110 %"},
+		{"too few requests", 0, 0.8 * c, 40, 40, 40, 0, "fewer than 100"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New(nil)
+			p := plan(t, e, feedbackSnapshot(t0, tc.current, tc.rate, tc.ttft, tc.itl, tc.requests))
+			m, d := p.Models[0], decision(t, p, "h100")
+			if got := math.Log(m.CapacityFactor); math.Abs(got-tc.wantLog) > 1e-12 {
+				t.Errorf("log factor %v, want %v (note %q)", got, tc.wantLog, m.FeedbackNote)
+			}
+			if !strings.Contains(m.FeedbackNote, tc.note) || (tc.note == "") != (m.FeedbackNote == "") {
+				t.Errorf("note %q, want %q", m.FeedbackNote, tc.note)
+			}
+			if want := c * math.Exp(tc.wantLog); math.Abs(d.Queueing.CapacityPerReplicaRPS-want) > 1e-9*want {
+				t.Errorf("capacity per replica %v, want %v", d.Queueing.CapacityPerReplicaRPS, want)
+			}
+			if want := (tc.ttft / tc.requests) * (tc.itl / tc.requests); math.Abs(m.ObservedAttainment-want) > 1e-12 {
+				t.Errorf("observed %v, want %v", m.ObservedAttainment, want)
+			}
+		})
+	}
+}
+
+// TestFeedbackStopsWhereTheEvidenceEnds: with no misses the factor climbs
+// by 0.05 a cycle only while the demand stays at 60 % or more of the
+// capacity it implies. At 80 % of the model's capacity that is six steps:
+// e^0.30 = 1.35 puts the demand at 0.8/1.35 = 59 %. At 95 % it climbs to
+// the cap, 1.5, and stays. Disabled, it never moves.
+func TestFeedbackStopsWhereTheEvidenceEnds(t *testing.T) {
+	c := capacityOf(t, h100Params, 1024, 256, DefaultMaxBatchSize, queueing.Targets{TTFTMs: 200, ITLMs: 20})
+	for _, tc := range []struct {
+		share, wantLog float64
+		disabled       bool
+	}{{0.8, 0.30, false}, {0.95, feedbackMaxLog, false}, {0.95, 0, true}} {
+		e := New(nil)
+		var m ModelSummary
+		for i := range 20 {
+			s := feedbackSnapshot(t0.Add(time.Duration(i)*30*time.Second), 0, tc.share*c, 100, 100, 100)
+			s.Config.DisableFeedback = tc.disabled
+			m = plan(t, e, s).Models[0]
+		}
+		got := 0.0
+		if m.CapacityFactor > 0 {
+			got = math.Log(m.CapacityFactor)
+		}
+		if math.Abs(got-tc.wantLog) > 1e-9 {
+			t.Errorf("at %v of capacity (disabled %v): log factor %v, want %v (%q)", tc.share, tc.disabled, got, tc.wantLog, m.FeedbackNote)
+		}
+		if f := e.State().Feedback["prod/llama"]; !tc.disabled && (f == nil || math.Abs(f.LogFactor-tc.wantLog) > 1e-9) {
+			t.Errorf("state %+v", f)
+		}
+	}
+}
+
+// TestFeedbackAfterAShortage: a window that still holds a shortage's
+// misses does not count. A backlog the ready fleet needs longer than the
+// TTFT target (200 ms) to clear is a shortage; so, for the next 90 s (the
+// one-minute window and a cycle), is any cycle after one.
+func TestFeedbackAfterAShortage(t *testing.T) {
+	c := capacityOf(t, h100Params, 1024, 256, DefaultMaxBatchSize, queueing.Targets{TTFTMs: 200, ITLMs: 20})
+	e := New(nil)
+	backlog := func(s *Snapshot, b float64) *Snapshot {
+		for i := range s.Models[0].Variants[0].Pods {
+			s.Models[0].Variants[0].Pods[i].WaitingRequests = b / 2
+		}
+		return s
+	}
+	// Two replicas clear 2c requests/s: a backlog of 0.41c takes 0.205 s.
+	for i, step := range []struct {
+		at      time.Duration
+		backlog float64
+		ttft    float64
+		note    string
+		wantLog float64
+	}{
+		{0, 0.41 * c, 20, "a backlog of", 0},
+		{30 * time.Second, 0, 60, "short 30 s ago", 0},
+		{60 * time.Second, 0, 90, "short 60 s ago", 0},
+		{90 * time.Second, 0, 100, "", 0.05},
+		{120 * time.Second, 0.39 * c, 100, "", 0.10}, // a backlog cleared within the target
+	} {
+		p := plan(t, e, backlog(feedbackSnapshot(t0.Add(step.at), 0, 0.8*c, step.ttft, 100, 100), step.backlog))
+		m := p.Models[0]
+		if !strings.Contains(m.FeedbackNote, step.note) || (step.note == "") != (m.FeedbackNote == "") || math.Abs(math.Log(m.CapacityFactor)-step.wantLog) > 1e-12 {
+			t.Errorf("step %d: note %q (want %q), log factor %v (want %v)", i, m.FeedbackNote, step.note, math.Log(m.CapacityFactor), step.wantLog)
+		}
+	}
+}
+
+// TestFeedbackIgnoresBadHistograms: a histogram no server can report is
+// not read (the note says which pod), and holds nothing.
+func TestFeedbackIgnoresBadHistograms(t *testing.T) {
+	c := capacityOf(t, h100Params, 1024, 256, DefaultMaxBatchSize, queueing.Targets{TTFTMs: 200, ITLMs: 20})
+	s := feedbackSnapshot(t0, 0, 0.8*c, 100, 100, 100)
+	s.Models[0].Variants[0].Pods[1].TTFTBuckets[1].Count = math.NaN()
+	p := plan(t, nil, s)
+	m, d := p.Models[0], decision(t, p, "h100")
+	if m.CapacityFactor != 1 || !strings.Contains(m.FeedbackNote, "h100-1: TTFT histogram") || d.Reason == ReasonHoldMetrics {
+		t.Errorf("factor %v, note %q, reason %s", m.CapacityFactor, m.FeedbackNote, d.Reason)
+	}
+}
