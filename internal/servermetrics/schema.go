@@ -66,6 +66,13 @@ type Schema struct {
 	// slow service. Optional: a server without one reads as never
 	// preempting.
 	Preemptions []string
+	// TTFTHistogram and TPOTHistogram are the histogram families whose
+	// buckets give the share of requests within the SLO, for the
+	// attainment feedback (docs/engine.md §3 item 11): each request's TTFT, and
+	// each request's mean time per output token. Optional: without them
+	// the feedback does not run (without TPOTHistogram it counts TTFT
+	// alone).
+	TTFTHistogram, TPOTHistogram []string
 }
 
 // histogram is the Ratio of a histogram family.
@@ -95,6 +102,10 @@ var VLLM = Schema{
 		TokensLabel: "kv_cache_size_tokens"}},
 	// num_preemptions_total since 0.7 (V0 and V1 alike).
 	Preemptions: []string{"vllm:num_preemptions_total"},
+	// request_time_per_output_token_seconds: each request's decode time
+	// over its output tokens after the first (vllm/v1/metrics/loggers.py).
+	TTFTHistogram: []string{"vllm:time_to_first_token_seconds"},
+	TPOTHistogram: []string{"vllm:request_time_per_output_token_seconds"},
 }
 
 // SGLang reads SGLang's scheduler and tokenizer metrics (its
@@ -114,6 +125,8 @@ var SGLang = Schema{
 	Waiting: []string{"sglang:num_queue_reqs"},
 	Running: []string{"sglang:num_running_reqs"},
 	Cache:   []Cache{{TokensGauge: "sglang:max_total_num_tokens"}}, //nolint:gosec // G101: a metric name, not a credential
+	// SGLang's ITL histogram counts tokens, not requests: TTFT alone.
+	TTFTHistogram: []string{"sglang:time_to_first_token_seconds"},
 }
 
 // schemas are the built-in schemas by name.

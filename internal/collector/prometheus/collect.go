@@ -40,6 +40,7 @@ func (s *Source) Collect(ctx context.Context, now time.Time, t collector.Target)
 	for _, k := range pods.keys() {
 		pm := pods.pm[k]
 		rep.Problems = append(rep.Problems, fill(s.schema, &pm.Pod, pods.val[k], pods.cache[k])...)
+		pm.Pod.TTFTBuckets, pm.Pod.TPOTBuckets = pods.histogram(k, qTTFTBuckets), pods.histogram(k, qTPOTBuckets)
 		rep.Pods = append(rep.Pods, *pm)
 	}
 	if len(rep.Pods) == 0 {
@@ -59,7 +60,7 @@ func queryOrder(qs map[string]string) []string {
 		}
 	}
 	sort.Strings(names)
-	for _, n := range []string{qCacheBlock, qCacheTokens} {
+	for _, n := range []string{qCacheBlock, qCacheTokens, qTPOTBuckets, qTTFTBuckets} {
 		if _, ok := qs[n]; ok {
 			names = append(names, n)
 		}
@@ -68,7 +69,9 @@ func queryOrder(qs map[string]string) []string {
 }
 
 // annotates says whether query n only annotates pods the others found.
-func annotates(n string) bool { return n == qCacheBlock || n == qCacheTokens }
+func annotates(n string) bool {
+	return n == qCacheBlock || n == qCacheTokens || n == qTTFTBuckets || n == qTPOTBuckets
+}
 
 // podValues are the pods the queries found: each pod's record and its
 // value of each query, by query name.
@@ -76,12 +79,15 @@ type podValues struct {
 	pm    map[podKey]*collector.PodMetrics
 	val   map[podKey]map[string]float64
 	cache map[podKey]cacheSize
+	// hist are the pods' histogram buckets, by query name.
+	hist map[podKey]map[string][]engine.Bucket
 }
 
 // gather groups the queries' samples by pod, reading the queries in the
 // order of names.
 func (s *Source) gather(names []string, res map[string]model.Vector) podValues {
-	pv := podValues{pm: map[podKey]*collector.PodMetrics{}, val: map[podKey]map[string]float64{}, cache: map[podKey]cacheSize{}}
+	pv := podValues{pm: map[podKey]*collector.PodMetrics{}, val: map[podKey]map[string]float64{}, cache: map[podKey]cacheSize{},
+		hist: map[podKey]map[string][]engine.Bucket{}}
 	for _, n := range names {
 		for _, smp := range res[n] {
 			s.add(pv, n, smp)
@@ -112,10 +118,37 @@ func (s *Source) add(pv podValues, n string, smp *model.Sample) {
 			pm.Labels[l] = string(v)
 		}
 	}
+	if n == qTTFTBuckets || n == qTPOTBuckets {
+		addBucket(pv, k, n, smp)
+		return
+	}
 	pv.val[k][n] = float64(smp.Value)
 	if n == qCacheBlock {
 		pv.cache[k] = s.geometry(smp.Metric)
 	}
+}
+
+// addBucket records one bucket of a pod's histogram; a bucket whose le
+// label is not a number is left out (the histogram is then checked by the
+// engine as it is), and so are buckets beyond engine.MaxBuckets.
+func addBucket(pv podValues, k podKey, n string, smp *model.Sample) {
+	le, err := strconv.ParseFloat(string(smp.Metric[model.BucketLabel]), 64)
+	if err != nil {
+		return
+	}
+	if pv.hist[k] == nil {
+		pv.hist[k] = map[string][]engine.Bucket{}
+	}
+	if len(pv.hist[k][n]) < engine.MaxBuckets {
+		pv.hist[k][n] = append(pv.hist[k][n], engine.Bucket{UpperBound: le, Count: float64(smp.Value)})
+	}
+}
+
+// histogram is a pod's histogram of query n, by bound.
+func (pv podValues) histogram(k podKey, n string) []engine.Bucket {
+	h := pv.hist[k][n]
+	sort.Slice(h, func(i, j int) bool { return h[i].UpperBound < h[j].UpperBound })
+	return h
 }
 
 // geometry reads the KV cache's size from the labels of an info series:

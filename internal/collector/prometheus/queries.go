@@ -36,6 +36,8 @@ const (
 	qCacheBlock  = "cache"
 	qCacheTokens = "cacheTokens"
 	qPreempt     = "preemptions"
+	qTTFTBuckets = "ttftBuckets"
+	qTPOTBuckets = "tpotBuckets"
 )
 
 // queries are the PromQL of each query for a target. A figure with
@@ -79,6 +81,19 @@ func (s *Source) queries(t collector.Target) map[string]string {
 	}
 	if len(sc.Preemptions) > 0 {
 		qs[qPreempt] = rates(sc.Preemptions)
+	}
+	// The latency histograms' buckets over the window, by le: the share
+	// of requests within the SLO (optional; they annotate pods the other
+	// queries found).
+	byLe := s.by("le")
+	buckets := func(names []string) string {
+		return each(names, func(m string) string { return fmt.Sprintf("sum %s (increase(%s_bucket%s[%s]))", byLe, m, sel, w) })
+	}
+	if len(sc.TTFTHistogram) > 0 {
+		qs[qTTFTBuckets] = buckets(sc.TTFTHistogram)
+	}
+	if len(sc.TPOTHistogram) > 0 {
+		qs[qTPOTBuckets] = buckets(sc.TPOTHistogram)
 	}
 	for _, c := range sc.Cache {
 		switch {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llm-d-incubation/wva/internal/collector"
+	"github.com/llm-d-incubation/wva/internal/engine"
 	"github.com/llm-d-incubation/wva/internal/testenv"
 )
 
@@ -114,5 +115,25 @@ func TestVLLMPageEndToEnd(t *testing.T) {
 	}
 	if p.KVBlocks != 27512 || p.BlockSize != 16 {
 		t.Errorf("cache geometry: %d blocks of %d", p.KVBlocks, p.BlockSize)
+	}
+	// The histograms by le, in order, ending at +Inf: 371 of 500 TTFTs
+	// within 0.1 s, 480 of 500 requests' time per output token within
+	// 25 ms (the window's increase scales every bucket alike).
+	checkBuckets(t, "TTFT", p.TTFTBuckets, 23, 0.1, 371.0/500)
+	checkBuckets(t, "TPOT", p.TPOTBuckets, 20, 0.025, 480.0/500)
+}
+
+// checkBuckets: h has n buckets, the last +Inf, and the share share of
+// its count at bound le.
+func checkBuckets(t *testing.T, name string, h []engine.Bucket, n int, le, share float64) {
+	t.Helper()
+	if len(h) != n || !math.IsInf(h[len(h)-1].UpperBound, 1) {
+		t.Errorf("%s histogram: %d buckets (want %d, the last +Inf): %v", name, len(h), n, h)
+		return
+	}
+	for _, b := range h {
+		if got := b.Count / h[len(h)-1].Count; b.UpperBound == le && math.Abs(got-share) > 1e-6 {
+			t.Errorf("%s histogram: share within %v s = %v, want %v", name, le, got, share)
+		}
 	}
 }
