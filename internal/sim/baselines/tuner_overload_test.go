@@ -25,6 +25,12 @@ type capacityPoint struct {
 func trackCapacity(t *testing.T, name string) []capacityPoint {
 	t.Helper()
 	sc := simtest.Builtin(t, name, 0)
+	// The tuner's tracking under the decisions it was measured with: the
+	// attainment feedback (docs/engine.md §3 item 11) changes the fleet,
+	// hence the loads the tuner sees (with it, on step-slow-start seed 1
+	// the learned capacity ends 15–20 % low after the drop, and the
+	// feedback's factor, 1.1, carries the sizing to within 10 %).
+	sc.Autoscalers.WVA.DisableFeedback = true
 	a, err := sim.NewAutoscaler("wva", &sc)
 	if err != nil {
 		t.Fatal(err)
@@ -51,11 +57,16 @@ func trackCapacity(t *testing.T, name string) []capacityPoint {
 			}
 			return sz.CapacityRPS
 		}
-		learned := size(queueing.Iteration{Alpha: q.Params.Alpha, Beta: q.Params.Beta, Gamma: q.Params.Gamma})
+		// The attainment feedback's factor is applied after the sizing.
+		factor := 1.0
+		if q.FeedbackFactor > 0 {
+			factor = q.FeedbackFactor
+		}
+		learned := factor * size(queueing.Iteration{Alpha: q.Params.Alpha, Beta: q.Params.Beta, Gamma: q.Params.Gamma})
 		if math.Abs(learned/q.CapacityPerReplicaRPS-1) > 1e-6 {
 			t.Fatalf("t=%.0f: the engine sized %.4g, redone %.4g: the test does not size as the engine does", now, q.CapacityPerReplicaRPS, learned)
 		}
-		out = append(out, capacityPoint{now: now, demand: m.DemandRPS, learned: q.CapacityPerReplicaRPS,
+		out = append(out, capacityPoint{now: now, demand: m.DemandRPS, learned: q.CapacityPerReplicaRPS / factor,
 			truth: size(queueing.Iteration{Alpha: truth.Alpha, Beta: truth.Beta, Gamma: truth.Gamma}), source: q.ParamsSource,
 			params: fmtParams(q.Params.Alpha, q.Params.Beta, q.Params.Gamma)})
 	}

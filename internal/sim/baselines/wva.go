@@ -3,6 +3,7 @@ package baselines
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/llm-d-incubation/wva/internal/engine"
 	"github.com/llm-d-incubation/wva/internal/sim"
 	"github.com/llm-d-incubation/wva/internal/sim/scenario"
+	"github.com/llm-d-incubation/wva/internal/sim/server"
 	"github.com/llm-d-incubation/wva/internal/snapshot"
 )
 
@@ -73,6 +75,7 @@ func init() {
 		New:     func(sc *scenario.Scenario, _ string) (sim.Autoscaler, error) { return newWVA(sc), nil },
 		Knobs: map[string]sim.Knob{
 			"spareQuantile":       {Grid: []float64{0.5, 0.8, 0.95, 0.99}, Field: func(a *scenario.Autoscalers) *float64 { return &a.WVA.SpareQuantile }, Unset: engine.DefaultSpareQuantile, Check: sim.FromZero(1, true, true)},
+			"attainment":          {Grid: []float64{0.9, 0.95, 0.99}, Field: func(a *scenario.Autoscalers) *float64 { return &a.WVA.Attainment }, Unset: engine.DefaultAttainment, Check: sim.FromZero(1, true, true)},
 			"ttftAttainment":      {Grid: []float64{0, 0.99}, Field: func(a *scenario.Autoscalers) *float64 { return &a.WVA.TTFTAttainment }, Check: sim.FromZero(1, false, true)},
 			"kvCacheThreshold":    {Grid: []float64{0.7, 0.8, 0.9}, Field: func(a *scenario.Autoscalers) *float64 { return &a.WVA.KVCacheThreshold }, Unset: engine.DefaultKVCacheThreshold, Check: kvThreshold},
 			"drainTimeoutSeconds": {Field: drainTimeout, Check: sim.FromZero(scenario.MaxDrainTimeoutSeconds, false, false)},
@@ -267,7 +270,7 @@ func (w *WVA) settings(v *sim.View) snapshot.Settings {
 	set := snapshot.Settings{Mode: engine.Mode(w.cfg.Mode), QueueingModel: true, Tuning: tuning, ScaleToZero: true,
 		Optimizer: engine.OptimizerKind(w.cfg.Optimizer), Inventory: v.Scenario.Inventory,
 		Engine: engine.Config{SaturationPolicy: w.cfg.SaturationPolicy, SpareQuantile: w.cfg.SpareQuantile,
-			DisableForecast: w.cfg.DisableForecast, TTFTAttainment: w.cfg.TTFTAttainment,
+			DisableForecast: w.cfg.DisableForecast, DisableFeedback: w.cfg.DisableFeedback, TTFTAttainment: w.cfg.TTFTAttainment,
 			CapacityModel: w.cfg.CapacityModel, Attainment: w.cfg.Attainment, TokenCV: w.cfg.TokenCV,
 			ProvisioningSeconds: w.cfg.ProvisioningSeconds, ScaleDownStabilizationSeconds: w.cfg.ScaleDownStabilizationSeconds}}
 	if n, kv := w.cfg.MinNonSaturatedReplicas, w.cfg.KVCacheThreshold; n > 0 || kv > 0 {
@@ -320,6 +323,23 @@ type ViewSource struct{ View *sim.View }
 var _ collector.Source = ViewSource{}
 
 // Collect implements collector.Source.
+// buckets is a histogram as the engine reads it: cumulative counts at
+// bounds, then +Inf (nil without counts).
+func buckets(bounds, cum []float64) []engine.Bucket {
+	if len(cum) != len(bounds)+1 {
+		return nil
+	}
+	out := make([]engine.Bucket, len(cum))
+	for i, c := range cum {
+		le := math.Inf(1)
+		if i < len(bounds) {
+			le = bounds[i]
+		}
+		out[i] = engine.Bucket{UpperBound: le, Count: c}
+	}
+	return out
+}
+
 func (s ViewSource) Collect(_ context.Context, now time.Time, t collector.Target) (collector.Report, error) {
 	rep := collector.Report{Target: t, Time: now}
 	for _, vv := range s.View.Variants {
@@ -331,7 +351,8 @@ func (s ViewSource) Collect(_ context.Context, now time.Time, t collector.Target
 				Pod: engine.Pod{Name: p.Name, AgeSeconds: p.AgeSeconds, ArrivalRateRPS: p.ArrivalRateRPS,
 					AvgInputTokens: p.AvgInputTokens, AvgOutputTokens: p.AvgOutputTokens, AvgTTFTMs: p.AvgTTFTMs, AvgITLMs: p.AvgITLMs,
 					KVCacheUsage: p.KVCacheUsage, WaitingRequests: p.WaitingRequests, RunningRequests: p.RunningRequests, PreemptionsPerSec: p.PreemptionsPerSec,
-					KVBlocks: p.KVBlocks, BlockSize: p.BlockSize, MaxBatchSize: p.MaxBatchSize}})
+					KVBlocks: p.KVBlocks, BlockSize: p.BlockSize, MaxBatchSize: p.MaxBatchSize,
+					TTFTBuckets: buckets(server.TTFTBucketBounds[:], p.TTFTBuckets), TPOTBuckets: buckets(server.TPOTBucketBounds[:], p.TPOTBuckets)}})
 		}
 	}
 	return rep, nil

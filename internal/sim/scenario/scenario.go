@@ -316,6 +316,9 @@ type WVAConfig struct {
 	// zero means the engine's default.
 	SpareQuantile   float64 `json:"spareQuantile,omitempty"`
 	DisableForecast bool    `json:"disableForecast,omitempty"`
+	// DisableFeedback turns the attainment feedback off (the engine's
+	// disableFeedback; docs/engine.md §3 item 11).
+	DisableFeedback bool `json:"disableFeedback,omitempty"`
 	// Surge makes the fast loop run an extra cycle when the gateway's
 	// queue or arrival rate outruns the last plan (the controller's
 	// WVA_SURGE; default false).
