@@ -175,10 +175,9 @@ func (c *cycle) feedback(ms *modelState) {
 	if c.cfg.DisableFeedback || ms.demand == 0 || ms.sum.SLOTTFTMs <= 0 {
 		return
 	}
-	fb := c.e.state.Feedback[ms.key]
+	fb := c.e.state.Feedback[ms.key] // made by learn, before the parallel analyses
 	if fb == nil {
-		fb = &Feedback{}
-		c.e.state.Feedback[ms.key] = fb
+		return
 	}
 	ms.sum.AttainmentTarget = c.cfg.Attainment
 	if why := c.updateFeedback(ms, fb); why != "" {

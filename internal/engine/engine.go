@@ -356,6 +356,11 @@ func (c *cycle) learn(ms *modelState) {
 		}
 		p.observe(c.now, vs.v.CurrentReplicas, vs.v.ReadyReplicas)
 	}
+	// The attainment feedback's state is made here, one model after
+	// another: the model analyses that update it run in parallel.
+	if c.e.state.Feedback[ms.key] == nil && !c.cfg.DisableFeedback {
+		c.e.state.Feedback[ms.key] = &Feedback{}
+	}
 	if held || ms.reporting == 0 || c.cfg.DisableForecast {
 		return
 	}
