@@ -149,6 +149,12 @@ func (c *cycle) safetyCheck(downs []*variantState) {
 			if g != nil && g.safeToRemove(removed) {
 				continue
 			}
+			if c.calibrated(vs.model) && saturatedPod(vs) == nil {
+				fb := c.e.state.Feedback[vs.model.key]
+				vs.note("the saturation analysis would block it, but the model is calibrated (%.1f %% of requests within the SLO at its last test, %d tests) and no pod is saturated",
+					100*fb.Observed, fb.Updates)
+				continue
+			}
 			delete(removed, vs)
 			vs.target, vs.reason = vs.v.CurrentReplicas, ReasonSafetyBlock
 			why := "the saturation analysis finds it unsafe"
@@ -209,3 +215,25 @@ func (c *cycle) noteModel(vs *variantState) {
 		}
 	}
 }
+
+// calibrated: the attainment feedback has counted at least
+// calibratedUpdates windows that tested the model's capacity, the last of
+// them within calibratedSeconds, and that window met the target. The
+// saturation analysis then no longer blocks the model's scale-downs on its
+// own estimate of the load (docs/engine.md §5): it still holds a variant
+// whose pods are saturated, where the metrics contradict the model.
+func (c *cycle) calibrated(ms *modelState) bool {
+	if c.e == nil {
+		return false
+	}
+	fb := c.e.state.Feedback[ms.key]
+	return fb != nil && fb.Updates >= calibratedUpdates && fb.Observed >= c.cfg.Attainment &&
+		c.now.Sub(fb.Last).Seconds() < calibratedSeconds
+}
+
+// A model is calibrated after three windows that tested its capacity, the
+// last within ten minutes.
+const (
+	calibratedUpdates = 3
+	calibratedSeconds = 600
+)

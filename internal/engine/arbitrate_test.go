@@ -1,6 +1,9 @@
 package engine
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestHybridMatrix checks the hybrid matrix (docs/engine.md §5) row by row on a variant with 4
 // replicas. The saturation group has four non-saturated replicas at KV 0.2:
@@ -39,6 +42,52 @@ func TestHybridMatrix(t *testing.T) {
 			vs.sat = g
 			ms.variants = []*variantState{vs}
 			c := &cycle{mode: ModeHybrid}
+			c.arbitrate(ms)
+			if vs.target != tc.want || vs.reason != tc.reason {
+				t.Errorf("target %d (%s), want %d (%s); notes %q", vs.target, vs.reason, tc.want, tc.reason, vs.notes)
+			}
+		})
+	}
+}
+
+// TestCalibratedModelPassesTheSafetyCheck: the model's scale-down that
+// the saturation analysis finds unsafe goes through once the attainment
+// feedback has seen the model meet its target at a load that tests it
+// (three windows, the last within ten minutes, at or above 99 %) — unless
+// a pod is saturated.
+func TestCalibratedModelPassesTheSafetyCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		fb        *Feedback
+		saturated bool
+		want      int
+		reason    Reason
+	}{
+		{"uncalibrated", nil, false, 4, ReasonSafetyBlock},
+		{"calibrated", &Feedback{Updates: 3, Observed: 0.995, Last: t0}, false, 2, ReasonModelScaleDown},
+		{"calibrated, a pod saturated", &Feedback{Updates: 3, Observed: 0.995, Last: t0}, true, 4, ReasonSafetyBlock},
+		{"two tests only", &Feedback{Updates: 2, Observed: 0.995, Last: t0}, false, 4, ReasonSafetyBlock},
+		{"the last test missed the target", &Feedback{Updates: 9, Observed: 0.985, Last: t0}, false, 4, ReasonSafetyBlock},
+		{"the last test is stale", &Feedback{Updates: 9, Observed: 0.995, Last: t0.Add(-601 * time.Second)}, false, 4, ReasonSafetyBlock},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New(nil)
+			ms := &modelState{m: &Model{ID: "m"}, key: "m", satCfg: defaultSaturation}
+			if tc.fb != nil {
+				e.state.Feedback["m"] = tc.fb
+			}
+			v := &Variant{Name: "v", Accelerator: "H100", CurrentReplicas: 4, ReadyReplicas: 4}
+			vs := &variantState{model: ms, v: v, capTarget: 4, modelTarget: 2, detail: &ModelDetail{}}
+			vs.pods = []*Pod{{Name: "p", KVCacheUsage: 0.3}}
+			if tc.saturated {
+				vs.pods[0].KVCacheUsage = 0.95
+			}
+			g := &satGroup{cfg: defaultSaturation, variants: []*variantState{vs}, unit: func(*variantState) float64 { return 1 },
+				capKV: 4, nonSat: 4}
+			g.d.Replicas, g.d.LoadKV = 4, 2.6 // unsafe: see TestHybridMatrix
+			vs.sat = g
+			ms.variants = []*variantState{vs}
+			c := &cycle{e: e, mode: ModeHybrid, now: t0, cfg: Config{}.withDefaults()}
 			c.arbitrate(ms)
 			if vs.target != tc.want || vs.reason != tc.reason {
 				t.Errorf("target %d (%s), want %d (%s); notes %q", vs.target, vs.reason, tc.want, tc.reason, vs.notes)
