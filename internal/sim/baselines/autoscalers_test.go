@@ -226,3 +226,25 @@ func TestObservedAttainment(t *testing.T) {
 	}
 	t.Logf("observed %.4f over %.0f requests (windows overlap), the run's %.4f", got, n, want)
 }
+
+// TestFeedbackCorrectsAWrongProfile: on mismatch-optimistic WVA decides
+// alone from a profile of a server 1.5 times faster than its own. Without
+// the attainment feedback it meets 87.6 % of requests (seed 1); with it,
+// 99.0 % — the target is 99 %.
+func TestFeedbackCorrectsAWrongProfile(t *testing.T) {
+	run := func(disable bool) float64 {
+		sc := simtest.Builtin(t, "mismatch-optimistic", 0)
+		sc.Autoscalers.WVA.DisableFeedback = disable
+		a, err := sim.NewAutoscaler("wva", &sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := sim.New(sc, a).Run(context.Background(), nil)
+		return float64(r.WithinSLO) / float64(r.Completed)
+	}
+	with, without := run(false), run(true)
+	if with < 0.98 || without > 0.95 {
+		t.Errorf("attainment %.4f with the feedback, %.4f without: want ≥ 98 %% with, < 95 %% without", with, without)
+	}
+	t.Logf("attainment %.4f with the feedback, %.4f without", with, without)
+}

@@ -81,6 +81,12 @@ type Variant struct {
 	// Profiled hands Params to WVA as the variant's profile; otherwise
 	// WVA learns the parameters online.
 	Profiled bool `json:"profiled,omitempty"`
+	// Profile, when set, is the profile WVA is given instead: iteration-
+	// model parameters (ms) that need not be the server's — a profile
+	// measured on other hardware or another vLLM, for a study of a model
+	// that is wrong about the world (docs/evaluation.md). With
+	// autoscalers.wva.tuning false WVA sizes from it alone.
+	Profile *tuner.Params `json:"profile,omitempty"`
 	// SchedulingPolicy is the server's order of its waiting requests
 	// (vLLM's --scheduling-policy): "fcfs" (the default) or
 	// "priority-fcfs" (vLLM's "priority": the highest request priority

@@ -27,6 +27,11 @@ func validateVariant(p string, v Variant, add func(string, string, ...any)) {
 	default:
 		add(p+".latencyModel", "must be iteration or linear, got %q", v.LatencyModel)
 	}
+	if v.Profile != nil {
+		if err := v.Profile.ValidateInput(tuner.ModelIteration); err != nil {
+			add(p+".profile", "%v", err)
+		}
+	}
 	validateVariantSizes(p, v, add)
 	if g := v.TerminationGracePeriodSeconds; g != nil && (!(*g >= 0) || math.IsInf(*g, 0)) {
 		add(p+".terminationGracePeriodSeconds", "must be ≥ 0 seconds, got %v", *g)
