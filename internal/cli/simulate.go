@@ -74,8 +74,9 @@ scenario format.
 --sweep runs each autoscaler over a grid of its settings (HPA: KV and queue
 targets; KEDA: its threshold; llm-d's KEDA + EPP paths: their triggers'
 targets, scale-up windows and control-law threshold; WVA: the spare
-capacity's forecast quantile and the TTFT attainment it sizes for; the
-clairvoyant bound: its margin; --help's --grid lists every key),
+capacity's forecast quantile, the TTFT attainment it sizes for, the
+saturation analyzer's KV threshold and the attainment feedback's target;
+the clairvoyant bound: its margin; --help's --grid lists every key),
 each setting over the same --repeat seeds (default 5), and writes per
 setting the mean SLO attainment and cost with their spread (sweep.csv), the
 frontier of each autoscaler (the settings no other of its settings beats on

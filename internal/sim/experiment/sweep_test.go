@@ -109,7 +109,7 @@ func TestSweepParallelDeterministic(t *testing.T) {
 	sc := simtest.Builtin(t, "staircase", 240)
 	spec := SweepSpec{Autoscalers: []string{"wva", "hpa"}, Seeds: []uint64{1, 2},
 		Grids: map[string][]float64{"hpa.kvTarget": {0.3, 0.9}, "hpa.queueTarget": {3}, "wva.spareQuantile": {0.5},
-			"wva.ttftAttainment": {0}, "wva.kvCacheThreshold": {0.8}}}
+			"wva.ttftAttainment": {0}, "wva.kvCacheThreshold": {0.8}, "wva.attainment": {0.99}}}
 	var out [2][]byte
 	for i, par := range []int{1, 3} {
 		spec.Parallel = par
