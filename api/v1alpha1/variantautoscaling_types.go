@@ -29,6 +29,14 @@ const (
 	// VariantAutoscaling, the workload's pod template, or the defaults);
 	// False when the two disagree (the VariantAutoscaling's value is used).
 	ConditionServerSettings = "ServerSettingsConsistent"
+	// ConditionAttainmentReachable reports the attainment feedback
+	// (docs/engine.md §3 item 11) for the variant's model: True while the
+	// feedback can still move the model's capacity towards its target,
+	// False when the last window it counted missed the target with its
+	// capacity factor at the floor (the target may be out of reach). Not
+	// set while the feedback does not run (disabled, no traffic, no
+	// latency histograms).
+	ConditionAttainmentReachable = "AttainmentReachable"
 )
 
 // Condition reasons.
@@ -61,6 +69,8 @@ const (
 	ReasonSettingsFromWorkload  = "ServerSettingsFromWorkload"
 	ReasonSettingsDefault       = "ServerSettingsDefault"
 	ReasonSettingsDisagree      = "ServerSettingsDisagree"
+	ReasonAttainmentFeedback    = "AttainmentFeedback"
+	ReasonAttainmentOutOfReach  = "AttainmentOutOfReach"
 )
 
 // CrossVersionObjectReference names the workload a variant scales: any
@@ -338,7 +348,8 @@ type VariantAutoscalingStatus struct {
 	// +optional
 	Actuation ActuationStatus `json:"actuation,omitempty"`
 	// Conditions: TargetResolved, MetricsAvailable, OptimizationReady,
-	// ActuationComplete, TuningActive, ConfigValid, ServerSettingsConsistent.
+	// ActuationComplete, TuningActive, ConfigValid, ServerSettingsConsistent,
+	// AttainmentReachable.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -29,10 +29,15 @@ type decision struct {
 	// Tuning describes the tuner's state: TuningActive's reason and message.
 	TuningActive                bool
 	TuningReason, TuningMessage string
-	Actuation                   Actuation
-	ActuationErr                string
-	Actuator                    string
-	ActuatedAt                  time.Time
+	// Attainment describes the model's attainment feedback:
+	// AttainmentReachable's status and message ("" while the feedback
+	// does not run).
+	AttainmentReachable bool
+	AttainmentMessage   string
+	Actuation           Actuation
+	ActuationErr        string
+	Actuator            string
+	ActuatedAt          time.Time
 }
 
 // conflict says the decision is a TargetConflict: an older VariantAutoscaling

@@ -148,6 +148,11 @@ func (p *planner) countTunerSteps(before [2]int) {
 // decide turns the plan into decisions, actuating each; variants the plan
 // does not cover (their model could not be collected) are held.
 func (p *planner) decide(ctx context.Context, c *cycleState, plan *engine.Plan, snap *engine.Snapshot) {
+	models := make(map[[2]string]*engine.ModelSummary, len(plan.Models))
+	for i := range plan.Models {
+		m := &plan.Models[i]
+		models[[2]string{m.Namespace, m.Model}] = m
+	}
 	for i, d := range plan.Variants {
 		k := types.NamespacedName{Namespace: d.Namespace, Name: d.Variant}
 		v := c.byKey[k]
@@ -161,6 +166,7 @@ func (p *planner) decide(ctx context.Context, c *cycleState, plan *engine.Plan, 
 		dec := decision{Time: c.now, Decided: true, Decision: d, MetricsOK: true}
 		metricsStatus(&dec, d, c.collectErrs[t], c.reports[t], v)
 		tuningStatus(&dec, d, snap.Mode, snap.Config.TuningEnabled)
+		attainmentStatus(&dec, models[[2]string{d.Namespace, d.Model}])
 		if d.Reason == engine.ReasonHoldMetrics {
 			dec.OptimizationReason, dec.OptimizationMessage = wvav1.ReasonMetricsUnavailable, "holding the last decision: "+d.Explanation
 		}

@@ -84,8 +84,8 @@ func optimizationStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time, dec
 	}
 }
 
-// signalStatus sets MetricsAvailable and TuningActive from the decision,
-// each only when the decision says something of it.
+// signalStatus sets MetricsAvailable, TuningActive and AttainmentReachable
+// from the decision, each only when the decision says something of it.
 func signalStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time, dec decision) {
 	if dec.MetricsOK {
 		setCondition(&st.Conditions, now, wvav1.ConditionMetricsAvailable, true, orDefault(dec.MetricsReason, wvav1.ReasonMetricsFound), dec.MetricsMessage)
@@ -94,6 +94,13 @@ func signalStatus(st *wvav1.VariantAutoscalingStatus, now metav1.Time, dec decis
 	}
 	if dec.TuningReason != "" {
 		setCondition(&st.Conditions, now, wvav1.ConditionTuningActive, dec.TuningActive, dec.TuningReason, dec.TuningMessage)
+	}
+	if dec.AttainmentMessage != "" {
+		reason := wvav1.ReasonAttainmentFeedback
+		if !dec.AttainmentReachable {
+			reason = wvav1.ReasonAttainmentOutOfReach
+		}
+		setCondition(&st.Conditions, now, wvav1.ConditionAttainmentReachable, dec.AttainmentReachable, reason, dec.AttainmentMessage)
 	}
 }
 

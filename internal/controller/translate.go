@@ -359,3 +359,22 @@ func replicaBounds(va *wvav1.VariantAutoscaling) (lo *int, hi int) {
 	}
 	return lo, hi
 }
+
+// attainmentStatus describes the model's attainment feedback for
+// AttainmentReachable; nothing while the feedback does not run (disabled,
+// no traffic, no histograms).
+func attainmentStatus(dec *decision, m *engine.ModelSummary) {
+	if m == nil || m.AttainmentTarget <= 0 || m.ObservedRequests <= 0 {
+		return
+	}
+	if m.AttainmentOutOfReach {
+		dec.AttainmentMessage = m.FeedbackNote
+		return
+	}
+	dec.AttainmentReachable = true
+	dec.AttainmentMessage = fmt.Sprintf("target %g of requests within the SLO; %.4g over the last window (%.0f requests); capacity factor %.3g",
+		m.AttainmentTarget, m.ObservedAttainment, m.ObservedRequests, m.CapacityFactor)
+	if m.FeedbackNote != "" {
+		dec.AttainmentMessage += "; " + strings.TrimPrefix(m.FeedbackNote, "attainment feedback: ")
+	}
+}

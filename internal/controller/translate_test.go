@@ -172,3 +172,40 @@ func TestMetricsStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestAttainmentStatus: AttainmentReachable follows the model's attainment
+// feedback — absent while it does not run, True with what it observed,
+// False with the plan's note when the target may be out of reach.
+func TestAttainmentStatus(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
+	out := &engine.ModelSummary{AttainmentTarget: 0.99, ObservedAttainment: 0.95, ObservedRequests: 400, CapacityFactor: 0.5,
+		AttainmentOutOfReach: true, FeedbackNote: "attainment target 0.99 may be out of reach: 0.95 of requests within the SLO"}
+	for _, tc := range []struct {
+		name    string
+		m       *engine.ModelSummary
+		set     bool
+		status  metav1.ConditionStatus
+		reason  string
+		message string
+	}{
+		{"no model summary", nil, false, "", "", ""},
+		{"feedback off", &engine.ModelSummary{}, false, "", "", ""},
+		{"no histograms yet", &engine.ModelSummary{AttainmentTarget: 0.99, CapacityFactor: 1}, false, "", "", ""},
+		{"within reach", &engine.ModelSummary{AttainmentTarget: 0.99, ObservedAttainment: 0.995, ObservedRequests: 300, CapacityFactor: 1.05,
+			FeedbackNote: "attainment feedback: demand at 30 % of the ready capacity (says nothing of where it ends)"},
+			true, metav1.ConditionTrue, wvav1.ReasonAttainmentFeedback, "target 0.99 of requests within the SLO; 0.995 over the last window (300 requests); capacity factor 1.05; demand at 30 %"},
+		{"out of reach", out, true, metav1.ConditionFalse, wvav1.ReasonAttainmentOutOfReach, "may be out of reach"},
+	} {
+		dec := decision{}
+		attainmentStatus(&dec, tc.m)
+		var st wvav1.VariantAutoscalingStatus
+		signalStatus(&st, now, dec)
+		c := findCondition(st.Conditions, wvav1.ConditionAttainmentReachable)
+		if (c != nil) != tc.set {
+			t.Fatalf("%s: condition %+v, want set %v", tc.name, c, tc.set)
+		}
+		if c != nil && (c.Status != tc.status || c.Reason != tc.reason || !strings.Contains(c.Message, tc.message)) {
+			t.Errorf("%s: %s %s %q, want %s %s %q", tc.name, c.Status, c.Reason, c.Message, tc.status, tc.reason, tc.message)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -99,10 +100,13 @@ type Feedback struct {
 // budget or more); the factor stays within [½, 1.5] — the capacity model's
 // errors measured on the shipped scenarios are 10–48 % (docs/queueing.md
 // §7). Only a window with enough requests, a fleet that has not been
-// short for feedbackSettleSeconds, and a demand between
-// feedbackMinUtilization and all of the capacity the model gave the ready
-// replicas counts: misses in a shortage are not the model's error, and a
-// fleet far below its capacity says nothing about where it ends.
+// short for feedbackSettleSeconds, and a demand within the capacity the
+// model gave the ready replicas counts: misses while replicas start or
+// beyond that capacity are not the model's error. A window that meets the
+// target counts only from feedbackMinUtilization up (a fleet far below its
+// capacity says nothing about where it ends), and one with a backlog
+// does not count; a window that misses it counts at any demand and with a
+// backlog: misses below the capacity the model claims are its error.
 const (
 	feedbackGain           = 0.05
 	feedbackMinLog         = -0.6931471805599453 // ln ½
@@ -183,6 +187,14 @@ func (c *cycle) feedback(ms *modelState) {
 	if why := c.updateFeedback(ms, fb); why != "" {
 		ms.sum.FeedbackNote = why
 	}
+	// The last window that counted missed the target with the factor at
+	// its floor: more capacity has not helped.
+	if fb.Updates > 0 && fb.LogFactor <= feedbackMinLog && fb.Observed < c.cfg.Attainment {
+		ms.sum.AttainmentOutOfReach = true
+		ms.sum.FeedbackNote = strings.TrimPrefix(ms.sum.FeedbackNote+"; ", "; ") + fmt.Sprintf(
+			"attainment target %g may be out of reach: %.4g of requests within the SLO in the last window that counted, with the capacity factor at its floor (½)",
+			c.cfg.Attainment, fb.Observed)
+	}
 	factor := math.Exp(fb.LogFactor)
 	ms.sum.CapacityFactor = factor
 	if fb.LogFactor == 0 {
@@ -201,24 +213,26 @@ func (c *cycle) feedback(ms *modelState) {
 
 // shortage says why the model's fleet is short now, or "": a replica
 // starting, a demand beyond the ready capacity (u > 1), or a backlog that
-// capacity needs longer than the TTFT target to clear.
-func shortage(ms *modelState, u, supply float64) string {
-	starting, backlog := false, ms.m.GatewayWaitingRequests
+// capacity needs longer than the TTFT target to clear (backlog true: the
+// fleet is short only by the model's own account, which misses may
+// contradict).
+func shortage(ms *modelState, u, supply float64) (why string, backlog bool) {
+	starting, waiting := false, ms.m.GatewayWaitingRequests
 	for _, vs := range ms.variants {
 		starting = starting || vs.v.CurrentReplicas > vs.v.ReadyReplicas
 		for _, p := range vs.pods {
-			backlog += p.WaitingRequests
+			waiting += p.WaitingRequests
 		}
 	}
 	switch {
 	case starting:
-		return "replicas starting"
+		return "replicas starting", false
 	case u > 1:
-		return fmt.Sprintf("demand at %.0f %% of the ready capacity", 100*u)
-	case backlog/supply > ms.sum.SLOTTFTMs/1000:
-		return fmt.Sprintf("a backlog of %.0f requests takes %.3g s to clear", backlog, backlog/supply)
+		return fmt.Sprintf("demand at %.0f %% of the ready capacity", 100*u), false
+	case waiting/supply > ms.sum.SLOTTFTMs/1000:
+		return fmt.Sprintf("a backlog of %.0f requests takes %.3g s to clear", waiting, waiting/supply), true
 	}
-	return ""
+	return "", false
 }
 
 // updateFeedback takes one step of the integral, or says why this window
@@ -243,14 +257,15 @@ func (c *cycle) updateFeedback(ms *modelState, fb *Feedback) string {
 		return "attainment feedback: no sized capacity"
 	}
 	u := ms.demand / supply
-	if short := shortage(ms, u, supply); short != "" {
+	missed := o.Attainment < c.cfg.Attainment
+	if short, backlog := shortage(ms, u, supply); short != "" && (!backlog || !missed) {
 		fb.LastShort = c.now
 		return "attainment feedback: the fleet is short (" + short + "): its misses are not the model's error"
 	}
 	if since := c.now.Sub(fb.LastShort).Seconds(); !fb.LastShort.IsZero() && since < feedbackSettleSeconds {
 		return fmt.Sprintf("attainment feedback: the fleet was short %.0f s ago (the window still holds its misses)", since)
 	}
-	if u < feedbackMinUtilization {
+	if u < feedbackMinUtilization && !missed {
 		return fmt.Sprintf("attainment feedback: demand at %.0f %% of the ready capacity (says nothing of where it ends)", 100*u)
 	}
 	budget := 1 - c.cfg.Attainment

@@ -113,13 +113,17 @@ type ModelSummary struct {
 	// within both targets; ObservedAttainment the share the pods'
 	// histograms show over the window (of ObservedRequests requests);
 	// CapacityFactor the attainment feedback's factor on the capacity per
-	// replica, and FeedbackNote why this window did not move it
-	// (docs/engine.md §3 item 11).
+	// replica, and FeedbackNote why this window did not move it, or that
+	// the target may be out of reach (docs/engine.md §3 item 11).
 	AttainmentTarget   float64 `json:"attainmentTarget,omitempty"`
 	ObservedAttainment float64 `json:"observedAttainment,omitempty"`
 	ObservedRequests   float64 `json:"observedRequests,omitempty"`
 	CapacityFactor     float64 `json:"capacityFactor,omitempty"`
 	FeedbackNote       string  `json:"feedbackNote,omitempty"`
+	// AttainmentOutOfReach: the last window the feedback counted missed
+	// the target with the capacity factor at its floor (½): more capacity
+	// has not brought the attainment up.
+	AttainmentOutOfReach bool `json:"attainmentOutOfReach,omitempty"`
 	// Saturation analysis per role ("" when the model has one role).
 	Saturation []SaturationDetail `json:"saturation,omitempty"`
 	CostBefore float64            `json:"costBefore"`

@@ -227,13 +227,18 @@ func TestObservedAttainment(t *testing.T) {
 	t.Logf("observed %.4f over %.0f requests (windows overlap), the run's %.4f", got, n, want)
 }
 
-// TestFeedbackCorrectsAWrongProfile: on mismatch-optimistic WVA decides
-// alone from a profile of a server 1.5 times faster than its own. Without
-// the attainment feedback it meets 87.6 % of requests (seed 1); with it,
-// 99.0 % — the target is 99 %.
+// TestFeedbackCorrectsAWrongProfile: WVA decides alone (model-only, no
+// tuning) from a model that is wrong about its servers, seed 1. On
+// mismatch-optimistic its profile is of a server 1.5 times faster: without
+// the attainment feedback it meets 87.6 % of requests, with it 98.9 %. On
+// mismatch-heavy-tail the profile is right but outputs spread three times
+// as wide as the model assumes: 93.7 % without, 98.0 % with (the target is
+// 99 % in both). The heavy tail's misses come with backlogs at a third of
+// the model's capacity; a gate that took those for a shortage counted no
+// window, and the feedback on changed nothing (93.7 %).
 func TestFeedbackCorrectsAWrongProfile(t *testing.T) {
-	run := func(disable bool) float64 {
-		sc := simtest.Builtin(t, "mismatch-optimistic", 0)
+	run := func(name string, disable bool) float64 {
+		sc := simtest.Builtin(t, name, 0)
 		sc.Autoscalers.WVA.DisableFeedback = disable
 		a, err := sim.NewAutoscaler("wva", &sc)
 		if err != nil {
@@ -242,9 +247,14 @@ func TestFeedbackCorrectsAWrongProfile(t *testing.T) {
 		r := sim.New(sc, a).Run(context.Background(), nil)
 		return float64(r.WithinSLO) / float64(r.Completed)
 	}
-	with, without := run(false), run(true)
-	if with < 0.98 || without > 0.95 {
-		t.Errorf("attainment %.4f with the feedback, %.4f without: want ≥ 98 %% with, < 95 %% without", with, without)
+	for _, tc := range []struct {
+		name          string
+		with, without float64
+	}{{"mismatch-optimistic", 0.98, 0.95}, {"mismatch-heavy-tail", 0.97, 0.95}} {
+		with, without := run(tc.name, false), run(tc.name, true)
+		if with < tc.with || without > tc.without {
+			t.Errorf("%s: attainment %.4f with the feedback, %.4f without: want ≥ %g with, < %g without", tc.name, with, without, tc.with, tc.without)
+		}
+		t.Logf("%s: attainment %.4f with the feedback, %.4f without", tc.name, with, without)
 	}
-	t.Logf("attainment %.4f with the feedback, %.4f without", with, without)
 }
