@@ -42,6 +42,19 @@ func checkHistogram(h []Bucket) error {
 	return nil
 }
 
+// readable says whether a target x (seconds) can be read off a histogram:
+// not when it falls inside the first bucket, whose requests could lie
+// anywhere below its bound — vLLM's time-per-output-token buckets start at
+// 10 ms, so an ITL target of 2 ms would be read as a fifth of that bucket,
+// whatever the servers did. A target of 0 (none) or an empty histogram is
+// fine: the share is not read.
+func readable(h []Bucket, x float64) error {
+	if x > 0 && len(h) > 0 && x < h[0].UpperBound {
+		return fmt.Errorf("%g s is inside the histogram's first bucket (le %g s): its share cannot be read", x, h[0].UpperBound)
+	}
+	return nil
+}
+
 // shareWithin reads how many of a histogram's requests took at most x
 // seconds, and how many it holds: the inverse of Prometheus'
 // histogram_quantile. Counts are made monotone (a running maximum); within
@@ -149,6 +162,12 @@ func (c *cycle) observeAttainment(ms *modelState) (observed, error) {
 			}
 			if err := checkHistogram(p.TPOTBuckets); err != nil {
 				return observed{}, fmt.Errorf("pod %s: time-per-output-token histogram: %w", p.Name, err)
+			}
+			if err := readable(p.TTFTBuckets, ttftS); err != nil {
+				return observed{}, fmt.Errorf("the TTFT target: %w", err)
+			}
+			if err := readable(p.TPOTBuckets, itlS); err != nil {
+				return observed{}, fmt.Errorf("the ITL target: %w", err)
 			}
 			w, n := shareWithin(p.TTFTBuckets, ttftS)
 			inT, nT = inT+w, nT+n

@@ -227,6 +227,41 @@ func TestFeedbackIgnoresBadHistograms(t *testing.T) {
 	}
 }
 
+// TestFeedbackNeedsReadableTargets: a target inside a histogram's first
+// bucket cannot be read (vLLM's time-per-output-token buckets start at
+// 10 ms): with an ITL target of 5 ms the feedback does not run, where it
+// would read half of every request's ITL bucket as a miss. The e2e world,
+// time-compressed to an ITL target of 2 ms, read 19 % and cut the capacity
+// by a third before this check.
+func TestFeedbackNeedsReadableTargets(t *testing.T) {
+	c := capacityOf(t, h100Params, 1024, 256, DefaultMaxBatchSize, queueing.Targets{TTFTMs: 200, ITLMs: 20})
+	for _, tc := range []struct {
+		name      string
+		ttft, itl float64
+		note      string
+	}{
+		{"ITL target inside the first bucket", 200, 5, "the ITL target: 0.005 s is inside the histogram's first bucket (le 0.01 s)"},
+		{"TTFT target inside the first bucket", 50, 20, "the TTFT target: 0.05 s is inside the histogram's first bucket (le 0.1 s)"},
+		{"both on or above the first bound", 200, 10, ""},
+	} {
+		e := New(nil)
+		for i := range 3 {
+			s := feedbackSnapshot(t0.Add(time.Duration(i)*30*time.Second), 0, 0.8*c, 100, 0, 100)
+			s.Models[0].SLO = &SLO{TTFTMs: tc.ttft, ITLMs: tc.itl}
+			m := plan(t, e, s).Models[0]
+			if tc.note == "" {
+				if m.ObservedRequests != 200 {
+					t.Errorf("%s: observed %v requests (%q), want 200", tc.name, m.ObservedRequests, m.FeedbackNote)
+				}
+				continue
+			}
+			if m.CapacityFactor != 1 || m.ObservedRequests != 0 || !strings.Contains(m.FeedbackNote, tc.note) {
+				t.Errorf("%s, cycle %d: factor %v, %v requests, note %q; want 1, 0, %q", tc.name, i, m.CapacityFactor, m.ObservedRequests, m.FeedbackNote, tc.note)
+			}
+		}
+	}
+}
+
 // TestFeedbackCountsMissesBelowCapacity: misses where the model says the
 // fleet has room are the model's error, whatever the demand and even with
 // a backlog (heavy-tailed outputs fill a replica's KV cache well below the
