@@ -68,18 +68,21 @@ func parseAccelerator(ps *problems, key, value string) (Accelerator, bool) {
 // serviceClassEntry is one value of the service classes ConfigMap as
 // written; nil fields were absent.
 type serviceClassEntry struct {
-	Name     *string  `json:"name"`
-	Priority *int     `json:"priority"`
-	TTFTMs   *float64 `json:"ttft_ms"`
-	ITLMs    *float64 `json:"itl_ms"`
-	TPS      *float64 `json:"tps"`
+	Name       *string  `json:"name"`
+	Priority   *int     `json:"priority"`
+	TTFTMs     *float64 `json:"ttft_ms"`
+	ITLMs      *float64 `json:"itl_ms"`
+	TPS        *float64 `json:"tps"`
+	Attainment *float64 `json:"attainment"`
 }
 
 // ParseServiceClasses parses the service classes ConfigMap
 // (ServiceClassesName): each key is a class name, each value JSON or YAML
 // such as {"name": "premium", "priority": 1, "ttft_ms": 500, "itl_ms": 50,
 // "tps": 100}. Priority defaults to 1 (the highest); at least one of
-// ttft_ms, itl_ms and tps must be > 0.
+// ttft_ms, itl_ms and tps must be > 0. An optional attainment in (0, 1)
+// is the class's target share of requests within both targets (absent:
+// the controller's WVA_ATTAINMENT).
 func ParseServiceClasses(data map[string]string) (map[string]engine.ServiceClass, error) {
 	ps := problems{configMap: ServiceClassesName}
 	out := make(map[string]engine.ServiceClass, len(data))
@@ -111,10 +114,21 @@ func parseServiceClass(ps *problems, key, value string) (engine.ServiceClass, bo
 	c.TTFTMs = optionalTarget(ps, key, "ttft_ms", e.TTFTMs)
 	c.ITLMs = optionalTarget(ps, key, "itl_ms", e.ITLMs)
 	c.TPS = optionalTarget(ps, key, "tps", e.TPS)
+	c.Attainment = optionalAttainment(ps, key, e.Attainment)
 	if len(ps.list) == n && c.TTFTMs == 0 && c.ITLMs == 0 && c.TPS == 0 {
 		ps.add(key, "no target; want at least one of ttft_ms, itl_ms and tps > 0")
 	}
 	return c, len(ps.list) == n
+}
+
+// optionalAttainment reads an attainment target in (0, 1); absent is 0
+// (inherit).
+func optionalAttainment(ps *problems, key string, p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	ps.field(key, "attainment", fraction(false).check(*p))
+	return *p
 }
 
 // optionalTarget reads an SLO target ≥ 0; absent is 0 (no target).

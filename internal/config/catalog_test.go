@@ -143,6 +143,13 @@ func TestParseServiceClasses(t *testing.T) {
 	if c := got["batch"]; c != (engine.ServiceClass{Priority: 1, ITLMs: 300}) {
 		t.Errorf("class without priority = %+v, want priority 1 and itl 300", c)
 	}
+	got, err = ParseServiceClasses(map[string]string{"gold": `{"ttft_ms": 500, "itl_ms": 50, "attainment": 0.999}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got["gold"]; c != (engine.ServiceClass{Priority: 1, TTFTMs: 500, ITLMs: 50, Attainment: 0.999}) {
+		t.Errorf("class with an attainment = %+v", c)
+	}
 }
 
 func TestParseServiceClassesInvalid(t *testing.T) {
@@ -156,6 +163,7 @@ func TestParseServiceClassesInvalid(t *testing.T) {
 		{"no target", `{"priority": 2}`, []string{"no target", "ttft_ms, itl_ms and tps"}},
 		{"all targets zero", `{"ttft_ms": 0, "itl_ms": 0, "tps": 0}`, []string{"no target"}},
 		{"camel-case field", `{"ttftMs": 500}`, []string{`unknown field "ttftMs"`}},
+		{"attainment 1.5", `{"ttft_ms": 500, "attainment": 1.5}`, []string{"attainment: want a number in (0, 1), got 1.5"}},
 		{"NaN", "ttft_ms: .nan", []string{"want finite numbers", "NaN"}},
 	}
 	for _, tt := range tests {

@@ -6,7 +6,7 @@ import (
 
 const (
 	queueingDefaultExample = `{"sloMultiplier": 3.0, "tuningEnabled": true}`
-	queueingEntryExample   = `{"model_id": "meta-llama/Meta-Llama-3.1-8B-Instruct", "namespace": "llm-d-prod", "targetTTFT": 500, "targetITL": 50, "sloMultiplier": 3.0}`
+	queueingEntryExample   = `{"model_id": "meta-llama/Meta-Llama-3.1-8B-Instruct", "namespace": "llm-d-prod", "targetTTFT": 500, "targetITL": 50, "sloMultiplier": 3.0, "attainment": 0.99}`
 )
 
 // queueingDefault is the "default" value of the queueing-model ConfigMap
@@ -23,14 +23,16 @@ type queueingEntry struct {
 	TargetTTFT    *float64 `json:"targetTTFT"`
 	TargetITL     *float64 `json:"targetITL"`
 	SLOMultiplier *float64 `json:"sloMultiplier"`
+	Attainment    *float64 `json:"attainment"`
 }
 
 // ParseQueueingModel parses the queueing-model ConfigMap (QueueingModelName,
 // the WVA queueing-model guide §2). The key "default" holds sloMultiplier (> 1, default 3) and
 // tuningEnabled (default true), and its presence sets Present; every other
 // key is a per-model entry with model_id, an optional namespace ("" matches
-// every namespace), sloMultiplier, and targetTTFT with targetITL (ms; both
-// or neither). An empty ConfigMap is valid and not Present.
+// every namespace), sloMultiplier, targetTTFT with targetITL (ms; both
+// or neither), and attainment (the model's target share of requests within
+// both targets, in (0, 1)). An empty ConfigMap is valid and not Present.
 func ParseQueueingModel(data map[string]string) (QueueingModel, error) {
 	ps := problems{configMap: QueueingModelName}
 	q := QueueingModel{SLOMultiplier: engine.DefaultSLOMultiplier, TuningEnabled: true}
@@ -81,6 +83,7 @@ func parseQueueingEntry(ps *problems, key, value string) (QueueingModelEntry, bo
 		q.SLOMultiplier = *e.SLOMultiplier
 		ps.field(key, "sloMultiplier", above(1).check(q.SLOMultiplier))
 	}
+	q.Attainment = optionalAttainment(ps, key, e.Attainment)
 	q.TargetTTFTMs = optionalTarget(ps, key, "targetTTFT", e.TargetTTFT)
 	q.TargetITLMs = optionalTarget(ps, key, "targetITL", e.TargetITL)
 	if len(ps.list) == n && (q.TargetTTFTMs > 0) != (q.TargetITLMs > 0) {

@@ -53,6 +53,10 @@ func TestParseQueueingModel(t *testing.T) {
 	if got := q.For("mistralai/Mistral-7B-Instruct-v0.2", "llm-d-prod"); got != nil {
 		t.Errorf("For(mistral, llm-d-prod) = %+v, want nil: the entry names another namespace", got)
 	}
+	q, err = ParseQueueingModel(map[string]string{"m": "model_id: m\nattainment: 0.95"})
+	if err != nil || len(q.Models) != 1 || q.Models[0].Attainment != 0.95 {
+		t.Errorf("attainment 0.95: got %+v, %v", q, err)
+	}
 }
 
 func TestParseQueueingModelDefaults(t *testing.T) {
@@ -114,6 +118,10 @@ func TestParseQueueingModelInvalid(t *testing.T) {
 			[]problem{p("m", "targetTTFT and targetITL must both be set, or both omitted", "targetTTFT 500 and targetITL 0")}},
 		{"only ITL", map[string]string{"m": "model_id: m\ntargetITL: 50"},
 			[]problem{p("m", "targetTTFT and targetITL must both be set, or both omitted")}},
+		{"attainment 1", map[string]string{"m": "model_id: m\nattainment: 1"},
+			[]problem{p("m", "attainment: want a number in (0, 1), got 1")}},
+		{"attainment 0", map[string]string{"m": "model_id: m\nattainment: 0"},
+			[]problem{p("m", "attainment: want a number in (0, 1), got 0")}},
 		{"negative target", map[string]string{"m": "model_id: m\ntargetTTFT: -1\ntargetITL: 50"},
 			[]problem{p("m", "targetTTFT: want a number ≥ 0, got -1")}},
 		{"no model_id", map[string]string{"m": "namespace: prod"},

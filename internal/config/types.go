@@ -191,6 +191,9 @@ type QueueingModelEntry struct {
 	SLOMultiplier      float64 // 0: the default's
 	TargetTTFTMs       float64 // both or neither
 	TargetITLMs        float64
+	// Attainment is the model's target share of requests within both
+	// targets (0: its service class's, else WVA_ATTAINMENT).
+	Attainment float64
 }
 
 // QueueingModel is the queueing-model ConfigMap.

@@ -288,7 +288,7 @@ func (p *planner) engineModel(ctx context.Context, c *cycleState, t collector.Ta
 		}
 	}
 	if e := set.QueueingModel.For(t.Model, t.Namespace); e != nil {
-		m.SLOMultiplier = e.SLOMultiplier
+		m.SLOMultiplier, m.Attainment = e.SLOMultiplier, e.Attainment
 		if e.TargetTTFTMs > 0 && e.TargetITLMs > 0 {
 			m.SLO = &engine.SLO{TTFTMs: e.TargetTTFTMs, ITLMs: e.TargetITLMs}
 		}

@@ -227,7 +227,7 @@ func (c *cycle) calibrated(ms *modelState) bool {
 		return false
 	}
 	fb := c.e.state.Feedback[ms.key]
-	return fb != nil && fb.Updates >= calibratedUpdates && fb.Observed >= c.cfg.Attainment &&
+	return fb != nil && fb.Updates >= calibratedUpdates && fb.Observed >= ms.attainment &&
 		c.now.Sub(fb.Last).Seconds() < calibratedSeconds
 }
 

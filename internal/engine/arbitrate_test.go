@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"testing"
 	"time"
 )
@@ -62,17 +63,19 @@ func TestCalibratedModelPassesTheSafetyCheck(t *testing.T) {
 		saturated bool
 		want      int
 		reason    Reason
+		target    float64 // the model's attainment target; 0: the default 0.99
 	}{
-		{"uncalibrated", nil, false, 4, ReasonSafetyBlock},
-		{"calibrated", &Feedback{Updates: 3, Observed: 0.995, Last: t0}, false, 2, ReasonModelScaleDown},
-		{"calibrated, a pod saturated", &Feedback{Updates: 3, Observed: 0.995, Last: t0}, true, 4, ReasonSafetyBlock},
-		{"two tests only", &Feedback{Updates: 2, Observed: 0.995, Last: t0}, false, 4, ReasonSafetyBlock},
-		{"the last test missed the target", &Feedback{Updates: 9, Observed: 0.985, Last: t0}, false, 4, ReasonSafetyBlock},
-		{"the last test is stale", &Feedback{Updates: 9, Observed: 0.995, Last: t0.Add(-601 * time.Second)}, false, 4, ReasonSafetyBlock},
+		{"uncalibrated", nil, false, 4, ReasonSafetyBlock, 0},
+		{"calibrated", &Feedback{Updates: 3, Observed: 0.995, Last: t0}, false, 2, ReasonModelScaleDown, 0},
+		{"calibrated, a pod saturated", &Feedback{Updates: 3, Observed: 0.995, Last: t0}, true, 4, ReasonSafetyBlock, 0},
+		{"two tests only", &Feedback{Updates: 2, Observed: 0.995, Last: t0}, false, 4, ReasonSafetyBlock, 0},
+		{"the last test missed the target", &Feedback{Updates: 9, Observed: 0.985, Last: t0}, false, 4, ReasonSafetyBlock, 0},
+		{"the last test is stale", &Feedback{Updates: 9, Observed: 0.995, Last: t0.Add(-601 * time.Second)}, false, 4, ReasonSafetyBlock, 0},
+		{"the last test met the model's own target", &Feedback{Updates: 9, Observed: 0.985, Last: t0}, false, 2, ReasonModelScaleDown, 0.98},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := New(nil)
-			ms := &modelState{m: &Model{ID: "m"}, key: "m", satCfg: defaultSaturation}
+			ms := &modelState{m: &Model{ID: "m"}, key: "m", satCfg: defaultSaturation, attainment: cmp.Or(tc.target, DefaultAttainment)}
 			if tc.fb != nil {
 				e.state.Feedback["m"] = tc.fb
 			}

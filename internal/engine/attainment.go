@@ -202,17 +202,17 @@ func (c *cycle) feedback(ms *modelState) {
 	if fb == nil {
 		return
 	}
-	ms.sum.AttainmentTarget = c.cfg.Attainment
+	ms.sum.AttainmentTarget = ms.attainment
 	if why := c.updateFeedback(ms, fb); why != "" {
 		ms.sum.FeedbackNote = why
 	}
 	// The last window that counted missed the target with the factor at
 	// its floor: more capacity has not helped.
-	if fb.Updates > 0 && fb.LogFactor <= feedbackMinLog && fb.Observed < c.cfg.Attainment {
+	if fb.Updates > 0 && fb.LogFactor <= feedbackMinLog && fb.Observed < ms.attainment {
 		ms.sum.AttainmentOutOfReach = true
 		ms.sum.FeedbackNote = strings.TrimPrefix(ms.sum.FeedbackNote+"; ", "; ") + fmt.Sprintf(
 			"attainment target %g may be out of reach: %.4g of requests within the SLO in the last window that counted, with the capacity factor at its floor (½)",
-			c.cfg.Attainment, fb.Observed)
+			ms.attainment, fb.Observed)
 	}
 	factor := math.Exp(fb.LogFactor)
 	ms.sum.CapacityFactor = factor
@@ -276,7 +276,7 @@ func (c *cycle) updateFeedback(ms *modelState, fb *Feedback) string {
 		return "attainment feedback: no sized capacity"
 	}
 	u := ms.demand / supply
-	missed := o.Attainment < c.cfg.Attainment
+	missed := o.Attainment < ms.attainment
 	if short, backlog := shortage(ms, u, supply); short != "" && (!backlog || !missed) {
 		fb.LastShort = c.now
 		return "attainment feedback: the fleet is short (" + short + "): its misses are not the model's error"
@@ -287,7 +287,7 @@ func (c *cycle) updateFeedback(ms *modelState, fb *Feedback) string {
 	if u < feedbackMinUtilization && !missed {
 		return fmt.Sprintf("attainment feedback: demand at %.0f %% of the ready capacity (says nothing of where it ends)", 100*u)
 	}
-	budget := 1 - c.cfg.Attainment
+	budget := 1 - ms.attainment
 	e := math.Max((budget-(1-o.Attainment))/budget, -2)
 	fb.LogFactor = math.Min(math.Max(fb.LogFactor+feedbackGain*e, feedbackMinLog), feedbackMaxLog)
 	fb.Updates++

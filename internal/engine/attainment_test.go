@@ -142,6 +142,39 @@ func TestAttainmentFeedback(t *testing.T) {
 	}
 }
 
+// TestAttainmentTargetPerModel: the feedback steers to the model's own
+// target, else its service class's, else the configuration's. 3 % misses
+// at 80 % of capacity: against 0.99 the error is (0.01 − 0.03)/0.01 = −2,
+// a step of −0.1; against 0.95 it is (0.05 − 0.03)/0.05 = 0.4, a step of
+// +0.02; against 0.9, (0.1 − 0.03)/0.1 = 0.7, +0.035.
+func TestAttainmentTargetPerModel(t *testing.T) {
+	c := capacityOf(t, h100Params, 1024, 256, DefaultMaxBatchSize, queueing.Targets{TTFTMs: 200, ITLMs: 20})
+	for _, tc := range []struct {
+		name                 string
+		config, class, model float64
+		wantTarget, wantLog  float64
+	}{
+		{"the configuration's default", 0, 0, 0, 0.99, -0.1},
+		{"the configuration's", 0.95, 0, 0, 0.95, 0.02},
+		{"the class's over the configuration's", 0.95, 0.9, 0, 0.9, 0.035},
+		{"the model's over the class's", 0.99, 0.9, 0.95, 0.95, 0.02},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := feedbackSnapshot(t0, 0, 0.8*c, 97, 100, 100)
+			s.Config.Attainment = tc.config
+			s.ServiceClasses = map[string]ServiceClass{"gold": {Priority: 1, TTFTMs: 200, ITLMs: 20, Attainment: tc.class}}
+			s.Models[0].ServiceClass, s.Models[0].Attainment = "gold", tc.model
+			m := plan(t, New(nil), s).Models[0]
+			if m.AttainmentTarget != tc.wantTarget {
+				t.Errorf("target %v, want %v", m.AttainmentTarget, tc.wantTarget)
+			}
+			if got := math.Log(m.CapacityFactor); math.Abs(got-tc.wantLog) > 1e-12 {
+				t.Errorf("log factor %v, want %v (note %q)", got, tc.wantLog, m.FeedbackNote)
+			}
+		})
+	}
+}
+
 // TestFeedbackStopsWhereTheEvidenceEnds: with no misses the factor climbs
 // by 0.05 a cycle only while the demand stays at 60 % or more of the
 // capacity it implies. At 80 % of the model's capacity that is six steps:

@@ -174,7 +174,7 @@ func TestLimitedModelOnly(t *testing.T) {
 
 func TestValidationNamesFields(t *testing.T) {
 	lo, hi := 3, 1
-	s := &Snapshot{Mode: "turbo", Models: []Model{{ID: "m", ServiceClass: "gold", Variants: []Variant{
+	s := &Snapshot{Mode: "turbo", ServiceClasses: map[string]ServiceClass{"silver": {Priority: 1, TTFTMs: 500, Attainment: math.NaN()}}, Models: []Model{{ID: "m", ServiceClass: "gold", Attainment: 1, Variants: []Variant{
 		{Name: "v", Accelerator: "H100", MinReplicas: &lo, MaxReplicas: hi, CurrentReplicas: 1, ReadyReplicas: 2, ScaleUpLimitFactor: 0.5},
 		{Name: "v", Accelerator: "", ScaleUpLimitReplicas: -1},
 	}}}}
@@ -187,6 +187,8 @@ func TestValidationNamesFields(t *testing.T) {
 	for _, want := range []string{
 		`mode: must be "capacity-only", "model-only" or "hybrid", got "turbo"`,
 		`models[0].serviceClass: names no entry of serviceClasses ("gold")`,
+		"models[0].attainment: must be in (0, 1), or 0 to inherit, got 1",
+		"serviceClasses.silver.attainment: must be in (0, 1), or 0 to inherit, got NaN",
 		"models[0].variants[0].maxReplicas: must be between minReplicas (3) and 1048576, got 1",
 		"models[0].variants[0].readyReplicas: must be between 0 and currentReplicas (1), got 2",
 		`models[0].variants[1].name: duplicates variants[0] ("v")`,

@@ -106,6 +106,21 @@ type modelState struct {
 	// reporting counts the healthy pods with metrics; current the
 	// replicas (ready or starting) of all variants.
 	reporting, current int
+	// attainment is the model's target share of requests within both
+	// targets (attainmentTarget).
+	attainment float64
+}
+
+// attainmentTarget resolves a model's attainment target: the model's own,
+// else its service class's, else the configuration's.
+func (c *cycle) attainmentTarget(m *Model) float64 {
+	if m.Attainment > 0 {
+		return m.Attainment
+	}
+	if sc, ok := c.s.ServiceClasses[m.ServiceClass]; ok && sc.Attainment > 0 {
+		return sc.Attainment
+	}
+	return c.cfg.Attainment
 }
 
 // variantState is a variant during one cycle.
@@ -235,6 +250,7 @@ func (c *cycle) prepare() {
 		m := &c.s.Models[i]
 		ms := &modelState{m: m, key: modelKey(m.Namespace, m.ID), satCfg: defaultSaturation.merged(c.s.Saturation).merged(m.Saturation)}
 		ms.sum = ModelSummary{Model: m.ID, Namespace: m.Namespace}
+		ms.attainment = c.attainmentTarget(m)
 		var wIn, wOut, wTTFT, wITL float64
 		copies := make([]Variant, len(m.Variants))
 		for j := range m.Variants {

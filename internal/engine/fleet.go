@@ -110,7 +110,7 @@ func (c *cycle) fleetSpec(ms *modelState, vs *variantState, p *tuner.Params) (Fl
 	k := FleetKey{ServiceModel: vs.v.serviceModel(), Alpha: grid(p.Alpha, fleetGrid), Beta: grid(p.Beta, fleetGrid), Gamma: grid(p.Gamma, fleetGrid),
 		Delta: grid(p.Delta, fleetGrid), Input: grid(ms.inTok, fleetGrid), Output: grid(math.Max(ms.outTok, 1), fleetGrid),
 		KVTokens: kvBlocks * bs, BlockSize: bs, Batch: c.maxBatch(vs, 0), BatchTok: batchTok,
-		TTFTMs: ms.sum.SLOTTFTMs, ITLMs: ms.sum.SLOITLMs, P: c.cfg.Attainment, TokenCV: c.cfg.TokenCV,
+		TTFTMs: ms.sum.SLOTTFTMs, ITLMs: ms.sum.SLOITLMs, P: ms.attainment, TokenCV: c.cfg.TokenCV,
 		QueueingAttainment: ms.slo.TTFTAttainment, MaxQueue: c.cfg.MaxQueueSize}
 	q := k.params()
 	cfg := serverOf(q, kvBlocks, bs, k.Batch, batchTok)
@@ -238,7 +238,7 @@ func (c *cycle) fleetSize(ms *modelState, vs *variantState, demand float64) (n i
 	if maxN <= 0 {
 		maxN = capacity.MaxReplicas
 	}
-	n, rate, known, err := c.e.fleet.Fewest(key, fleet, c.cfg.Attainment, demand/scale, maxN)
+	n, rate, known, err := c.e.fleet.Fewest(key, fleet, ms.attainment, demand/scale, maxN)
 	switch {
 	case err != nil:
 		return 0, 0, "fleet model: " + err.Error()

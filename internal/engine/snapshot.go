@@ -161,6 +161,9 @@ type ServiceClass struct {
 	TTFTMs   float64 `json:"ttftMs,omitempty"`
 	ITLMs    float64 `json:"itlMs,omitempty"`
 	TPS      float64 `json:"tps,omitempty"`
+	// Attainment is the class's target share of requests within both the
+	// TTFT and the ITL target (0: Config.Attainment).
+	Attainment float64 `json:"attainment,omitempty"`
 }
 
 // SLO are explicit per-model targets (the WVA queueing-model guide §3.1).
@@ -182,6 +185,10 @@ type Model struct {
 	SLO *SLO `json:"slo,omitempty"`
 	// SLOMultiplier overrides Config.SLOMultiplier for this model.
 	SLOMultiplier float64 `json:"sloMultiplier,omitempty"`
+	// Attainment overrides the service class's and Config.Attainment: the
+	// model's target share of requests within both its TTFT and its ITL
+	// target (0: inherit).
+	Attainment float64 `json:"attainment,omitempty"`
 	// Saturation overrides individual default thresholds for this model.
 	Saturation *SaturationConfig `json:"saturation,omitempty"`
 	// GatewayWaitingRequests are requests for this model held at the

@@ -51,6 +51,7 @@ func (s *Snapshot) Validate() error {
 			v.add(p+".priority", "must be ≥ 1 (1 is the highest), got %d", sc.Priority)
 		}
 		v.targets(p, SLO{TTFTMs: sc.TTFTMs, ITLMs: sc.ITLMs, TPS: sc.TPS})
+		v.attainment(p+".attainment", sc.Attainment)
 	}
 	if len(s.Models) == 0 {
 		v.add("models", "must list at least one model")
@@ -90,6 +91,13 @@ func (v *validator) targets(p string, t SLO) {
 	v.finiteNonNeg(p+".ttftMs", t.TTFTMs)
 	v.finiteNonNeg(p+".itlMs", t.ITLMs)
 	v.finiteNonNeg(p+".tps", t.TPS)
+}
+
+// attainment checks an attainment override: in (0, 1), or 0 to inherit.
+func (v *validator) attainment(path string, a float64) {
+	if !(a >= 0 && a < 1) {
+		v.add(path, "must be in (0, 1), or 0 to inherit, got %v", a)
+	}
 }
 
 func (v *validator) config(c Config) {
@@ -206,6 +214,7 @@ func (v *validator) model(p string, s *Snapshot, m *Model) {
 	if m.SLOMultiplier != 0 && !(m.SLOMultiplier > 1) {
 		v.add(p+".sloMultiplier", "must be > 1, got %v", m.SLOMultiplier)
 	}
+	v.attainment(p+".attainment", m.Attainment)
 	v.saturation(p+".saturation", m.Saturation)
 	v.spareBelowThreshold(p+".saturation", defaultSaturation.merged(s.Saturation).merged(m.Saturation))
 	v.finiteNonNeg(p+".gatewayWaitingRequests", m.GatewayWaitingRequests)

@@ -97,6 +97,8 @@ func TestScenarioFieldValidation(t *testing.T) {
 		{"negative prefix groups", func(s *scenario.Scenario) { s.Models[0].Workload.PrefixGroups = -1 },
 			"models[0].workload.prefixGroups: must be between 0 and 1000000, got -1"},
 		{"infinite SLO", func(s *scenario.Scenario) { s.Models[0].SLO.TTFTMs = inf }, "models[0].slo.ttftMs: must be a finite number of ms > 0, got +Inf"},
+		{"attainment 1", func(s *scenario.Scenario) { s.Models[0].SLO.Attainment = 1 }, "models[0].slo.attainment: must be in (0, 1), or 0 for autoscalers.wva.attainment, got 1"},
+		{"NaN attainment", func(s *scenario.Scenario) { s.Models[0].SLO.Attainment = math.NaN() }, "models[0].slo.attainment: must be in (0, 1)"},
 		{"negative priority", func(s *scenario.Scenario) { s.Models[0].Priority = -1 }, "models[0].priority: must be ≥ 0"},
 		{"duplicate model", func(s *scenario.Scenario) { s.Models = append(s.Models, s.Models[0]) }, `models[1].name: duplicates models[0].name "m"`},
 		{"duplicate variant", func(s *scenario.Scenario) { v := &s.Models[0]; v.Variants = append(v.Variants, v.Variants[0]) },

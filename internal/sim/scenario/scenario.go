@@ -42,6 +42,10 @@ type Model struct {
 type SLO struct {
 	TTFTMs float64 `json:"ttftMs"`
 	ITLMs  float64 `json:"itlMs"`
+	// Attainment, on a model's SLO, is the share of its requests that WVA
+	// is asked to keep within both targets (0: autoscalers.wva.attainment).
+	// The baselines do not read it; every report scores the same targets.
+	Attainment float64 `json:"attainment,omitempty"`
 }
 
 // Variant is one way of serving the model, with its true speed.

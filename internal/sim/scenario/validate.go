@@ -90,6 +90,9 @@ func validateModel(p string, m Model, add func(string, string, ...any)) {
 		add(p+".priority", "must be ≥ 0 (1 is the highest; 0: the engine's default), got %d", m.Priority)
 	}
 	validateSLO(p+".slo", m.SLO, add)
+	if a := m.SLO.Attainment; !(a >= 0 && a < 1) {
+		add(p+".slo.attainment", "must be in (0, 1), or 0 for autoscalers.wva.attainment, got %v", a)
+	}
 	validateWorkload(p+".workload", m.Workload, add)
 	if len(m.Variants) == 0 {
 		add(p+".variants", "must list at least one variant")

@@ -164,6 +164,9 @@ func validateClasses(p string, cs []Class, add func(string, string, ...any)) {
 			add(cp+".share", "must be in (0, 1], got %v", c.Share)
 		}
 		validateSLO(cp+".slo", c.SLO, add)
+		if c.SLO.Attainment != 0 {
+			add(cp+".slo.attainment", "is set per model (models[].slo.attainment): WVA sizes a model's classes together, got %v", c.SLO.Attainment)
+		}
 		share += c.Share
 	}
 	if len(cs) > 0 && math.Abs(share-1) > 1e-6 {
