@@ -258,3 +258,27 @@ func TestFeedbackCorrectsAWrongProfile(t *testing.T) {
 		t.Logf("%s: attainment %.4f with the feedback, %.4f without", tc.name, with, without)
 	}
 }
+
+// TestFeedbackRelaxesAPessimisticForm: on mismatch-latency-model the
+// servers follow BLIS's linear step and WVA's profile is the iteration
+// model its own tuner learned on them, which undervalues the servers. With
+// the feedback WVA meets the target at less cost than without (seed 1:
+// 7.12 against 7.42, both with 100.0 % of requests within the SLO).
+func TestFeedbackRelaxesAPessimisticForm(t *testing.T) {
+	run := func(disable bool) (attainment, cost float64) {
+		sc := simtest.Builtin(t, "mismatch-latency-model", 0)
+		sc.Autoscalers.WVA.DisableFeedback = disable
+		a, err := sim.NewAutoscaler("wva", &sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := sim.New(sc, a).Run(context.Background(), nil)
+		return float64(r.WithinSLO) / float64(r.Completed), r.Cost
+	}
+	with, withCost := run(false)
+	without, withoutCost := run(true)
+	if with < 0.99 || withCost > 0.97*withoutCost {
+		t.Errorf("attainment %.4f at %.2f with the feedback, %.4f at %.2f without: want ≥ 0.99, at 3 %% less", with, withCost, without, withoutCost)
+	}
+	t.Logf("attainment %.4f at %.2f with the feedback, %.4f at %.2f without", with, withCost, without, withoutCost)
+}
