@@ -101,6 +101,19 @@ evaluate: eval-binary ## rerun every shipped scenario with every autoscaler (see
 		cp $(BIN)/evaluation/$$s-seeds/seeds.csv docs/evaluation/$$s/; \
 	done
 
+# The same scenarios after WARMUP seconds of their initial rate
+# (`wva simulate --warmup`): every autoscaler meets the steps after steady
+# traffic, as in a deployment that has run for a while. About 8 minutes on
+# 2 cores.
+WARMUP := 1800
+.PHONY: evaluate-warm
+evaluate-warm: eval-binary ## rerun every shipped scenario after a WARMUP-s warm-up (SEEDS seeds) into docs/evaluation/warm
+	@mkdir -p docs/evaluation/warm
+	@for s in $(SCENARIOS); do \
+		$(EVAL_RUN) simulate --scenario $$s --warmup $(WARMUP) --autoscalers $(EVAL_AUTOSCALERS) --repeat $(SEEDS) --out $(BIN)/evaluation-warm/$$s > docs/evaluation/warm/$$s.txt || exit 1; \
+		cp $(BIN)/evaluation-warm/$$s/seeds.csv docs/evaluation/warm/$$s.csv; \
+	done
+
 # Three seeds: the sweep of every autoscaler on all 13 scenarios is 20
 # CPU-minutes (about 11 minutes on 2 cores); FRONTIER_SEEDS=5 takes about
 # half as long again.

@@ -36,6 +36,7 @@ type simulateOptions struct {
 	matrix      bool
 	grids       []string
 	attainment  []float64
+	warmUp      float64
 }
 
 func newSimulateCommand() *cobra.Command {
@@ -64,6 +65,13 @@ Results
 (results.json, summary.csv, series-*.csv) and plots (PNG and SVG) go to
 --out. The same scenario and seed give byte-identical JSON. Ctrl-C stops the
 run and writes what was simulated so far.
+
+Every scenario starts cold: the autoscalers see their first traffic at
+time 0, and a change early in the scenario meets whatever they hold while
+they learn it. --warmup SECONDS runs that much of each model's initial
+rate first (its steps, ramps, spikes and sine move that much later; the
+reports cover the warm-up too), as a deployment that has run for a while
+meets them; make evaluate-warm reruns every shipped scenario so.
 
 A model's workload is synthetic (an arrival process, a rate pattern and
 token-count distributions, optionally SLO classes and shared prompt
@@ -101,6 +109,7 @@ admission-step scenarios are the experiments of docs/admission.md
   wva simulate --scenario bursty --write-traces /tmp/traces   # then edit, and replay with workload.trace
   wva simulate --scenario bursty --autoscalers wva,hpa --repeat 10   # mean and spread over seeds 1–10
   wva simulate --scenario bursty --sweep                             # cost–SLO frontiers over 5 seeds
+  wva simulate --scenario flash-crowd --warmup 1800 --repeat 5       # the crowd after 30 min of steady traffic
   wva simulate --scenario diurnal --sweep --grid hpa.kvTarget=0.2,0.4,0.6,0.8 --attainment 97,99.5
   wva simulate --scenario admission-matrix --matrix --out /tmp/admission   # docs/admission.md's experiment`,
 		Args: cobra.NoArgs,
@@ -120,6 +129,7 @@ admission-step scenarios are the experiments of docs/admission.md
 	fs.BoolVar(&o.sweep, "sweep", false, "sweep each autoscaler's settings over --repeat seeds (default 5) and write the cost–SLO frontiers")
 	fs.StringArrayVar(&o.grids, "grid", nil, "with --sweep, KEY=V1,V2,… sets a swept setting's values (repeatable); KEY: "+strings.Join(sim.KnobKeys(), ", "))
 	fs.Float64SliceVar(&o.attainment, "attainment", []float64{95, 99}, "with --sweep, the SLO attainments (%) at which to compare costs")
+	fs.Float64Var(&o.warmUp, "warmup", 0, "precede the scenario with SECONDS of each model's initial rate (its steps, ramps, spikes and sine move that much later; the reports cover the warm-up too), so that the autoscalers meet its changes after steady traffic instead of at their first requests; not with a replayed trace or numRequests")
 	fs.StringVar(&o.writeTraces, "write-traces", "", "write the requests each model receives to FOLDER/<model>.csv (the trace format workload.trace replays) and exit without simulating")
 	return cmd
 }
@@ -134,6 +144,9 @@ func (o *simulateOptions) run(cmd *cobra.Command) error {
 	}
 	if o.seed != 0 {
 		sc.Seed = o.seed
+	}
+	if sc, err = scenario.WarmUp(sc, o.warmUp); err != nil {
+		return fmt.Errorf("--warmup: %w", err)
 	}
 	if o.writeTraces != "" {
 		return writeScenarioTraces(cmd, o.writeTraces, sc)

@@ -74,11 +74,35 @@ func TestSimulateBadInput(t *testing.T) {
 		{[]string{"simulate", "-f", tempFile(t, "b.yaml", "name: x\ndurationSeconds: -1\nmodels: []\n")}, "durationSeconds: must be > 0"},
 		{[]string{"simulate", "-o", "xml"}, `--output: must be "table" or "json"`},
 		{[]string{"simulate", "--repeat", "0"}, "--repeat: must be 1 to 1000"},
+		{[]string{"simulate", "--warmup", "-60", "--no-files"}, "--warmup: must be 0 to 86400 seconds, got -60"},
 	} {
 		_, stderr, code := run(t, tc.args...)
 		if code == 0 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %q", tc.args, code, stderr, tc.want)
 		}
+	}
+}
+
+// TestSimulateWarmUp: --warmup runs the scenario that much longer, with
+// more requests, and says so.
+func TestSimulateWarmUp(t *testing.T) {
+	file := tempFile(t, "s.yaml", shortScenario)
+	arrived := func(args ...string) float64 {
+		stdout, stderr, code := run(t, append([]string{"simulate", "-f", file, "--autoscalers", "static:2", "--no-files", "-o", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var rs []struct {
+			Arrived float64 `json:"arrived"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &rs); err != nil || len(rs) != 1 {
+			t.Fatalf("want 1 result: %v", err)
+		}
+		return rs[0].Arrived
+	}
+	cold, warm := arrived(), arrived("--warmup", "300") // +300 s at 1 request/s: ~900 against ~600
+	if !(warm > cold*1.3) {
+		t.Errorf("arrivals: %v with a 300-s warm-up, %v without", warm, cold)
 	}
 }
 

@@ -25,10 +25,10 @@ func (r Rate) At(t float64) float64 {
 		}
 		return r.From + (r.To-r.From)*(t-r.StartSeconds)/(r.EndSeconds-r.StartSeconds)
 	case "diurnal":
-		if r.PeriodSeconds <= 0 {
+		if r.PeriodSeconds <= 0 || t < r.StartSeconds {
 			return r.Mean
 		}
-		return math.Max(0, r.Mean+r.Amplitude*math.Sin(2*math.Pi*t/r.PeriodSeconds))
+		return math.Max(0, r.Mean+r.Amplitude*math.Sin(2*math.Pi*(t-r.StartSeconds)/r.PeriodSeconds))
 	case "spikes":
 		v := r.RPS
 		for _, s := range r.Spikes {

@@ -190,7 +190,8 @@ type Rate struct {
 	To           float64 `json:"to,omitempty"`
 	StartSeconds float64 `json:"startSeconds,omitempty"`
 	EndSeconds   float64 `json:"endSeconds,omitempty"`
-	// Diurnal: Mean ± Amplitude over PeriodSeconds (a sine starting at the mean).
+	// Diurnal: Mean ± Amplitude over PeriodSeconds (a sine starting at the
+	// mean at StartSeconds, the mean before).
 	Mean          float64 `json:"mean,omitempty"`
 	Amplitude     float64 `json:"amplitude,omitempty"`
 	PeriodSeconds float64 `json:"periodSeconds,omitempty"`
