@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -287,5 +288,42 @@ func checkReplayHandler(t *testing.T, r *replayStore) {
 		if w.Code != c.code {
 			t.Errorf("%s %s: %d %s, want %d", c.method, c.url, w.Code, w.Body, c.code)
 		}
+	}
+}
+
+// TestReplayKeepsHistograms: a pod's latency histograms end with a +Inf
+// bucket, which JSON cannot hold as a number; the replay keeps it (as
+// "+Inf") and `wva plan -f` reads it back, in JSON and in YAML. Before,
+// every cycle whose pods had histograms left "json: unsupported value:
+// +Inf" instead of a snapshot (seen in the e2e suite on a loaded machine).
+func TestReplayKeepsHistograms(t *testing.T) {
+	r := newReplayStore("", 1, logr.Discard())
+	at := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	h := []engine.Bucket{{UpperBound: 0.1, Count: 5}, {UpperBound: 1, Count: 9}, {UpperBound: math.Inf(1), Count: 10}}
+	m := engine.Model{ID: "m", Namespace: "a", Variants: []engine.Variant{{Name: "v", Accelerator: "H100", CurrentReplicas: 1, ReadyReplicas: 1,
+		Pods: []engine.Pod{{Name: "p", ArrivalRateRPS: 1, TTFTBuckets: h, TPOTBuckets: h}}}}}
+	r.record(at, &snapshot.File{Snapshot: engine.Snapshot{Time: at, Models: []engine.Model{m}}},
+		map[collector.Target][]*variant{{Namespace: "a", Model: "m"}: nil})
+	doc, err := r.model("a", "m")
+	if err != nil {
+		t.Fatalf("the replay of a model with histograms: %v", err)
+	}
+	for _, format := range []string{"json", "yaml"} {
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/debug/snapshot?namespace=a&model=m&format="+format, http.NoBody))
+		if w.Code != http.StatusOK {
+			t.Fatalf("%s: %d %s", format, w.Code, w.Body)
+		}
+		f, err := snapshot.ParseFile(w.Body.Bytes())
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", format, err, w.Body)
+		}
+		got := f.Models[0].Variants[0].Pods[0]
+		if len(got.TTFTBuckets) != 3 || !math.IsInf(got.TTFTBuckets[2].UpperBound, 1) || got.TPOTBuckets[1] != h[1] {
+			t.Errorf("%s: histograms read back as %v %v", format, got.TTFTBuckets, got.TPOTBuckets)
+		}
+	}
+	if !strings.Contains(string(doc), `"le":"+Inf"`) {
+		t.Errorf("the +Inf bound is not written as Prometheus writes it: %s", doc)
 	}
 }

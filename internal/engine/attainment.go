@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -15,6 +18,51 @@ import (
 type Bucket struct {
 	UpperBound float64 `json:"le"`
 	Count      float64 `json:"count"`
+}
+
+// MarshalJSON writes the bound as a number, or as the string "+Inf" (how
+// Prometheus writes the label le) when it is infinite: JSON has no
+// infinity, and the last bucket of every histogram has that bound.
+func (b Bucket) MarshalJSON() ([]byte, error) {
+	le := strconv.FormatFloat(b.UpperBound, 'g', -1, 64)
+	switch {
+	case math.IsInf(b.UpperBound, 1):
+		le = `"+Inf"`
+	case math.IsInf(b.UpperBound, -1), math.IsNaN(b.UpperBound):
+		return nil, fmt.Errorf("histogram bucket bound %v", b.UpperBound)
+	}
+	if math.IsNaN(b.Count) || math.IsInf(b.Count, 0) {
+		return nil, fmt.Errorf("histogram bucket (le %v): count %v", b.UpperBound, b.Count)
+	}
+	return []byte(`{"le":` + le + `,"count":` + strconv.FormatFloat(b.Count, 'g', -1, 64) + `}`), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; the bound may also be a
+// number in a string ("0.5", "+Inf", "Inf"), as in Prometheus' le label.
+// Unknown keys are errors, as everywhere in a snapshot file.
+func (b *Bucket) UnmarshalJSON(data []byte) error {
+	var raw struct {
+		Le    json.RawMessage `json:"le"`
+		Count float64         `json:"count"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return err
+	}
+	out := Bucket{Count: raw.Count}
+	if len(raw.Le) > 0 && string(raw.Le) != "null" {
+		var s string
+		if err := json.Unmarshal(raw.Le, &s); err != nil {
+			if err := json.Unmarshal(raw.Le, &out.UpperBound); err != nil {
+				return fmt.Errorf("le: %s is neither a number nor a number in a string", raw.Le)
+			}
+		} else if out.UpperBound, err = strconv.ParseFloat(strings.TrimSpace(s), 64); err != nil {
+			return fmt.Errorf("le: %q is not a number (a bound is seconds, or \"+Inf\")", s)
+		}
+	}
+	*b = out
+	return nil
 }
 
 // MaxBuckets bounds a histogram's buckets (vLLM's have 20 to 23).

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -339,6 +340,39 @@ func TestFeedbackCountsMissesBelowCapacity(t *testing.T) {
 		}
 		if out := i+1 >= 7; m.AttainmentOutOfReach != out || strings.Contains(m.FeedbackNote, "out of reach") != out {
 			t.Errorf("window %d: out of reach %v (%q), want %v", i+1, m.AttainmentOutOfReach, m.FeedbackNote, out)
+		}
+	}
+}
+
+// TestBucketJSON: a histogram's last bound, +Inf, survives JSON (which has
+// no infinity) as Prometheus writes it, "+Inf"; bounds in strings are read,
+// bad ones and unknown keys are errors, and a non-finite count is refused
+// rather than written.
+func TestBucketJSON(t *testing.T) {
+	h := []Bucket{{UpperBound: 0.5, Count: 3}, {UpperBound: math.Inf(1), Count: 4.5}}
+	doc, err := json.Marshal(h)
+	if want := `[{"le":0.5,"count":3},{"le":"+Inf","count":4.5}]`; err != nil || string(doc) != want {
+		t.Fatalf("marshal: %s %v, want %s", doc, err, want)
+	}
+	var back []Bucket
+	if err := json.Unmarshal(doc, &back); err != nil || len(back) != 2 || back[0] != h[0] || !math.IsInf(back[1].UpperBound, 1) || back[1].Count != 4.5 {
+		t.Fatalf("unmarshal: %v %v", back, err)
+	}
+	var b Bucket
+	if err := json.Unmarshal([]byte(`{"le":" 0.25","count":1}`), &b); err != nil || b != (Bucket{UpperBound: 0.25, Count: 1}) {
+		t.Errorf("a bound in a string: %v %v", b, err)
+	}
+	if err := json.Unmarshal([]byte(`{"count":2}`), &b); err != nil || b != (Bucket{Count: 2}) {
+		t.Errorf("no bound: %v %v", b, err)
+	}
+	for _, bad := range []string{`{"le":"x","count":1}`, `{"le":true,"count":1}`, `{"le":1,"count":1,"extra":2}`, `{"le":1,"count":"1"}`} {
+		if err := json.Unmarshal([]byte(bad), &b); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+	for _, bad := range []Bucket{{UpperBound: math.NaN()}, {UpperBound: math.Inf(-1)}, {UpperBound: 1, Count: math.Inf(1)}} {
+		if doc, err := json.Marshal(bad); err == nil {
+			t.Errorf("%v written as %s", bad, doc)
 		}
 	}
 }
