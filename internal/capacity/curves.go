@@ -135,6 +135,14 @@ func (c *Curves[K]) At(key K, fleet func(n int) *Fleet, p float64, n int) (rate 
 	if n < 1 {
 		return 0, true, nil
 	}
+	return c.at(key, c.lookup(key, fleet, p), n)
+}
+
+// at is At on the curve e of key (lookup's).
+func (c *Curves[K]) at(key K, e *curve, n int) (rate float64, ok bool, err error) {
+	if n < 1 {
+		return 0, true, nil
+	}
 	n = min(n, MaxReplicas)
 	lo := 1
 	for lo*2 <= n {
@@ -144,7 +152,7 @@ func (c *Curves[K]) At(key K, fleet func(n int) *Fleet, p float64, n int) (rate 
 	if lo < n {
 		hi = lo * 2
 	}
-	rlo, okLo, err := c.point(key, fleet, p, lo)
+	rlo, okLo, err := c.point(key, e, lo)
 	if err != nil || !okLo {
 		return 0, false, err
 	}
@@ -155,7 +163,7 @@ func (c *Curves[K]) At(key K, fleet func(n int) *Fleet, p float64, n int) (rate 
 		// Beyond the largest fleet the model runs: per replica as at lo.
 		return rlo * float64(n) / float64(lo), true, nil
 	}
-	rhi, okHi, err := c.point(key, fleet, p, hi)
+	rhi, okHi, err := c.point(key, e, hi)
 	if err != nil || !okHi {
 		return 0, false, err
 	}
@@ -167,8 +175,11 @@ func (c *Curves[K]) At(key K, fleet func(n int) *Fleet, p float64, n int) (rate 
 // known (asynchronous), and n is maxN when none covers it.
 func (c *Curves[K]) Fewest(key K, fleet func(n int) *Fleet, p float64, demand float64, maxN int) (n int, rate float64, ok bool, err error) {
 	maxN = max(1, min(maxN, MaxReplicas))
+	// One lookup of the curve for the whole search: its key is large
+	// (hashed at every map access) and the map is shared.
+	cv := c.lookup(key, fleet, p)
 	at := func(k int) (float64, bool) {
-		r, known, e := c.At(key, fleet, p, k)
+		r, known, e := c.at(key, cv, k)
 		if e != nil {
 			err = e
 		}
@@ -203,9 +214,11 @@ func (c *Curves[K]) Fewest(key K, fleet func(n int) *Fleet, p float64, demand fl
 	return hi, r, true, nil
 }
 
-// point is the capacity of n (a power of two) replicas.
-func (c *Curves[K]) point(key K, fleet func(n int) *Fleet, p float64, n int) (float64, bool, error) {
+// lookup returns the curve of key, made (fleet builds its fleets, p its
+// attainment) when the cache has none, and marks it used.
+func (c *Curves[K]) lookup(key K, fleet func(n int) *Fleet, p float64) *curve {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.clock++
 	e := c.entries[key]
 	if e == nil {
@@ -214,6 +227,14 @@ func (c *Curves[K]) point(key K, fleet func(n int) *Fleet, p float64, n int) (fl
 		c.entries[key] = e
 	}
 	e.used = c.clock
+	return e
+}
+
+// point is the capacity of n (a power of two) replicas on the curve e of
+// key. A curve evicted meanwhile still answers (and computes) for this
+// call; the cache no longer keeps it.
+func (c *Curves[K]) point(key K, e *curve, n int) (float64, bool, error) {
+	c.mu.Lock()
 	if r, ok := e.points[n]; ok {
 		c.mu.Unlock()
 		return r, true, nil
