@@ -251,6 +251,9 @@ func (v *validator) carriedVariant(p string, cv *CarriedVariant) {
 	if cv.LastGood != nil && *cv.LastGood < 0 {
 		v.add(p+".lastGood", "must be ≥ 0, got %d", *cv.LastGood)
 	}
+	if len(cv.Recommendations) > maxRecommendations {
+		v.add(p+".recommendations", "must hold at most %d, got %d", maxRecommendations, len(cv.Recommendations))
+	}
 	for k, r := range cv.Recommendations {
 		rp := p + ".recommendations[" + strconv.Itoa(k) + "]"
 		if r.Time.IsZero() {

@@ -219,6 +219,10 @@ func (c *cycle) inventory() {
 	}
 }
 
+// maxRecommendations bounds the recommendations a variant's scale-down
+// window remembers (a 300-s window at one cycle a second).
+const maxRecommendations = 300
+
 // stabilize follows the highest recommendation of the scale-down
 // stabilisation window (as the HPA's): a scale-down happens only when every
 // recent cycle agreed it could.
@@ -247,7 +251,23 @@ func (c *cycle) stabilize(vs *variantState) {
 			rec = min(rec, keep[len(keep)-1].Replica)
 		}
 	}
-	keep = append(keep, Recommendation{Time: c.now, Replica: rec})
+	if n := len(keep); n > 0 && keep[n-1].Time.Equal(c.now) {
+		// A second cycle at the same instant (a replay, a retried
+		// cycle) adds no time to the window: one record, the higher.
+		keep[n-1].Replica = max(keep[n-1].Replica, rec)
+	} else {
+		keep = append(keep, Recommendation{Time: c.now, Replica: rec})
+	}
+	if over := len(keep) - maxRecommendations; over > 0 {
+		// More cycles within the window than its bound (bounded memory
+		// whatever the cycles' pace): the oldest fold into the first
+		// one kept, which holds their highest a little longer than they
+		// would have — never a scale-down before the window allows.
+		for _, r := range keep[:over] {
+			keep[over].Replica = max(keep[over].Replica, r.Replica)
+		}
+		keep = append(keep[:0:0], keep[over:]...)
+	}
 	c.e.state.Recommendations[vs.key] = keep
 	if vs.held || vs.target >= vs.v.CurrentReplicas {
 		return

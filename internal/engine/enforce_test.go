@@ -128,6 +128,43 @@ func TestStabilization(t *testing.T) {
 	}
 }
 
+// TestStabilizationBounded: the window's record stays bounded whatever the
+// cycles' pace. Cycles at one instant keep one record, the highest (the
+// same snapshot planned again adds nothing); cycles closer together than
+// the window over maxRecommendations fold the oldest into the first kept,
+// so the window still holds their highest. Without the bound, a cycle
+// repeated at one instant grew the record (and each cycle's work) without
+// end.
+func TestStabilizationBounded(t *testing.T) {
+	e := New(nil)
+	key := variantKey("prod", "llama", "v")
+	run := func(at time.Duration, kv float64) VariantDecision {
+		s := snapshot(ModeCapacityOnly, variant("v", "H100").pods(kv, 0, kv, 0, kv, 0, kv, 0))
+		s.Time = t0.Add(at)
+		return decision(t, plan(t, e, s), "v")
+	}
+	if d := run(0, 0.6); d.Desired != 4 {
+		t.Fatalf("steady: %+v", d)
+	}
+	for range 50 {
+		run(time.Second, 0.1)
+	}
+	if recs := e.state.Recommendations[key]; len(recs) != 2 || recs[0].Replica != 4 || recs[1].Replica >= 4 {
+		t.Errorf("50 cycles at one instant: %+v, want the first cycle's 4 and one record of the second instant's scale-down", recs)
+	}
+	for i := range 2 * maxRecommendations {
+		run(2*time.Second+time.Duration(i)*100*time.Millisecond, 0.1)
+	}
+	recs := e.state.Recommendations[key]
+	if len(recs) != maxRecommendations || recs[0].Replica != 4 {
+		t.Errorf("%d cycles 0.1 s apart: %d records, the oldest %+v; want %d, the oldest holding the first cycle's 4",
+			2*maxRecommendations, len(recs), recs[0], maxRecommendations)
+	}
+	if d := run(2*time.Second+time.Duration(2*maxRecommendations)*100*time.Millisecond, 0.1); d.Desired != 4 || d.Reason != ReasonStabilized {
+		t.Errorf("within the window of the first cycle: %+v", d)
+	}
+}
+
 // TestLimitedInventoryBySaturation: scale-ups beyond the inventory go to
 // the variant nearest to saturation first.
 func TestLimitedInventoryBySaturation(t *testing.T) {

@@ -222,6 +222,9 @@ func TestParseFileErrors(t *testing.T) {
 		{"a negative last good", head + "state: {models: [{namespace: ns, model: m, variants: [{name: v, lastGood: -1}]}]}\n", "state.models[0].variants[0].lastGood: must be ≥ 0, got -1"},
 		{"a recommendation without time", head + "state: {models: [{namespace: ns, model: m, variants: [{name: v, recommendations: [{replicas: 2}]}]}]}\n",
 			"state.models[0].variants[0].recommendations[0].time: must be a time"},
+		{"too many recommendations", head + "state: {models: [{namespace: ns, model: m, variants: [{name: v, recommendations: [" +
+			strings.Repeat("{time: 2026-11-22T09:59:00Z, replicas: 2}, ", 301) + "]}]}]}\n",
+			"state.models[0].variants[0].recommendations: must hold at most 300, got 301"},
 		{"a negative variance", head + "state: {models: [{namespace: ns, model: m, forecast: {level: 1, variance: -1}}]}\n", "state.models[0].forecast.variance: must be a finite number ≥ 0"},
 		{"a forecast without its time", head + "state: {models: [{namespace: ns, model: m, forecast: {level: 1, updates: 2}}]}\n", "state.models[0].forecast.last: must be the time"},
 		{"an unusable learned record", head + "state: {models: [{namespace: ns, model: m, variants: [{name: v, learned: {ServiceModel: iteration, Strategy: robust, " +
