@@ -251,23 +251,7 @@ func (c *cycle) stabilize(vs *variantState) {
 			rec = min(rec, keep[len(keep)-1].Replica)
 		}
 	}
-	if n := len(keep); n > 0 && keep[n-1].Time.Equal(c.now) {
-		// A second cycle at the same instant (a replay, a retried
-		// cycle) adds no time to the window: one record, the higher.
-		keep[n-1].Replica = max(keep[n-1].Replica, rec)
-	} else {
-		keep = append(keep, Recommendation{Time: c.now, Replica: rec})
-	}
-	if over := len(keep) - maxRecommendations; over > 0 {
-		// More cycles within the window than its bound (bounded memory
-		// whatever the cycles' pace): the oldest fold into the first
-		// one kept, which holds their highest a little longer than they
-		// would have — never a scale-down before the window allows.
-		for _, r := range keep[:over] {
-			keep[over].Replica = max(keep[over].Replica, r.Replica)
-		}
-		keep = append(keep[:0:0], keep[over:]...)
-	}
+	keep = recordRecommendation(keep, c.now, rec)
 	c.e.state.Recommendations[vs.key] = keep
 	if vs.held || vs.target >= vs.v.CurrentReplicas {
 		return
@@ -280,6 +264,29 @@ func (c *cycle) stabilize(vs *variantState) {
 		vs.note("scale-down to %d deferred: a recommendation of %d within the last %.0f s", vs.target, highest, c.cfg.ScaleDownStabilizationSeconds)
 		vs.target, vs.reason = stable, ReasonStabilized
 	}
+}
+
+// recordRecommendation adds the recommendation rec at now to the window's
+// record keep (oldest first, none after now). A second cycle at the same
+// instant (a replay, a retried cycle) adds no time to the window: one
+// record, the higher. Beyond maxRecommendations (bounded memory whatever
+// the cycles' pace) the oldest fold into the first one kept, which holds
+// their highest a little longer than they would have — never a scale-down
+// before the window allows.
+func recordRecommendation(keep []Recommendation, now time.Time, rec int) []Recommendation {
+	if n := len(keep); n > 0 && keep[n-1].Time.Equal(now) {
+		keep[n-1].Replica = max(keep[n-1].Replica, rec)
+	} else {
+		keep = append(keep, Recommendation{Time: now, Replica: rec})
+	}
+	over := len(keep) - maxRecommendations
+	if over <= 0 {
+		return keep
+	}
+	for _, r := range keep[:over] {
+		keep[over].Replica = max(keep[over].Replica, r.Replica)
+	}
+	return append(keep[:0:0], keep[over:]...)
 }
 
 // waitingUnits is, per accelerator type, what the cycle's scale-ups need
