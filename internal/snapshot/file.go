@@ -201,5 +201,41 @@ func finitePod(p *engine.Pod) []string {
 			bad = append(bad, x.name)
 		}
 	}
+	for _, h := range []struct {
+		name string
+		b    *[]engine.Bucket
+	}{{"ttftBuckets", &p.TTFTBuckets}, {"tpotBuckets", &p.TPOTBuckets}} {
+		if finiteHistogram(h.b) {
+			bad = append(bad, h.name+" (a count or a bound)")
+		}
+	}
 	return bad
+}
+
+// finiteHistogram rewrites, in a copy, the buckets of *h that JSON cannot
+// hold — a count that is not finite, a bound that is NaN or −Inf (+Inf is
+// the last bucket's, written "+Inf") — as a count of −1 at the previous
+// bound (0 for the first). The engine refuses such a histogram as it
+// refused the original (docs/engine.md §3 item 11), so the file still
+// replays the decision. It says whether it rewrote any.
+func finiteHistogram(h *[]engine.Bucket) bool {
+	var out []engine.Bucket
+	for i, b := range *h {
+		if !math.IsNaN(b.Count) && !math.IsInf(b.Count, 0) && !math.IsNaN(b.UpperBound) && !math.IsInf(b.UpperBound, -1) {
+			continue
+		}
+		if out == nil {
+			out = append([]engine.Bucket(nil), *h...)
+		}
+		prev := 0.0
+		if i > 0 {
+			prev = out[i-1].UpperBound
+		}
+		out[i] = engine.Bucket{UpperBound: prev, Count: -1}
+	}
+	if out == nil {
+		return false
+	}
+	*h = out
+	return true
 }

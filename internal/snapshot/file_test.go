@@ -190,6 +190,56 @@ func TestReplayNotesNonFinite(t *testing.T) {
 	}
 }
 
+// TestReplayNotesNonFiniteHistogram: a histogram with a NaN count or a NaN
+// bound cannot be written as JSON; the file holds, in its place, one the
+// engine refuses as it refused the original (a count of -1), with a note,
+// and replays the same decision. The +Inf bound of the last bucket is
+// finite enough: it is written as "+Inf" and kept.
+func TestReplayNotesNonFiniteHistogram(t *testing.T) {
+	f := &fleet{current: map[string]int{"h100": 1, "a100": 2}, ready: map[string]int{"h100": 1, "a100": 2}}
+	s := f.snapshot(22)
+	s.Models[0].Variants[1].Pods[0].KVCacheUsage = 0.5
+	good := []engine.Bucket{{UpperBound: 0.1, Count: 2}, {UpperBound: 0.5, Count: 3}, {UpperBound: math.Inf(1), Count: 4}}
+	s.Models[0].Variants[0].Pods[0].TTFTBuckets = good
+	s.Models[0].Variants[1].Pods[0].TTFTBuckets = []engine.Bucket{{UpperBound: 0.1, Count: 2}, {UpperBound: 0.5, Count: math.NaN()}, {UpperBound: math.Inf(1), Count: 4}}
+	s.Models[0].Variants[1].Pods[1].TPOTBuckets = []engine.Bucket{{UpperBound: math.NaN(), Count: 1}, {UpperBound: math.Inf(1), Count: 4}}
+	want, err := engine.New(nil).Plan(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := Result{Snapshot: s}.Replay(engine.New(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file.Finite()
+	doc, err := json.Marshal(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Notes) != 2 || !strings.Contains(file.Notes[0], "ttftBuckets (a count or a bound)") || !strings.Contains(file.Notes[1], "tpotBuckets") {
+		t.Errorf("notes %q", file.Notes)
+	}
+	if !math.IsNaN(s.Models[0].Variants[1].Pods[0].TTFTBuckets[1].Count) {
+		t.Error("the engine's snapshot was changed")
+	}
+	back, err := ParseFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := back.Models[0].Variants[0].Pods[0].TTFTBuckets; len(h) != 3 || !math.IsInf(h[2].UpperBound, 1) {
+		t.Errorf("a good histogram read back as %v", h)
+	}
+	got, err := back.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("feedback: replayed %q, live %q", got.Models[0].FeedbackNote, want.Models[0].FeedbackNote)
+	if decisions(got) != decisions(want) || !strings.Contains(got.Models[0].FeedbackNote, "pod a100-0: TTFT histogram") ||
+		!strings.Contains(want.Models[0].FeedbackNote, "pod a100-0: TTFT histogram") {
+		t.Errorf("replayed %s (%q), want %s (%q)", decisions(got), got.Models[0].FeedbackNote, decisions(want), want.Models[0].FeedbackNote)
+	}
+}
+
 // TestSplitJoin: one file per model, each with its own state, and back.
 func TestSplitJoin(t *testing.T) {
 	st := engine.Carried{Models: []engine.CarriedModel{{Namespace: "b", Model: "m"}, {Namespace: "a", Model: "m"}}}
