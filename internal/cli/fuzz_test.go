@@ -41,6 +41,13 @@ func FuzzSnapshot(f *testing.F) {
 			`"pods":[{"name":"p","arrivalRate":2,"avgInputTokens":1024,"avgOutputTokens":256,"kvCacheUsage":0.5,"kvBlocks":-1,"blockSize":-1}]}]}]}`))
 	}
 	f.Add([]byte("mode: hybrid\nmodels: [{id: m, variants: [{name: v, accelerator: a, cost: 1e309}]}]\n"))
+	// Latency histograms, the last bound +Inf (written "+Inf": JSON has no
+	// infinity), one bound in a string.
+	f.Add([]byte(`{"mode":"hybrid","models":[{"id":"m","slo":{"ttftMs":1000,"itlMs":50},"variants":[{"name":"v","accelerator":"a",` +
+		`"currentReplicas":1,"readyReplicas":1,"params":{"alpha":6,"beta":0.01,"gamma":0.00003},"pods":[{"name":"p","arrivalRate":2,` +
+		`"avgInputTokens":1024,"avgOutputTokens":256,"kvCacheUsage":0.5,"waitingRequests":0,` +
+		`"ttftBuckets":[{"le":0.1,"count":50},{"le":"1","count":190},{"le":"+Inf","count":200}],` +
+		`"tpotBuckets":[{"le":0.01,"count":20},{"le":0.1,"count":199},{"le":"+Inf","count":200}]}]}]}]}`))
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := snapshot.ParseFile(data)
@@ -49,6 +56,13 @@ func FuzzSnapshot(f *testing.F) {
 		}
 		if s.Time.IsZero() {
 			s.Time = at
+		}
+		// Whatever wva plan reads, the controller's replay can write back
+		// (a +Inf bucket once made every replay with histograms fail).
+		back := *s
+		back.Finite()
+		if _, err := json.Marshal(&back); err != nil {
+			t.Fatalf("a file wva plan reads does not encode back: %v", err)
 		}
 		p, err := s.Plan()
 		if err != nil {
