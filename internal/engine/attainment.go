@@ -24,17 +24,20 @@ type Bucket struct {
 // Prometheus writes the label le) when it is infinite: JSON has no
 // infinity, and the last bucket of every histogram has that bound.
 func (b Bucket) MarshalJSON() ([]byte, error) {
-	le := strconv.FormatFloat(b.UpperBound, 'g', -1, 64)
-	switch {
-	case math.IsInf(b.UpperBound, 1):
-		le = `"+Inf"`
-	case math.IsInf(b.UpperBound, -1), math.IsNaN(b.UpperBound):
-		return nil, fmt.Errorf("histogram bucket bound %v", b.UpperBound)
+	if !b.Encodable() {
+		return nil, fmt.Errorf("histogram bucket (le %v, count %v) cannot be written as JSON", b.UpperBound, b.Count)
 	}
-	if math.IsNaN(b.Count) || math.IsInf(b.Count, 0) {
-		return nil, fmt.Errorf("histogram bucket (le %v): count %v", b.UpperBound, b.Count)
+	le := strconv.FormatFloat(b.UpperBound, 'g', -1, 64)
+	if math.IsInf(b.UpperBound, 1) {
+		le = `"+Inf"`
 	}
 	return []byte(`{"le":` + le + `,"count":` + strconv.FormatFloat(b.Count, 'g', -1, 64) + `}`), nil
+}
+
+// Encodable says whether MarshalJSON can write b: a finite count and a
+// bound that is a number or +Inf.
+func (b Bucket) Encodable() bool {
+	return !math.IsNaN(b.Count) && !math.IsInf(b.Count, 0) && !math.IsNaN(b.UpperBound) && !math.IsInf(b.UpperBound, -1)
 }
 
 // UnmarshalJSON reads what MarshalJSON writes; the bound may also be a

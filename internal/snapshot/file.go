@@ -221,7 +221,7 @@ func finitePod(p *engine.Pod) []string {
 func finiteHistogram(h *[]engine.Bucket) bool {
 	var out []engine.Bucket
 	for i, b := range *h {
-		if !math.IsNaN(b.Count) && !math.IsInf(b.Count, 0) && !math.IsNaN(b.UpperBound) && !math.IsInf(b.UpperBound, -1) {
+		if b.Encodable() {
 			continue
 		}
 		if out == nil {
