@@ -210,10 +210,19 @@ func (c *cycle) noteModel(vs *variantState) {
 		vs.note("model: %.3g rps demand, %.3g rps per replica within TTFT %.4g ms / ITL %.4g ms (%s SLO)",
 			ms.demand, vs.capacity, ms.sum.SLOTTFTMs, ms.sum.SLOITLMs, ms.sum.SLOSource)
 		if vs.spare > 0 {
-			vs.note("+%d replica(s) spare: the %.0f %% forecast is %.3g rps in %.0f s (mean %.3g)",
-				vs.spare, 100*c.cfg.SpareQuantile, ms.planned, ms.horizon, ms.forecastMean)
+			vs.note("+%d replica(s) spare: the %.3g %% forecast is %.3g rps in %.0f s (mean %.3g)%s",
+				vs.spare, 100*ms.spareQ, ms.planned, ms.horizon, ms.forecastMean, c.spareWhy(ms))
 		}
 	}
+}
+
+// spareWhy says where the spare's quantile came from when the
+// configuration did not set it: the model's attainment target.
+func (c *cycle) spareWhy(ms *modelState) string {
+	if c.cfg.SpareQuantile != 0 {
+		return ""
+	}
+	return fmt.Sprintf(", for a %.3g %% attainment target", 100*c.attainmentTarget(ms.m))
 }
 
 // calibrated: the attainment feedback has counted at least

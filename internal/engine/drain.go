@@ -8,7 +8,8 @@ import (
 )
 
 // forecast raises the demand the allocator covers to the q-quantile of the
-// model's arrival-rate forecast over its provisioning horizon: the longest
+// model's arrival-rate forecast over its provisioning horizon (q from the
+// configuration, else from the model's attainment target: SpareQuantileFor): the longest
 // time any of its variants takes from scale-up to Ready, plus one cycle. A
 // replica ordered now serves from then on, so it is sized for the load
 // expected then, with a margin for the forecast's error. An idle model is
@@ -24,10 +25,14 @@ func (c *cycle) forecast(ms *modelState) {
 		h = math.Max(h, c.provisioning(vs))
 	}
 	h += f.StepSeconds
-	mean, upper := f.quantile(h, c.cfg.SpareQuantile)
+	ms.spareQ = c.cfg.SpareQuantile
+	if ms.spareQ == 0 {
+		ms.spareQ = SpareQuantileFor(c.attainmentTarget(ms.m))
+	}
+	mean, upper := f.quantile(h, ms.spareQ)
 	ms.horizon, ms.forecastMean = h, mean
 	ms.planned = math.Max(ms.demand, upper)
-	ms.sum.PlannedRPS, ms.sum.HorizonSeconds = ms.planned, h
+	ms.sum.PlannedRPS, ms.sum.HorizonSeconds, ms.sum.SpareQuantile = ms.planned, h, ms.spareQ
 }
 
 // drainAll runs the drain planner for every model: in parallel in

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,6 +87,62 @@ func TestGatewayDemand(t *testing.T) {
 		p := plan(t, nil, s)
 		if got := p.Models[0].DemandRPS; got != tc.want {
 			t.Errorf("gateway %v: demand %v, want %v", tc.gateway, got, tc.want)
+		}
+	}
+}
+
+// TestSpareQuantileFor: q = max(½, 1 − 5·(1 − a)), by hand; a target
+// outside (0, 1) stands for the default 0.99.
+func TestSpareQuantileFor(t *testing.T) {
+	for _, tc := range []struct{ a, want float64 }{
+		{0.99, 0.95}, {0.95, 0.75}, {0.98, 0.90}, {0.999, 0.995}, {0.9, 0.5}, {0.5, 0.5},
+		{0, 0.95}, {1, 0.95}, {math.NaN(), 0.95},
+	} {
+		if got := SpareQuantileFor(tc.a); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("a = %v: q = %v, want %v", tc.a, got, tc.want)
+		}
+	}
+}
+
+// TestSpareFromAttainmentTarget: the forecast's quantile comes from each
+// model's attainment target unless the configuration sets one. Two cycles
+// at 10 then 16 rps 30 s apart give the forecaster of TestForecastHolt;
+// the horizon is the default provisioning time plus a cycle, 150 s, five
+// steps: mean 13 + 5·0.6 = 16, Var = 7.2·(1 + 4·(0.25 + 0.05·5 +
+// 0.01·5·9/6)) = 23.76. The planned rate is 16 + z_q·√23.76: z = 0 at a
+// target of 0.9 (q ½), 0.6745 at 0.95 (q 0.75), 1.6449 at 0.99 (q 0.95),
+// and 0.8416 for every target with spareQuantile 0.8.
+func TestSpareFromAttainmentTarget(t *testing.T) {
+	sd := math.Sqrt(23.76)
+	for _, tc := range []struct {
+		target, configured, wantQ, wantZ float64
+	}{
+		{0.9, 0, 0.5, 0}, {0.95, 0, 0.75, 0.6744897501960817}, {0.99, 0, 0.95, 1.6448536269514722},
+		{0.9, 0.8, 0.8, 0.8416212335729143}, {0.99, 0.8, 0.8, 0.8416212335729143},
+	} {
+		e := New(nil)
+		var p *Plan
+		for i, rate := range []float64{10, 16} {
+			s := snapshot(ModeModelOnly, variant("v", "H100").params(testParams).minMax(1, 100).
+				pods(0.1, 0).traffic(rate, 512, 128, 100, 20))
+			s.Time = t0.Add(time.Duration(i) * 30 * time.Second)
+			s.Models[0].SLO = &SLO{TTFTMs: 1000, ITLMs: 50}
+			s.Models[0].Attainment = tc.target
+			s.Config.SpareQuantile = tc.configured
+			p = plan(t, e, s)
+		}
+		m := p.Models[0]
+		want := 16 + tc.wantZ*sd
+		if math.Abs(m.PlannedRPS-want) > 1e-9 || math.Abs(m.SpareQuantile-tc.wantQ) > 1e-12 || m.HorizonSeconds != 150 {
+			t.Errorf("target %v, configured %v: planned %v at q %v over %v s, want %v at q %v over 150 s",
+				tc.target, tc.configured, m.PlannedRPS, m.SpareQuantile, m.HorizonSeconds, want, tc.wantQ)
+		}
+		d := decision(t, p, "v")
+		if tc.wantZ > 0 && !strings.Contains(d.Explanation, "spare") {
+			t.Errorf("target %v: no spare in %q", tc.target, d.Explanation)
+		}
+		if why := "for a 99 % attainment target"; tc.target == 0.99 && tc.configured == 0 && !strings.Contains(d.Explanation, why) {
+			t.Errorf("the explanation %q does not say %q", d.Explanation, why)
 		}
 	}
 }

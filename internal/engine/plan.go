@@ -102,6 +102,10 @@ type ModelSummary struct {
 	// raised to the forecast's quantile over HorizonSeconds.
 	PlannedRPS     float64 `json:"plannedRps,omitempty"`
 	HorizonSeconds float64 `json:"horizonSeconds,omitempty"`
+	// SpareQuantile is the forecast's quantile PlannedRPS is: the
+	// configured one, else the one the model's attainment target gives
+	// (SpareQuantileFor).
+	SpareQuantile float64 `json:"spareQuantile,omitempty"`
 	// SLO used by the queueing-model analyzer and where it came from:
 	// "explicit", "service-class", "inferred" (k·α) or "observed" (1.5×).
 	SLOSource  string  `json:"sloSource,omitempty"`

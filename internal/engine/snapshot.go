@@ -90,8 +90,11 @@ type Config struct {
 	// SpareQuantile q: the queueing-model analyzer sizes each model for the
 	// q-quantile of its arrival-rate forecast over the provisioning horizon
 	// (the time a new replica takes to become ready, plus one cycle), so
-	// that capacity ordered now is there when the load arrives (default
-	// 0.95; 0.5 sizes for the forecast's mean, which still follows a trend).
+	// that capacity ordered now is there when the load arrives. 0 (the
+	// default) derives it from each model's attainment target a:
+	// SpareQuantileFor(a), 0.95 at the default 0.99 and 0.5 (the
+	// forecast's mean, which still follows a trend) at 0.9 or below. A
+	// value set here applies to every model.
 	SpareQuantile float64 `json:"spareQuantile,omitempty"`
 	// DisableForecast sizes for the measured arrival rate only.
 	DisableForecast bool `json:"disableForecast,omitempty"`
@@ -283,7 +286,6 @@ const (
 	DefaultMaxBatchSize         = 256
 	DefaultVariantCost          = 10.0
 	DefaultAcceleratorPenalty   = 0.1
-	DefaultSpareQuantile        = 0.95
 	DefaultProvisioning         = 120.0
 	DefaultMaxReplicas          = 1000
 	DefaultScaleUpLimitFactor   = 4.0
@@ -316,7 +318,6 @@ func (c Config) withDefaults() Config {
 	def(&c.ScaleDownStabilizationSeconds, DefaultStabilization)
 	def(&c.MetricsMaxAgeSeconds, DefaultMetricsMaxAge)
 	def(&c.AcceleratorPenaltyFactor, DefaultAcceleratorPenalty)
-	def(&c.SpareQuantile, DefaultSpareQuantile)
 	def(&c.ProvisioningSeconds, DefaultProvisioning)
 	def(&c.Attainment, DefaultAttainment)
 	def(&c.TokenCV, DefaultTokenCV)

@@ -113,7 +113,7 @@ func (v *validator) config(c Config) {
 		v.add("config.sloMultiplier", "must be > 1, got %v", c.SLOMultiplier)
 	}
 	if !(c.SpareQuantile >= 0 && c.SpareQuantile < 1) {
-		v.add("config.spareQuantile", "must be in (0, 1) (0 means the default %v), got %v", DefaultSpareQuantile, c.SpareQuantile)
+		v.add("config.spareQuantile", "must be in (0, 1) (0: from each model's attainment target), got %v", c.SpareQuantile)
 	}
 	v.capacityModel(c)
 	if !(c.TTFTAttainment >= 0 && c.TTFTAttainment < 1) {

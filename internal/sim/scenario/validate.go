@@ -293,7 +293,7 @@ func validateWVA(p string, w WVAConfig, add func(string, string, ...any)) {
 		add(p+".saturationPolicy", "must be None, PriorityExhaustive, PriorityRoundRobin or RoundRobin, got %q", w.SaturationPolicy)
 	}
 	if !(w.SpareQuantile >= 0 && w.SpareQuantile < 1) {
-		add(p+".spareQuantile", "must be in (0, 1) (0: the default 0.95), got %v", w.SpareQuantile)
+		add(p+".spareQuantile", "must be in (0, 1) (0: from the attainment target), got %v", w.SpareQuantile)
 	}
 	if !(w.TTFTAttainment >= 0 && w.TTFTAttainment < 1) {
 		add(p+".ttftAttainment", "must be in (0, 1), or 0 to size for the mean TTFT, got %v", w.TTFTAttainment)
