@@ -213,16 +213,21 @@ func (c *cycle) noteModel(vs *variantState) {
 			vs.note("+%d replica(s) spare: the %.3g %% forecast is %.3g rps in %.0f s (mean %.3g)%s",
 				vs.spare, 100*ms.spareQ, ms.planned, ms.horizon, ms.forecastMean, c.spareWhy(ms))
 		}
+		if ms.windowRate > ms.demand {
+			vs.note("the scale-down window keeps the replicas of the %.3g %% forecast (%.3g rps), for a %.4g %% attainment target",
+				100*ms.sum.WindowQuantile, ms.windowRate, 100*c.attainmentTarget(ms.m))
+		}
 	}
 }
 
 // spareWhy says where the spare's quantile came from when the
 // configuration did not set it: the model's attainment target.
 func (c *cycle) spareWhy(ms *modelState) string {
-	if c.cfg.SpareQuantile != 0 {
-		return ""
+	why := ""
+	if c.cfg.SpareQuantile == 0 {
+		why = fmt.Sprintf(", for a %.3g %% attainment target", 100*c.attainmentTarget(ms.m))
 	}
-	return fmt.Sprintf(", for a %.3g %% attainment target", 100*c.attainmentTarget(ms.m))
+	return why
 }
 
 // calibrated: the attainment feedback has counted at least

@@ -120,17 +120,7 @@ func TestSpareFromAttainmentTarget(t *testing.T) {
 		{0.9, 0, 0.5, 0}, {0.95, 0, 0.75, 0.6744897501960817}, {0.99, 0, 0.95, 1.6448536269514722},
 		{0.9, 0.8, 0.8, 0.8416212335729143}, {0.99, 0.8, 0.8, 0.8416212335729143},
 	} {
-		e := New(nil)
-		var p *Plan
-		for i, rate := range []float64{10, 16} {
-			s := snapshot(ModeModelOnly, variant("v", "H100").params(testParams).minMax(1, 100).
-				pods(0.1, 0).traffic(rate, 512, 128, 100, 20))
-			s.Time = t0.Add(time.Duration(i) * 30 * time.Second)
-			s.Models[0].SLO = &SLO{TTFTMs: 1000, ITLMs: 50}
-			s.Models[0].Attainment = tc.target
-			s.Config.SpareQuantile = tc.configured
-			p = plan(t, e, s)
-		}
+		_, p := rampTo16(t, tc.target, tc.configured)
 		m := p.Models[0]
 		want := 16 + tc.wantZ*sd
 		if math.Abs(m.PlannedRPS-want) > 1e-9 || math.Abs(m.SpareQuantile-tc.wantQ) > 1e-12 || m.HorizonSeconds != 150 {
@@ -143,6 +133,74 @@ func TestSpareFromAttainmentTarget(t *testing.T) {
 		}
 		if why := "for a 99 % attainment target"; tc.target == 0.99 && tc.configured == 0 && !strings.Contains(d.Explanation, why) {
 			t.Errorf("the explanation %q does not say %q", d.Explanation, why)
+		}
+	}
+}
+
+// rampTo16 runs the two cycles of TestSpareFromAttainmentTarget (10 then
+// 16 rps, 30 s apart) for a model with the given attainment target and
+// configured spare quantile, and returns the engine and the last plan.
+func rampTo16(t *testing.T, target, configured float64) (*Engine, *Plan) {
+	t.Helper()
+	e := New(nil)
+	var p *Plan
+	for i, rate := range []float64{10, 16} {
+		s := snapshot(ModeModelOnly, variant("v", "H100").params(testParams).minMax(1, 100).
+			pods(0.1, 0).traffic(rate, 512, 128, 100, 20))
+		s.Time = t0.Add(time.Duration(i) * 30 * time.Second)
+		s.Models[0].SLO = &SLO{TTFTMs: 1000, ITLMs: 50}
+		s.Models[0].Attainment = target
+		s.Config.SpareQuantile = configured
+		p = plan(t, e, s)
+	}
+	return e, p
+}
+
+// TestWindowQuantileFor: q_w = 1 − 50·(1 − a) where above ½, else 0 (the
+// window keeps none of the spare), by hand.
+func TestWindowQuantileFor(t *testing.T) {
+	for _, tc := range []struct{ a, want float64 }{
+		{0.99, 0}, {0.9, 0}, {0.995, 0.75}, {0.999, 0.95}, {0.9999, 0.995}, {0, 0}, {1, 0}, {math.NaN(), 0},
+	} {
+		if got := WindowQuantileFor(tc.a); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("a = %v: q_w = %v, want %v", tc.a, got, tc.want)
+		}
+	}
+}
+
+// TestWindowKeepsSpareAboveDefaultTarget: the forecast of
+// TestSpareFromAttainmentTarget (mean 16, sd √23.76 over 150 s). At a
+// target of 0.999 the planned rate is the 99.5 % quantile, 16 + 2.5758·sd,
+// and the window keeps the replicas of the 95 % one, 16 + 1.6449·sd: the
+// recommendation it records is the target less only the replicas between
+// the two. At the default 0.99 it records the replicas for the measured
+// 16 rps, as before (the spare is everything above them).
+func TestWindowKeepsSpareAboveDefaultTarget(t *testing.T) {
+	sd := math.Sqrt(23.76)
+	for _, tc := range []struct {
+		target, planned, kept, wantQW float64
+	}{
+		{0.999, 16 + 2.5758293035489*sd, 16 + 1.6448536269514722*sd, 0.95},
+		{0.99, 16 + 1.6448536269514722*sd, 16, 0},
+	} {
+		e, p := rampTo16(t, tc.target, 0)
+		m := p.Models[0]
+		d := decision(t, p, "v")
+		c := d.Queueing.CapacityPerReplicaRPS
+		need := func(rate float64) int { return int(math.Ceil(rate/c - 1e-9)) }
+		if math.Abs(m.PlannedRPS-tc.planned) > 1e-6 || m.WindowQuantile != tc.wantQW {
+			t.Fatalf("target %v: planned %v, window quantile %v; want %v, %v", tc.target, m.PlannedRPS, m.WindowQuantile, tc.planned, tc.wantQW)
+		}
+		if d.Desired != need(tc.planned) {
+			t.Fatalf("target %v: desired %d, want %d at %v rps per replica", tc.target, d.Desired, need(tc.planned), c)
+		}
+		recs := e.state.Recommendations[variantKey("prod", "llama", "v")]
+		if got, want := recs[len(recs)-1].Replica, need(tc.kept); got != want {
+			t.Errorf("target %v: the window recorded %d, want %d (the replicas of %.4g rps at %.4g per replica; desired %d)",
+				tc.target, got, want, tc.kept, c, d.Desired)
+		}
+		if tc.wantQW > 0 && !strings.Contains(d.Explanation, "the scale-down window keeps the replicas of the 95 % forecast (24 rps), for a 99.9 % attainment target") {
+			t.Errorf("target %v: the explanation %q does not say what the window keeps", tc.target, d.Explanation)
 		}
 	}
 }
