@@ -53,10 +53,10 @@ func (c *cycle) allocate() {
 		}
 		cover := coverOf(ms.demandOf())
 		steady := cover
-		// The same cover without the forecast's spare (beyond what the
-		// window keeps of it, windowRate): the difference is the spare,
-		// released as soon as the forecast drops.
-		if d := math.Max(math.Max(ms.demand, ms.tpsFloor), ms.windowRate); d < ms.demandOf() {
+		// The same cover without the forecast's spare: the difference is
+		// the spare, released as soon as the forecast drops (unless the
+		// window keeps it, SpareHeld).
+		if d := math.Max(ms.demand, ms.tpsFloor); d < ms.demandOf() {
 			steady = coverOf(d)
 		}
 		for i, vs := range ms.variants {

@@ -213,9 +213,8 @@ func (c *cycle) noteModel(vs *variantState) {
 			vs.note("+%d replica(s) spare: the %.3g %% forecast is %.3g rps in %.0f s (mean %.3g)%s",
 				vs.spare, 100*ms.spareQ, ms.planned, ms.horizon, ms.forecastMean, c.spareWhy(ms))
 		}
-		if ms.windowRate > ms.demand {
-			vs.note("the scale-down window keeps the replicas of the %.3g %% forecast (%.3g rps), for a %.4g %% attainment target",
-				100*ms.sum.WindowQuantile, ms.windowRate, 100*c.attainmentTarget(ms.m))
+		if ms.spareHeld && vs.spare > 0 {
+			vs.note("the scale-down window keeps the spare (an attainment target above %.4g %%)", 100*SpareHeldAbove)
 		}
 	}
 }

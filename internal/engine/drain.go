@@ -33,10 +33,8 @@ func (c *cycle) forecast(ms *modelState) {
 	ms.horizon, ms.forecastMean = h, mean
 	ms.planned = math.Max(ms.demand, upper)
 	ms.sum.PlannedRPS, ms.sum.HorizonSeconds, ms.sum.SpareQuantile = ms.planned, h, ms.spareQ
-	if qw := WindowQuantileFor(c.attainmentTarget(ms.m)); qw > 0 {
-		_, kept := f.quantile(h, qw)
-		ms.windowRate = math.Min(math.Max(ms.demand, kept), ms.planned)
-		ms.sum.WindowQuantile = qw
+	if SpareHeld(c.attainmentTarget(ms.m)) {
+		ms.spareHeld, ms.sum.SpareHeld = true, true
 	}
 }
 

@@ -235,23 +235,7 @@ func (c *cycle) stabilize(vs *variantState) {
 			keep = append(keep, r)
 		}
 	}
-	// The forecast's spare and a drain's transient replicas are released
-	// as soon as they are not needed: the window records the rest.
-	rec := vs.target
-	switch vs.target {
-	case vs.modelTarget:
-		rec = max(vs.target-vs.spare-vs.transient, 0)
-	case vs.capTarget:
-		rec = max(vs.target-vs.capTransient, 0)
-		// Before the model can size (cold start), a group waiting for its
-		// replicas to start holds its size, but that is no new need: the
-		// last recommendation stands, so that a backlog's transient
-		// scale-up is not recorded while it starts.
-		if g := vs.sat; g != nil && vs.modelTarget < 0 && g.pending > 0 && !g.d.ScaleUp && len(keep) > 0 {
-			rec = min(rec, keep[len(keep)-1].Replica)
-		}
-	}
-	keep = recordRecommendation(keep, c.now, rec)
+	keep = recordRecommendation(keep, c.now, recommendation(vs, keep))
 	c.e.state.Recommendations[vs.key] = keep
 	if vs.held || vs.target >= vs.v.CurrentReplicas {
 		return
@@ -264,6 +248,33 @@ func (c *cycle) stabilize(vs *variantState) {
 		vs.note("scale-down to %d deferred: a recommendation of %d within the last %.0f s", vs.target, highest, c.cfg.ScaleDownStabilizationSeconds)
 		vs.target, vs.reason = stable, ReasonStabilized
 	}
+}
+
+// recommendation is what this cycle records in the variant's scale-down
+// window, given the window's earlier records keep: its target, less the
+// forecast's spare (unless the target is above the default: SpareHeld)
+// and a drain's transient replicas, which are released as soon as they
+// are not needed.
+func recommendation(vs *variantState, keep []Recommendation) int {
+	switch vs.target {
+	case vs.modelTarget:
+		released := vs.spare
+		if vs.model != nil && vs.model.spareHeld {
+			released = 0
+		}
+		return max(vs.target-released-vs.transient, 0)
+	case vs.capTarget:
+		rec := max(vs.target-vs.capTransient, 0)
+		// Before the model can size (cold start), a group waiting for its
+		// replicas to start holds its size, but that is no new need: the
+		// last recommendation stands, so that a backlog's transient
+		// scale-up is not recorded while it starts.
+		if g := vs.sat; g != nil && vs.modelTarget < 0 && g.pending > 0 && !g.d.ScaleUp && len(keep) > 0 {
+			rec = min(rec, keep[len(keep)-1].Replica)
+		}
+		return rec
+	}
+	return vs.target
 }
 
 // recordRecommendation adds the recommendation rec at now to the window's

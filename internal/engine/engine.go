@@ -100,9 +100,8 @@ type modelState struct {
 	planned, forecastMean, horizon float64
 	// spareQ is the forecast's quantile planned is (SpareQuantileFor).
 	spareQ float64
-	// windowRate is the part of planned the stabilisation window keeps
-	// (WindowQuantileFor); 0 when it keeps only the measured demand's.
-	windowRate float64
+	// spareHeld: the stabilisation window keeps the spare (SpareHeld).
+	spareHeld bool
 	// satCfg is the saturation thresholds in force for the model: the
 	// defaults, the snapshot's, then the model's own.
 	satCfg SaturationConfig

@@ -101,28 +101,20 @@ func SpareQuantileFor(a float64) float64 {
 	return math.Max(0.5, 1-SpareRiskFactor*(1-a))
 }
 
-// WindowRiskFactor is k_w in WindowQuantileFor.
-const WindowRiskFactor = 50.0
+// SpareHeldAbove is the attainment target above which a model's forecast
+// spare is recorded in the scale-down stabilisation window like the rest
+// of its target (SpareHeld). At or below it the spare leaves as soon as
+// the forecast drops, which the evaluation measured as cheaper at the
+// default target for the same attainment.
+const SpareHeldAbove = DefaultAttainment
 
-// WindowQuantileFor is the forecast quantile whose replicas the
-// scale-down stabilisation window keeps for a model with attainment target
-// a: the spare up to the q_w = 1 − k_w·(1 − a) quantile is recorded in the
-// window like the rest of the target, the spare above it leaves as soon
-// as the forecast drops. It is 0 (the window keeps none of the spare, only
-// the replicas for the measured rate) where q_w ≤ ½, that is at the
-// default target 0.99 and below; 0.75 at 0.995, 0.95 at 0.999. A target
-// above the default buys a spare that does not leave at the first dip of
-// the forecast after a step, just as the replica it started becomes ready
+// SpareHeld says whether the stabilisation window keeps the forecast's
+// spare of a model with attainment target a. Released at once, a large
+// spare left at the first dip of the forecast after a step, just as the
+// replicas it had started became ready, and a higher target bought less
+// attainment than the default on the warm step scenarios
 // (docs/engine.md §3 item 9; measured in docs/evaluation.md).
-func WindowQuantileFor(a float64) float64 {
-	if !(a > 0 && a < 1) {
-		return 0
-	}
-	if q := 1 - WindowRiskFactor*(1-a); q > 0.5 {
-		return q
-	}
-	return 0
-}
+func SpareHeld(a float64) bool { return a > SpareHeldAbove && a < 1 }
 
 // normalQuantile is the standard normal distribution's q-quantile.
 func normalQuantile(q float64) float64 { return math.Sqrt2 * math.Erfinv(2*q-1) }

@@ -156,51 +156,51 @@ func rampTo16(t *testing.T, target, configured float64) (*Engine, *Plan) {
 	return e, p
 }
 
-// TestWindowQuantileFor: q_w = 1 − 50·(1 − a) where above ½, else 0 (the
-// window keeps none of the spare), by hand.
-func TestWindowQuantileFor(t *testing.T) {
-	for _, tc := range []struct{ a, want float64 }{
-		{0.99, 0}, {0.9, 0}, {0.995, 0.75}, {0.999, 0.95}, {0.9999, 0.995}, {0, 0}, {1, 0}, {math.NaN(), 0},
-	} {
-		if got := WindowQuantileFor(tc.a); math.Abs(got-tc.want) > 1e-9 {
-			t.Errorf("a = %v: q_w = %v, want %v", tc.a, got, tc.want)
+// TestSpareHeld: the window keeps the spare of a target above 0.99 only.
+func TestSpareHeld(t *testing.T) {
+	for _, tc := range []struct {
+		a    float64
+		want bool
+	}{{0.99, false}, {0.9, false}, {0.9901, true}, {0.995, true}, {0.999, true}, {0, false}, {1, false}, {math.NaN(), false}} {
+		if got := SpareHeld(tc.a); got != tc.want {
+			t.Errorf("a = %v: held %v, want %v", tc.a, got, tc.want)
 		}
 	}
 }
 
 // TestWindowKeepsSpareAboveDefaultTarget: the forecast of
 // TestSpareFromAttainmentTarget (mean 16, sd √23.76 over 150 s). At a
-// target of 0.999 the planned rate is the 99.5 % quantile, 16 + 2.5758·sd,
-// and the window keeps the replicas of the 95 % one, 16 + 1.6449·sd: the
-// recommendation it records is the target less only the replicas between
-// the two. At the default 0.99 it records the replicas for the measured
-// 16 rps, as before (the spare is everything above them).
+// target of 0.999 the planned rate is the 99.5 % quantile, 16 + 2.5758·sd
+// (28.56 rps), and the window records the whole target, spare included;
+// at the default 0.99 it records the replicas for the measured 16 rps, as
+// before (the spare, above them, leaves as soon as the forecast drops).
 func TestWindowKeepsSpareAboveDefaultTarget(t *testing.T) {
 	sd := math.Sqrt(23.76)
 	for _, tc := range []struct {
-		target, planned, kept, wantQW float64
+		target, planned, recorded float64
+		held                      bool
 	}{
-		{0.999, 16 + 2.5758293035489*sd, 16 + 1.6448536269514722*sd, 0.95},
-		{0.99, 16 + 1.6448536269514722*sd, 16, 0},
+		{0.999, 16 + 2.5758293035489*sd, 16 + 2.5758293035489*sd, true},
+		{0.99, 16 + 1.6448536269514722*sd, 16, false},
 	} {
 		e, p := rampTo16(t, tc.target, 0)
 		m := p.Models[0]
 		d := decision(t, p, "v")
 		c := d.Queueing.CapacityPerReplicaRPS
 		need := func(rate float64) int { return int(math.Ceil(rate/c - 1e-9)) }
-		if math.Abs(m.PlannedRPS-tc.planned) > 1e-6 || m.WindowQuantile != tc.wantQW {
-			t.Fatalf("target %v: planned %v, window quantile %v; want %v, %v", tc.target, m.PlannedRPS, m.WindowQuantile, tc.planned, tc.wantQW)
+		if math.Abs(m.PlannedRPS-tc.planned) > 1e-6 || m.SpareHeld != tc.held {
+			t.Fatalf("target %v: planned %v, spare held %v; want %v, %v", tc.target, m.PlannedRPS, m.SpareHeld, tc.planned, tc.held)
 		}
-		if d.Desired != need(tc.planned) {
-			t.Fatalf("target %v: desired %d, want %d at %v rps per replica", tc.target, d.Desired, need(tc.planned), c)
+		if d.Desired != need(tc.planned) || d.Desired <= need(16) {
+			t.Fatalf("target %v: desired %d, want %d (more than the %d of 16 rps) at %v rps per replica", tc.target, d.Desired, need(tc.planned), need(16), c)
 		}
 		recs := e.state.Recommendations[variantKey("prod", "llama", "v")]
-		if got, want := recs[len(recs)-1].Replica, need(tc.kept); got != want {
+		if got, want := recs[len(recs)-1].Replica, need(tc.recorded); got != want {
 			t.Errorf("target %v: the window recorded %d, want %d (the replicas of %.4g rps at %.4g per replica; desired %d)",
-				tc.target, got, want, tc.kept, c, d.Desired)
+				tc.target, got, want, tc.recorded, c, d.Desired)
 		}
-		if tc.wantQW > 0 && !strings.Contains(d.Explanation, "the scale-down window keeps the replicas of the 95 % forecast (24 rps), for a 99.9 % attainment target") {
-			t.Errorf("target %v: the explanation %q does not say what the window keeps", tc.target, d.Explanation)
+		if why := "the scale-down window keeps the spare (an attainment target above 99 %)"; tc.held != strings.Contains(d.Explanation, why) {
+			t.Errorf("target %v: the explanation %q, want %q in it: %v", tc.target, d.Explanation, why, tc.held)
 		}
 	}
 }

@@ -106,11 +106,11 @@ type ModelSummary struct {
 	// configured one, else the one the model's attainment target gives
 	// (SpareQuantileFor).
 	SpareQuantile float64 `json:"spareQuantile,omitempty"`
-	// WindowQuantile is the forecast's quantile whose replicas the
-	// scale-down window keeps like the rest of the target
-	// (WindowQuantileFor); absent where it keeps only the measured
-	// demand's (at the default target and below).
-	WindowQuantile float64 `json:"windowQuantile,omitempty"`
+	// SpareHeld: the scale-down window keeps the forecast's spare like the
+	// rest of the target, as it does for a target above the default 0.99
+	// (SpareHeld); false where the spare leaves as soon as the forecast
+	// drops.
+	SpareHeld bool `json:"spareHeld,omitempty"`
 	// SLO used by the queueing-model analyzer and where it came from:
 	// "explicit", "service-class", "inferred" (k·α) or "observed" (1.5×).
 	SLOSource  string  `json:"sloSource,omitempty"`
