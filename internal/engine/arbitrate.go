@@ -211,9 +211,9 @@ func (c *cycle) noteModel(vs *variantState) {
 			ms.demand, vs.capacity, ms.sum.SLOTTFTMs, ms.sum.SLOITLMs, ms.sum.SLOSource)
 		if vs.spare > 0 {
 			vs.note("+%d replica(s) spare: the %.3g %% forecast is %.3g rps in %.0f s (mean %.3g)%s",
-				vs.spare, 100*ms.spareQ, ms.planned, ms.horizon, ms.forecastMean, c.spareWhy(ms))
+				vs.spare, 100*ms.sum.SpareQuantile, ms.planned, ms.horizon, ms.forecastMean, c.spareWhy(ms))
 		}
-		if ms.spareHeld && vs.spare > 0 {
+		if ms.sum.SpareHeld && vs.spare > 0 {
 			vs.note("the scale-down window keeps the spare (an attainment target above %.4g %%)", 100*SpareHeldAbove)
 		}
 	}
@@ -222,11 +222,10 @@ func (c *cycle) noteModel(vs *variantState) {
 // spareWhy says where the spare's quantile came from when the
 // configuration did not set it: the model's attainment target.
 func (c *cycle) spareWhy(ms *modelState) string {
-	why := ""
-	if c.cfg.SpareQuantile == 0 {
-		why = fmt.Sprintf(", for a %.3g %% attainment target", 100*c.attainmentTarget(ms.m))
+	if c.cfg.SpareQuantile != 0 {
+		return ""
 	}
-	return why
+	return fmt.Sprintf(", for a %.3g %% attainment target", 100*c.attainmentTarget(ms.m))
 }
 
 // calibrated: the attainment feedback has counted at least

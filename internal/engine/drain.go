@@ -8,8 +8,7 @@ import (
 )
 
 // forecast raises the demand the allocator covers to the q-quantile of the
-// model's arrival-rate forecast over its provisioning horizon (q from the
-// configuration, else from the model's attainment target: SpareQuantileFor): the longest
+// model's arrival-rate forecast over its provisioning horizon: the longest
 // time any of its variants takes from scale-up to Ready, plus one cycle. A
 // replica ordered now serves from then on, so it is sized for the load
 // expected then, with a margin for the forecast's error. An idle model is
@@ -25,17 +24,18 @@ func (c *cycle) forecast(ms *modelState) {
 		h = math.Max(h, c.provisioning(vs))
 	}
 	h += f.StepSeconds
-	ms.spareQ = c.cfg.SpareQuantile
-	if ms.spareQ == 0 {
-		ms.spareQ = SpareQuantileFor(c.attainmentTarget(ms.m))
+	// q from the configuration, else from the model's attainment target;
+	// above the default target the window keeps the spare (SpareHeld).
+	a := c.attainmentTarget(ms.m)
+	q := c.cfg.SpareQuantile
+	if q == 0 {
+		q = SpareQuantileFor(a)
 	}
-	mean, upper := f.quantile(h, ms.spareQ)
+	mean, upper := f.quantile(h, q)
 	ms.horizon, ms.forecastMean = h, mean
 	ms.planned = math.Max(ms.demand, upper)
-	ms.sum.PlannedRPS, ms.sum.HorizonSeconds, ms.sum.SpareQuantile = ms.planned, h, ms.spareQ
-	if SpareHeld(c.attainmentTarget(ms.m)) {
-		ms.spareHeld, ms.sum.SpareHeld = true, true
-	}
+	ms.sum.PlannedRPS, ms.sum.HorizonSeconds = ms.planned, h
+	ms.sum.SpareQuantile, ms.sum.SpareHeld = q, SpareHeld(a)
 }
 
 // drainAll runs the drain planner for every model: in parallel in

@@ -259,7 +259,7 @@ func recommendation(vs *variantState, keep []Recommendation) int {
 	switch vs.target {
 	case vs.modelTarget:
 		released := vs.spare
-		if vs.model != nil && vs.model.spareHeld {
+		if vs.model.sum.SpareHeld {
 			released = 0
 		}
 		return max(vs.target-released-vs.transient, 0)

@@ -98,10 +98,6 @@ type modelState struct {
 	// the measured demand, raised to the forecast's quantile over the
 	// horizon (seconds) when forecasting.
 	planned, forecastMean, horizon float64
-	// spareQ is the forecast's quantile planned is (SpareQuantileFor).
-	spareQ float64
-	// spareHeld: the stabilisation window keeps the spare (SpareHeld).
-	spareHeld bool
 	// satCfg is the saturation thresholds in force for the model: the
 	// defaults, the snapshot's, then the model's own.
 	satCfg SaturationConfig

@@ -62,10 +62,11 @@ func TestSpareLeavesWithoutWindow(t *testing.T) {
 	}{{2, 3}, {0, 5}} {
 		e := New(nil)
 		c := &cycle{e: e, cfg: Config{}.withDefaults(), now: t0}
-		vs := &variantState{key: "k", v: &Variant{CurrentReplicas: 3}, target: 5, modelTarget: 5, capTarget: -1, spare: tc.spare}
+		ms := &modelState{}
+		vs := &variantState{model: ms, key: "k", v: &Variant{CurrentReplicas: 3}, target: 5, modelTarget: 5, capTarget: -1, spare: tc.spare}
 		c.stabilize(vs)
 		c.now = t0.Add(30 * time.Second)
-		vs = &variantState{key: "k", v: &Variant{CurrentReplicas: 5}, target: 3, modelTarget: 3, capTarget: -1}
+		vs = &variantState{model: ms, key: "k", v: &Variant{CurrentReplicas: 5}, target: 3, modelTarget: 3, capTarget: -1}
 		c.stabilize(vs)
 		if vs.target != tc.want {
 			t.Errorf("spare %d: target %d after the window, want %d (%v)", tc.spare, vs.target, tc.want, vs.notes)
