@@ -63,6 +63,7 @@ func (c *cycle) hold(vs *variantState) {
 func (c *cycle) zero(ms *modelState) {
 	busy := ms.demand > 0 || ms.m.GatewayWaitingRequests > 0
 	idle := c.idleFor(ms, busy)
+	ms.idleSeconds = idle
 	current, target := 0, 0
 	for _, vs := range ms.variants {
 		current += vs.v.CurrentReplicas
@@ -238,6 +239,12 @@ func (c *cycle) stabilize(vs *variantState) {
 	keep = recordRecommendation(keep, c.now, recommendation(vs, keep))
 	c.e.state.Recommendations[vs.key] = keep
 	if vs.held || vs.target >= vs.v.CurrentReplicas {
+		return
+	}
+	// The scale-to-zero retention is this scale-down's own stabilisation:
+	// once the model has been idle for the whole window too, every record
+	// in it is an idle cycle's hold of the retained replica, not a need.
+	if vs.reason == ReasonScaleToZero && vs.model.idleSeconds >= window.Seconds() {
 		return
 	}
 	highest := vs.target

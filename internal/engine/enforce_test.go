@@ -91,6 +91,51 @@ func TestRetentionAcrossCycles(t *testing.T) {
 	}
 }
 
+// TestScaleToZeroNotDeferredByWindow: the retention is the scale to
+// zero's own stabilisation. Once the model has been idle for the whole
+// scale-down window too, the window's records are the idle cycles' hold
+// of the retained replica, and they do not defer the scale to zero by
+// another window (before the rule it came at 16 min, not 11). A retention
+// shorter than the window still waits for the window.
+func TestScaleToZeroNotDeferredByWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		retention      float64
+		busyUntil      time.Duration // traffic from 0 to here, a cycle every 30 s
+		wantZero       time.Duration // the first cycle at zero
+		wantStabilized bool          // a cycle before it is deferred by the window
+	}{
+		{"default retention", 0, time.Minute, 11 * time.Minute, false},
+		{"retention below the window", 120, time.Minute, 6 * time.Minute, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New(nil)
+			stabilized := false
+			for at := time.Duration(0); at <= 20*time.Minute; at += 30 * time.Second {
+				rate := 0.0
+				if at <= tc.busyUntil {
+					rate = 2
+				}
+				s := snapshot(ModeCapacityOnly, variant("v", "H100").minMax(0, 4).pods(0.1, 0).traffic(rate, 100, 10, 30, 8))
+				s.Time = t0.Add(at)
+				s.Config.ScaleToZeroRetentionSeconds = tc.retention
+				d := decision(t, plan(t, e, s), "v")
+				stabilized = stabilized || d.Reason == ReasonStabilized
+				if d.Desired == 0 {
+					if at != tc.wantZero || d.Reason != ReasonScaleToZero || stabilized != tc.wantStabilized {
+						t.Fatalf("at zero at %v (want %v), deferred by the window before: %v (want %v): %+v", at, tc.wantZero, stabilized, tc.wantStabilized, d)
+					}
+					return
+				}
+				if at > tc.busyUntil && d.Desired != 1 {
+					t.Fatalf("idle at %v: %+v", at, d)
+				}
+			}
+			t.Fatalf("never at zero")
+		})
+	}
+}
+
 func TestMinMaxClamp(t *testing.T) {
 	s := snapshot(ModeCapacityOnly, variant("v", "H100").minMax(1, 2).pods(0.95, 0, 0.95, 0))
 	if d := decision(t, plan(t, nil, s), "v"); d.Desired != 2 || !strings.Contains(d.Explanation, "maximum") {

@@ -94,6 +94,8 @@ type modelState struct {
 	sum                          ModelSummary
 	modelOK                      bool
 	tpsFloor                     float64
+	// idleSeconds: how long the model has seen no request (0 while busy).
+	idleSeconds float64
 	// planned is the demand the allocator covers before the TPS floor:
 	// the measured demand, raised to the forecast's quantile over the
 	// horizon (seconds) when forecasting.
