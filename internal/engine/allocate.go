@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"sort"
 	"strings"
 
 	"github.com/llm-d-incubation/wva/internal/alloc"
@@ -103,6 +104,7 @@ func (c *cycle) allocateLimited() {
 				vs.note("limited mode: the model moved off %s to make room for other models (%+.3g cost)", strings.Join(a.MovedOff, ", "), a.ExtraCost)
 			}
 		}
+		ms.limitedSpare()
 		switch {
 		case a.BeyondMax:
 			ms.sum.ModelError = "the demand exceeds what every variant at its maximum can serve within the SLO"
@@ -125,4 +127,36 @@ func (c *cycle) priority(m *Model) int {
 		return sc.Priority
 	}
 	return 1
+}
+
+// limitedSpare marks, in limited mode, the replicas of a model's
+// allocation that only the forecast's spare needs: the allocation's
+// replicas of the highest cost per unit of capacity that the model's
+// current demand (with its TPS floor) can do without. As in unlimited mode
+// they are its spare, which the scale-down window does not keep unless the
+// target is above the default (SpareHeld). The allocator's choice of
+// variants stands; only the count above the steady need is marked.
+func (ms *modelState) limitedSpare() {
+	need := math.Max(ms.demand, ms.tpsFloor)
+	if need >= ms.demandOf() {
+		return
+	}
+	supply := 0.0
+	order := make([]*variantState, 0, len(ms.variants))
+	for _, vs := range ms.variants {
+		vs.spare = 0
+		if vs.capacity > 0 && !vs.held {
+			supply += float64(vs.modelTarget) * vs.capacity
+			order = append(order, vs)
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		return order[i].v.cost()/order[i].capacity > order[j].v.cost()/order[j].capacity
+	})
+	for _, vs := range order {
+		for vs.modelTarget-vs.spare > vs.v.minReplicas() && supply-vs.capacity >= need {
+			vs.spare++
+			supply -= vs.capacity
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -141,7 +142,7 @@ func TestSpareFromAttainmentTarget(t *testing.T) {
 // rampTo16 runs the two cycles of TestSpareFromAttainmentTarget (10 then
 // 16 rps, 30 s apart) for a model with the given attainment target and
 // configured spare quantile, and returns the engine and the last plan.
-func rampTo16(t *testing.T, target, configured float64) (*Engine, *Plan) {
+func rampTo16(t *testing.T, target, configured float64, opts ...func(*Snapshot)) (*Engine, *Plan) {
 	t.Helper()
 	e := New(nil)
 	var p *Plan
@@ -152,6 +153,9 @@ func rampTo16(t *testing.T, target, configured float64) (*Engine, *Plan) {
 		s.Models[0].SLO = &SLO{TTFTMs: 1000, ITLMs: 50}
 		s.Models[0].Attainment = target
 		s.Config.SpareQuantile = configured
+		for _, o := range opts {
+			o(s)
+		}
 		p = plan(t, e, s)
 	}
 	return e, p
@@ -203,5 +207,65 @@ func TestWindowKeepsSpareAboveDefaultTarget(t *testing.T) {
 		if why := "the scale-down window keeps the spare (an attainment target above 99 %)"; tc.held != strings.Contains(d.Explanation, why) {
 			t.Errorf("target %v: the explanation %q, want %q in it: %v", tc.target, d.Explanation, why, tc.held)
 		}
+	}
+}
+
+// TestLimitedModeReleasesSpare: in limited mode too, the forecast's spare
+// is priced in the explanation and kept out of the scale-down window at
+// the default target (before, the global allocation's whole target was
+// recorded, so a spare the forecast no longer wanted stayed for 300 s).
+// The ramp of TestWindowKeepsSpareAboveDefaultTarget, under an inventory
+// of 100 H100.
+func TestLimitedModeReleasesSpare(t *testing.T) {
+	limited := func(s *Snapshot) {
+		s.Optimizer = OptimizerLimited
+		s.Inventory = map[string]int{"H100": 100}
+	}
+	sd := math.Sqrt(23.76)
+	e, p := rampTo16(t, 0.99, 0, limited)
+	d := decision(t, p, "v")
+	c := d.Queueing.CapacityPerReplicaRPS
+	need := func(rate float64) int { return int(math.Ceil(rate/c - 1e-9)) }
+	planned := 16 + 1.6448536269514722*sd
+	if d.Desired != need(planned) || d.Desired <= need(16) {
+		t.Fatalf("desired %d, want %d (more than the %d of 16 rps) at %v rps per replica", d.Desired, need(planned), need(16), c)
+	}
+	recs := e.state.Recommendations[variantKey("prod", "llama", "v")]
+	if got := recs[len(recs)-1].Replica; got != need(16) {
+		t.Errorf("the window recorded %d, want %d (16 rps at %.4g per replica; desired %d)", got, need(16), c, d.Desired)
+	}
+	if why := fmt.Sprintf("+%d replica(s) spare: the 95 %% forecast", need(planned)-need(16)); !strings.Contains(d.Explanation, why) {
+		t.Errorf("the explanation %q, want %q in it", d.Explanation, why)
+	}
+}
+
+// TestLimitedSpare: the spare of a limited-mode allocation is what the
+// current demand can do without, taken from the highest cost per unit of
+// capacity first, never below a variant's minimum. Hand-computed: A (cost
+// 1, 2 rps a replica) × 3 and B (cost 3, 4 rps) × 2 supply 14 rps for a
+// planned 14 and a demand of 7: B goes first (0.75 per rps against 0.5):
+// 14 − 4 = 10 ≥ 7, a second would leave 6; then A: 10 − 2 = 8 ≥ 7.
+func TestLimitedSpare(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		demand, planned float64
+		minA            int
+		wantA, wantB    int
+	}{
+		{"both", 7, 14, 0, 1, 1},
+		{"A at its minimum", 7, 14, 3, 0, 1},
+		{"no spare when the demand is the plan", 14, 14, 0, 0, 0},
+		{"demand at zero: down to the minima (B's is 1)", 0, 14, 0, 3, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			minA := tc.minA
+			a := &variantState{v: &Variant{Name: "a", Cost: 1, MinReplicas: &minA}, capacity: 2, modelTarget: 3}
+			b := &variantState{v: &Variant{Name: "b", Cost: 3}, capacity: 4, modelTarget: 2}
+			ms := &modelState{variants: []*variantState{a, b}, demand: tc.demand, planned: tc.planned}
+			ms.limitedSpare()
+			if a.spare != tc.wantA || b.spare != tc.wantB {
+				t.Errorf("spare a %d, b %d; want %d, %d", a.spare, b.spare, tc.wantA, tc.wantB)
+			}
+		})
 	}
 }
