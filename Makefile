@@ -114,13 +114,13 @@ evaluate-warm: eval-binary ## rerun every shipped scenario after a WARMUP-s warm
 		cp $(BIN)/evaluation-warm/$$s/seeds.csv docs/evaluation/warm/$$s.csv; \
 	done
 
-# Three seeds: the sweep of every autoscaler on all 13 scenarios is 20
-# CPU-minutes (about 11 minutes on 2 cores); FRONTIER_SEEDS=5 takes about
+# Three seeds: the sweep of every autoscaler on all 13 scenarios is 23
+# CPU-minutes (about 12 minutes on 2 cores); FRONTIER_SEEDS=5 takes about
 # half as long again.
 FRONTIER_SEEDS := 3
 
 .PHONY: frontiers
-frontiers: eval-binary ## sweep every autoscaler's settings on every shipped scenario (FRONTIER_SEEDS seeds) into docs/evaluation/*/ (about 11 minutes on 2 cores)
+frontiers: eval-binary ## sweep every autoscaler's settings on every shipped scenario (FRONTIER_SEEDS seeds) into docs/evaluation/*/ (about 12 minutes on 2 cores)
 	@for s in $(SCENARIOS); do \
 		$(EVAL_RUN) simulate --scenario $$s --sweep --repeat $(FRONTIER_SEEDS) --out $(BIN)/frontiers/$$s > $(BIN)/frontiers-$$s.txt || exit 1; \
 		mkdir -p docs/evaluation/$$s; \
