@@ -250,17 +250,21 @@ func TestLimitedSpare(t *testing.T) {
 		name            string
 		demand, planned float64
 		minA            int
+		heldB           bool
 		wantA, wantB    int
 	}{
-		{"both", 7, 14, 0, 1, 1},
-		{"A at its minimum", 7, 14, 3, 0, 1},
-		{"no spare when the demand is the plan", 14, 14, 0, 0, 0},
-		{"demand at zero: down to the minima (B's is 1)", 0, 14, 0, 3, 1},
+		{"both", 7, 14, 0, false, 1, 1},
+		{"A at its minimum", 7, 14, 3, false, 0, 1},
+		{"no spare when the demand is the plan", 14, 14, 0, false, 0, 0},
+		{"demand at zero: down to the minima (B's is 1)", 0, 14, 0, false, 3, 1},
+		// A held variant (metrics unusable) neither supplies nor gives up
+		// a spare: A alone covers 6 of the 7 rps, so none of it goes.
+		{"B held", 7, 14, 0, true, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			minA := tc.minA
 			a := &variantState{v: &Variant{Name: "a", Cost: 1, MinReplicas: &minA}, capacity: 2, modelTarget: 3}
-			b := &variantState{v: &Variant{Name: "b", Cost: 3}, capacity: 4, modelTarget: 2}
+			b := &variantState{v: &Variant{Name: "b", Cost: 3}, capacity: 4, modelTarget: 2, held: tc.heldB}
 			ms := &modelState{variants: []*variantState{a, b}, demand: tc.demand, planned: tc.planned}
 			ms.limitedSpare()
 			if a.spare != tc.wantA || b.spare != tc.wantB {
