@@ -225,7 +225,7 @@ func (c *cycle) spareWhy(ms *modelState) string {
 	if c.cfg.SpareQuantile != 0 {
 		return ""
 	}
-	return fmt.Sprintf(", for a %.3g %% attainment target", 100*c.attainmentTarget(ms.m))
+	return fmt.Sprintf(", for a %.3g %% attainment target", 100*ms.attainment)
 }
 
 // calibrated: the attainment feedback has counted at least

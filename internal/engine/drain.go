@@ -26,16 +26,15 @@ func (c *cycle) forecast(ms *modelState) {
 	h += f.StepSeconds
 	// q from the configuration, else from the model's attainment target;
 	// above the default target the window keeps the spare (SpareHeld).
-	a := c.attainmentTarget(ms.m)
 	q := c.cfg.SpareQuantile
 	if q == 0 {
-		q = SpareQuantileFor(a)
+		q = SpareQuantileFor(ms.attainment)
 	}
 	mean, upper := f.quantile(h, q)
 	ms.horizon, ms.forecastMean = h, mean
 	ms.planned = math.Max(ms.demand, upper)
 	ms.sum.PlannedRPS, ms.sum.HorizonSeconds = ms.planned, h
-	ms.sum.SpareQuantile, ms.sum.SpareHeld = q, SpareHeld(a)
+	ms.sum.SpareQuantile, ms.sum.SpareHeld = q, SpareHeld(ms.attainment)
 }
 
 // drainAll runs the drain planner for every model: in parallel in
