@@ -157,9 +157,12 @@ type variantState struct {
 	// requests (saturation analysis: what a replica holds at this load).
 	batchSum float64
 	batchN   int
-	target   int
-	reason   Reason
-	notes    []string
+	// muSum/muN: the measured service rates of those pods (satGroup.servedBy).
+	muSum  float64
+	muN    int
+	target int
+	reason Reason
+	notes  []string
 }
 
 func (vs *variantState) note(format string, args ...any) {
@@ -471,10 +474,51 @@ func (c *cycle) saturation(ms *modelState) {
 	}
 	sort.Strings(order)
 	for _, r := range order {
-		g := analyzeSaturation(cfg, r, roles[r], plansBacklog(c.mode, ms))
+		g := analyzeSaturation(cfg, r, roles[r], plansBacklog(c.mode, ms), c.satBacklog(ms, roles[r]))
 		ms.sat = append(ms.sat, g)
 		ms.sum.Saturation = append(ms.sum.Saturation, g.d)
 	}
+}
+
+// satBacklog is what the saturation analysis of a group needs to size its
+// backlog by time: the model's arrival rate (the gateway's where the pods
+// report none yet), the requests waiting at the gateway (the group without
+// a role only: a disaggregated model's gateway queue is its prefill's) and
+// the group's provisioning horizon.
+func (c *cycle) satBacklog(ms *modelState, group []*variantState) satBacklog {
+	bl := satBacklog{lambda: ms.demand}
+	if r := ms.m.ArrivalRateRPS; r > bl.lambda && r <= math.MaxFloat64 {
+		bl.lambda = r
+	}
+	// The arrival rate is a rate over the last minute: it lags a surge,
+	// whose first sign is a growing backlog. Sized by time on that rate, a
+	// growing backlog would wait for the rate to catch up.
+	if last, ok := c.e.state.Planned[ms.key]; ok {
+		b := ms.backlog()
+		bl.growing = b > last.backlog+math.Sqrt(last.backlog)
+	}
+	if w := ms.m.GatewayWaitingRequests; group[0].v.Role != "decode" && w > 0 && w <= math.MaxFloat64 {
+		bl.gateway = w
+	}
+	for _, vs := range group {
+		bl.horizon = math.Max(bl.horizon, c.provisioning(vs))
+	}
+	return bl
+}
+
+// backlog is the model's requests waiting at the gateway and in the
+// replicas whose metrics are usable.
+func (ms *modelState) backlog() float64 {
+	b := ms.m.GatewayWaitingRequests
+	if !(b > 0 && b <= math.MaxFloat64) {
+		b = 0
+	}
+	for _, vs := range ms.variants {
+		for _, p := range vs.pods {
+			b += p.WaitingRequests
+		}
+	}
+	return b
 }
 
 // SeedScaleDownWindow records replicas as a variant's recommendation at

@@ -29,6 +29,7 @@ type planned struct {
 	at      time.Time
 	rateRPS float64 // the demand sized for: max(measured, forecast quantile)
 	waiting float64 // requests waiting at the gateway then
+	backlog float64 // requests waiting at the gateway and in the replicas then
 }
 
 // Wake is the rule of the fast loop for a model with no replica: when none
@@ -112,6 +113,7 @@ func (e *Engine) Surge(m *Model, now time.Time) (string, bool) {
 // recordPlanned keeps what each model's cycle planned for (Surge's baseline).
 func (c *cycle) recordPlanned() {
 	for _, ms := range c.models {
-		c.e.state.Planned[ms.key] = planned{at: c.now, rateRPS: max(ms.demand, ms.planned), waiting: ms.m.GatewayWaitingRequests}
+		c.e.state.Planned[ms.key] = planned{at: c.now, rateRPS: max(ms.demand, ms.planned), waiting: ms.m.GatewayWaitingRequests,
+			backlog: ms.backlog()}
 	}
 }

@@ -15,6 +15,9 @@ type satPod struct {
 	running   float64 // requests in the batch; 0 when unknown
 	capTokens float64 // KV capacity in tokens; 0 when unknown
 	tokPerReq float64 // average tokens a request holds (input + output)
+	itlMs     float64 // mean inter-token latency; 0 when unknown
+	outTok    float64 // mean output tokens per request; 0 when unknown
+	age       float64 // seconds since Ready; 0 when unknown
 }
 
 // analyzeSaturation is the saturation (capacity) analyzer (the WVA
@@ -47,9 +50,12 @@ type satPod struct {
 // succeeded) queues are its drain planner's: a replica is saturated by its
 // KV usage alone, and queued requests count neither as KV load nor as queue
 // demand. Elsewhere, the replicas a scale-up adds for the backlog alone are
-// marked transient (markTransient).
-func analyzeSaturation(cfg SaturationConfig, role string, group []*variantState, drainQueue bool) *satGroup {
-	g := &satGroup{cfg: cfg, variants: group, drainQueue: drainQueue}
+// marked transient (markTransient), and where the replicas holding the
+// backlog have a measured service rate (or it waited for them to start),
+// the backlog is sized by the time it takes to clear, at most as the
+// batches it would fill (drainBacklog).
+func analyzeSaturation(cfg SaturationConfig, role string, group []*variantState, drainQueue bool, bl satBacklog) *satGroup {
+	g := &satGroup{cfg: cfg, variants: group, drainQueue: drainQueue, bl: bl}
 	g.d.Role = role
 	d := &g.d
 	pods, normalized := saturationPods(group)
@@ -114,6 +120,7 @@ func (g *satGroup) addLoad(pods []satPod, normalized bool) {
 	nonSat := 0
 	for _, vs := range g.variants {
 		vs.batchSum, vs.batchN = 0, 0
+		vs.muSum, vs.muN = 0, 0
 	}
 	for _, p := range pods {
 		c := capOf(p, normalized)
@@ -129,6 +136,7 @@ func (g *satGroup) addLoad(pods []satPod, normalized bool) {
 			p.vs.batchN++
 			g.batchSum += p.running
 			g.batchN++
+			g.servedBy(p)
 		}
 		if g.saturated(p) {
 			d.Saturated++
@@ -159,8 +167,19 @@ type satGroup struct {
 	capKV    float64
 	queuedKV float64 // the part of LoadKV that queued requests will need
 	// batchSum/batchN: running requests of the pods with waiting ones.
-	batchSum        float64
-	batchN          int
+	batchSum float64
+	batchN   int
+	// muSum/muN: the service rates of the pods with waiting requests
+	// whose latency is measured (servedBy); youngAge: the oldest of those
+	// without a measurement that became Ready less than youngPodSeconds
+	// ago (0: none).
+	muSum    float64
+	muN      int
+	youngAge float64
+	bl       satBacklog
+	// inBatches: the KV and queue deficits of the rule in batches, which
+	// bound a scale-up sized by time (drainBacklog).
+	inBatches       [2]float64
 	nonSat, pending int
 	text            string // summary, once formatted
 }
@@ -228,7 +247,8 @@ func saturationPods(group []*variantState) ([]satPod, bool) {
 		}
 		for _, p := range vs.pods {
 			sp := satPod{vs: vs, kv: p.KVCacheUsage, queue: p.WaitingRequests, running: p.RunningRequests,
-				capTokens: float64(p.KVBlocks) * float64(p.BlockSize), tokPerReq: p.AvgInputTokens + p.AvgOutputTokens}
+				capTokens: float64(p.KVBlocks) * float64(p.BlockSize), tokPerReq: p.AvgInputTokens + p.AvgOutputTokens,
+				itlMs: p.AvgITLMs, outTok: p.AvgOutputTokens, age: p.AgeSeconds}
 			if sp.tokPerReq == 0 {
 				sp.tokPerReq = vs.model.tokensPerRequest
 			}
@@ -288,7 +308,7 @@ func byCostPerCapacity(group []*variantState, unit func(*variantState) float64, 
 }
 
 func (g *satGroup) scaleUp() {
-	cfg, d := g.cfg, &g.d
+	d := &g.d
 	defer g.markTransient()
 	kvDef := d.LoadKV - d.SupplyKV
 	qDef := d.LoadQueue - d.SupplyQueue
@@ -303,15 +323,43 @@ func (g *satGroup) scaleUp() {
 			qDef -= float64(vs.v.pending()) * g.batch(vs)
 		}
 	}
-	if kvDef <= 0 && qDef <= 0 {
-		if g.pending > 0 {
-			d.Note = fmt.Sprintf("%d pending replica(s) already cover the headroom", g.pending)
+	timed := g.timesBacklog()
+	if timed {
+		// The backlog is sized by the time it takes to clear
+		// (drainBacklog), at most as the batches it would fill: only
+		// the KV of the requests running is a deficit here.
+		g.inBatches = [2]float64{kvDef, qDef + g.bl.gateway}
+		kvDef -= g.queuedKV
+		qDef = 0
+	}
+	switch {
+	case kvDef > 0 || qDef > 0:
+		if !g.cover(kvDef, qDef) {
+			d.Note = "every variant is at its maximum; the headroom cannot be restored"
 			return
 		}
+	case timed:
+	case g.pending > 0:
+		d.Note = fmt.Sprintf("%d pending replica(s) already cover the headroom", g.pending)
+		return
+	default:
 		// Uneven load: the averages trip the trigger while the aggregate
 		// does not; one more replica restores the margin.
-		kvDef = math.SmallestNonzeroFloat64
+		if !g.cover(math.SmallestNonzeroFloat64, 0) {
+			d.Note = "every variant is at its maximum; the headroom cannot be restored"
+			return
+		}
 	}
+	if timed {
+		g.drainBacklog(kvDef)
+	}
+}
+
+// cover adds the replicas that close a KV deficit and a queue deficit,
+// on the variants of the lowest cost per unit of KV capacity first, within
+// their maxima. It reports whether both deficits are closed.
+func (g *satGroup) cover(kvDef, qDef float64) bool {
+	cfg, d := g.cfg, &g.d
 	for _, vs := range byCostPerCapacity(g.variants, g.unit, false) {
 		if vs.held {
 			continue
@@ -334,10 +382,153 @@ func (g *satGroup) scaleUp() {
 		kvDef -= float64(n) * perKV
 		qDef -= float64(n) * perQ
 		if kvDef <= 0 && qDef <= 0 {
-			return
+			return true
 		}
 	}
-	d.Note = "every variant is at its maximum; the headroom cannot be restored"
+	return false
+}
+
+// youngPodSeconds: a pod Ready for less than this has not served long
+// enough for its latency averages (rates over a minute) to exist.
+const youngPodSeconds = 60
+
+// servedBy counts the service rate of a pod with waiting requests, by
+// Little's law: the batch it holds over the time a request spends in it,
+// one step for its prefill and one per output token at the measured
+// inter-token latency. A pod without a measurement that became Ready
+// recently sets the group's youngAge (waitedFor).
+func (g *satGroup) servedBy(p satPod) {
+	res := p.itlMs / 1000 * (p.outTok + 1)
+	if !(res > 0) || math.IsInf(res, 0) || !(p.outTok > 0) {
+		if p.age > 0 && p.age < youngPodSeconds {
+			g.youngAge = math.Max(g.youngAge, p.age)
+		}
+		return
+	}
+	mu := p.running / res
+	p.vs.muSum += mu
+	p.vs.muN++
+	g.muSum += mu
+	g.muN++
+}
+
+// serviceRate is the requests/s one replica of vs serves with a full
+// batch: the mean of its pods' (servedBy), else of the group's, else 0.
+func (g *satGroup) serviceRate(vs *variantState) float64 {
+	switch {
+	case vs.muN > 0:
+		return vs.muSum / float64(vs.muN)
+	case g.muN > 0:
+		return g.muSum / float64(g.muN)
+	}
+	return 0
+}
+
+// batchBound is how many replicas of vs the rule in batches would add for
+// the backlog: those for its deficits (inBatches) less those already added
+// for the KV deficit without it (kvDef).
+func (g *satGroup) batchBound(vs *variantState, kvDef float64) int {
+	cfg := g.cfg
+	perKV := g.unit(vs) * (cfg.KVCacheThreshold - cfg.KVSpareTrigger)
+	perQ := cfg.QueueLengthThreshold - cfg.QueueSpareTrigger + g.batch(vs)
+	all := math.Max(math.Max(g.inBatches[0]/perKV, g.inBatches[1]/perQ), 0)
+	running := math.Max(kvDef/perKV, 0)
+	return max(alloc.CeilCount(all, math.MaxInt32)-alloc.CeilCount(running, math.MaxInt32), 0)
+}
+
+// satBacklog is what the saturation analyzer needs to size a backlog by
+// time: the model's arrival rate, the requests waiting at the gateway and
+// the provisioning horizon (the longest time any of the group's variants
+// takes from scale-up to Ready).
+type satBacklog struct {
+	lambda, gateway, horizon float64
+	// growing: the model's backlog grew since its last cycle by more than
+	// the square root of what it was (one Poisson deviation).
+	growing bool
+}
+
+// timesBacklog says whether the backlog is sized by time (drainBacklog)
+// rather than by the batches it would fill: there is one, the analyzer
+// owns it, it has not grown since the last cycle (a surge the arrival
+// rate, a rate over a minute, has not caught up with yet), the horizon is
+// known, and either the replicas holding it have a measured service rate
+// or the backlog waited for them (g.waitedFor).
+func (g *satGroup) timesBacklog() bool {
+	if g.drainQueue || g.bl.growing || !(g.bl.horizon > 0) || g.d.LoadQueue+g.bl.gateway <= 0 {
+		return false
+	}
+	return g.muN > 0 || g.waitedFor()
+}
+
+// waitedFor says whether the backlog is one that waited for replicas to
+// become Ready (a wake from zero, a scale-up from saturated replicas)
+// rather than one that built up while they served: the replicas holding
+// it became Ready too recently to have a measured service rate, and more
+// requests wait than arrived since the oldest of them did (at the
+// gateway's rate; unknown, it cannot tell). Such a backlog
+// is sized at the next cycle, by time, once they have served a while; a
+// queue that built up on replicas serving is sized in batches at once.
+func (g *satGroup) waitedFor() bool {
+	return g.youngAge > 0 && g.bl.lambda > 0 && g.d.LoadQueue+g.bl.gateway > g.bl.lambda*g.youngAge
+}
+
+// drainBacklog sizes the backlog's scale-up as the drain planner does for a
+// model the queueing model sizes (drain.go), with the service rate measured
+// on the replicas instead of the model's: over the horizon H the backlog
+// grows by the arrival rate λ less what the ready replicas serve (M₀); from
+// then on it drains at what the whole group serves beyond λ (M₁). Replicas
+// are added, on the variant of the lowest cost per request/s, only where
+// that does not clear it within another H: a replica that would arrive
+// after the backlog has cleared is not ordered, nor more than the rule in
+// batches would add (cover: the replicas that take the whole backlog into
+// their batches at once; more could not serve it sooner). kvDef is the KV
+// deficit already covered without the backlog. When the replicas holding
+// the backlog have not served long enough to measure their rate, the
+// sizing waits a cycle.
+func (g *satGroup) drainBacklog(kvDef float64) {
+	d := &g.d
+	backlog := d.LoadQueue + g.bl.gateway
+	if g.muN == 0 {
+		d.Note = fmt.Sprintf("%.0f request(s) waiting on replicas Ready for under %d s: their service rate is not measured yet; the backlog is sized at the next cycle",
+			backlog, youngPodSeconds)
+		return
+	}
+	var m0, m1 float64
+	var best *variantState
+	for _, vs := range g.variants {
+		if vs.held {
+			continue
+		}
+		mu := g.serviceRate(vs)
+		m0 += float64(vs.v.ReadyReplicas) * mu
+		m1 += float64(vs.capTarget) * mu
+		if vs.capTarget < vs.v.maxReplicas() && (best == nil || vs.v.cost()/mu < best.v.cost()/g.serviceRate(best)) {
+			best = vs
+		}
+	}
+	h, lambda := g.bl.horizon, g.bl.lambda
+	atH := math.Max(backlog+(lambda-m0)*h, 0)
+	need := atH/h - (m1 - lambda)
+	if need <= 0 {
+		d.Note = fmt.Sprintf("%.0f request(s) waiting clear within %.0f s at %.3g requests/s served, %.3g arriving", backlog, 2*h, m1, lambda)
+		return
+	}
+	if best == nil {
+		d.Note = "every variant is at its maximum; the backlog cannot be cleared in time"
+		return
+	}
+	room := best.v.maxReplicas() - best.capTarget
+	if b := g.batchBound(best, kvDef); b < room {
+		room = b
+	}
+	k := alloc.CeilCount(need/g.serviceRate(best), room)
+	if k == 0 {
+		d.Note = fmt.Sprintf("%.0f request(s) waiting: the replicas it has take them into their batches", backlog)
+		return
+	}
+	best.capTarget += k
+	d.ExtraReplicas += k
+	d.Note = fmt.Sprintf("%.0f request(s) waiting, %.0f expected in %.0f s; +%d to clear them within another %.0f s", backlog, atH, h, k, h)
 }
 
 // batch is how many requests a new replica of vs takes into its batch

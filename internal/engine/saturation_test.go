@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSaturationGuideCases are cases worked through the WVA saturation guide's
@@ -213,5 +214,122 @@ func TestAggregateDeficitTriggers(t *testing.T) {
 	// Load 4.35 over 0.70 per replica: 7 replicas.
 	if d := decision(t, p, "v"); d.Desired != 7 {
 		t.Errorf("desired %d: %s", d.Desired, d.Explanation)
+	}
+}
+
+// TestBacklogSizedByTime: where the replicas holding a backlog have a
+// measured service rate (Little's law: the batch over the time a request
+// spends in it), the saturation analyzer sizes the backlog as the drain
+// planner does, by the time it takes to clear, not by the batches it would
+// fill. The horizon is the default provisioning time, 120 s.
+func TestBacklogSizedByTime(t *testing.T) {
+	// One replica: KV 0.3 (block counts unknown, so capacities are one unit
+	// a replica), running 10, ITL itl ms, 99 output tokens, λ arriving.
+	backlogged := func(queue, itl, lambda float64) *variantB {
+		v := variant("v", "H100").pods(0.3, queue)
+		p := &v.v.Pods[0]
+		p.RunningRequests, p.ArrivalRateRPS, p.AvgInputTokens, p.AvgOutputTokens, p.AvgITLMs = 10, lambda, 500, 99, itl
+		return v
+	}
+	for _, tc := range []struct {
+		name          string
+		v             *variantB
+		gateway       float64
+		want          int
+		note, oldRule string
+	}{
+		// ITL 20 ms × (99 + 1) = 2 s → μ = 5 requests/s. 20 waiting, λ = 2:
+		// the replica clears them long before a new one could start.
+		// (Sized in batches: (20 − 2) / (2 + 10) → 2 more.)
+		{"cleared by the replica it has", backlogged(20, 20, 2), 0, 1, "clear within 240 s", "3"},
+		// ITL 50 ms → 5 s, μ = 2; 100 waiting, λ = 3: in 120 s the backlog
+		// grows to 100 + (3 − 2) × 120 = 220; clearing that in another
+		// 120 s needs 220/120 + 3 = 4.83 requests/s served → 2 more
+		// replicas (3 serve 6: 220 in 73 s; 2 serve 4: 220 in 220 s).
+		// (In batches: 98 / 12 → 9 more; the step limit lets 8 through.)
+		{"two more clear it within the horizon", backlogged(100, 50, 3), 0, 3, "+2 to clear them", "9"},
+		// 200 more at the gateway: 420 at the horizon, 420/120 + 3 = 6.5
+		// requests/s → 3 more (4 serve 8: 84 s).
+		{"the gateway's waiting requests count", backlogged(100, 50, 3), 200, 4, "300 request(s) waiting, 420 expected", "9"},
+		// 6 waiting, λ = 3 against μ = 2: by time, 6 + 120 = 126 at the
+		// horizon → 126/120 + 1 = 2.05 requests/s → 2 more; but one more
+		// replica takes the whole queue into its batch ((6 − 2) / 12 → 1):
+		// a second could not serve it sooner. The arrival rate above what
+		// the replicas serve is the KV and queue triggers' to size.
+		{"never more than the batches would add", backlogged(6, 50, 3), 0, 2, "+1 to clear them", "2"},
+		// Within the maximum.
+		{"within the maximum", backlogged(100, 50, 3).minMax(1, 2), 0, 2, "+1 to clear them", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := snapshot(ModeCapacityOnly, tc.v)
+			s.Models[0].GatewayWaitingRequests = tc.gateway
+			p := plan(t, nil, s)
+			d := decision(t, p, "v")
+			if d.Desired != tc.want || !strings.Contains(d.Explanation, tc.note) {
+				t.Errorf("desired %d, want %d (sized in batches: %s), with %q: %s", d.Desired, tc.want, tc.oldRule, tc.note, d.Explanation)
+			}
+		})
+	}
+}
+
+// TestBacklogOnNewReplicaWaits: a replica that became Ready seconds ago
+// holds the backlog that waited for it (a wake from zero) and has served
+// too little to have a latency average. Its service rate is unknown, so
+// the backlog is sized at the next cycle, not as batches: the scenario
+// scale-from-zero, where the batches asked for 6 replicas and one more
+// cleared the backlog. A queue that built up while the replica served
+// (fewer waiting than arrived since it became Ready: a fleet too small
+// from the start), a queue on a replica whose arrival rate is not known
+// yet, or a replica Ready for longer without latency metrics, keeps the
+// rule in batches.
+func TestBacklogOnNewReplicaWaits(t *testing.T) {
+	for _, tc := range []struct {
+		age, lambda float64
+		want        int
+		note        string
+	}{
+		{10, 2, 1, "not measured yet"}, // 100 waiting > 2 × 10 arrived
+		{30, 5, 9, "+9 for headroom"},  // 100 waiting < 5 × 30 arrived
+		{10, 0, 9, "+9 for headroom"},  // no arrival rate: it cannot tell
+		{600, 0, 9, "+9 for headroom"}, // (100 − 2) / (2 + 10) → 9 more (the step limit allows +8)
+	} {
+		v := variant("v", "H100").pods(0.3, 100)
+		p := &v.v.Pods[0]
+		p.RunningRequests, p.AgeSeconds = 10, tc.age
+		s := snapshot(ModeCapacityOnly, v)
+		s.Models[0].ArrivalRateRPS = tc.lambda
+		pl := plan(t, nil, s)
+		if d := decision(t, pl, "v"); d.Desired != tc.want || !strings.Contains(d.Explanation, tc.note) {
+			t.Errorf("Ready for %v s, %v requests/s: desired %d, want %d with %q: %s", tc.age, tc.lambda, d.Desired, tc.want, tc.note, d.Explanation)
+		}
+	}
+}
+
+// TestGrowingBacklogSizedInBatches: the arrival rate is a rate over the
+// last minute and lags a surge, whose first sign is a backlog that grows.
+// A backlog that grew since the last cycle by more than one Poisson
+// deviation is sized in batches at once, not by time on the lagging rate.
+// The case of TestBacklogSizedByTime that one replica clears (20 waiting,
+// μ = 5, λ = 2) after a cycle with 4 waiting (4 + √4 < 20), and after one
+// with 16 (16 + 4 ≥ 20): in batches (20 − 2) / 12 → 2 more, by time none.
+func TestGrowingBacklogSizedInBatches(t *testing.T) {
+	for _, tc := range []struct {
+		before float64
+		want   int
+	}{{4, 3}, {16, 1}} {
+		e := New(nil)
+		for i, q := range []float64{tc.before, 20} {
+			v := variant("v", "H100").pods(0.3, q)
+			p := &v.v.Pods[0]
+			p.RunningRequests, p.ArrivalRateRPS, p.AvgInputTokens, p.AvgOutputTokens, p.AvgITLMs = 10, 2, 500, 99, 20
+			s := snapshot(ModeCapacityOnly, v)
+			s.Time = t0.Add(time.Duration(30*i) * time.Second)
+			pl := plan(t, e, s)
+			if i == 1 {
+				if d := decision(t, pl, "v"); d.Desired != tc.want {
+					t.Errorf("%v waiting, then 20: desired %d, want %d: %s", tc.before, d.Desired, tc.want, d.Explanation)
+				}
+			}
+		}
 	}
 }
