@@ -93,8 +93,7 @@ func (c *cycle) drain(ms *modelState) {
 		return
 	}
 	lambda := ms.demand
-	atH := math.Max(backlog+(lambda-m0)*h, 0)
-	need := atH/h - (m1 - lambda)
+	atH, need := drainNeed(backlog, lambda, m0, m1, h)
 	if need <= 0 {
 		return
 	}
@@ -106,6 +105,17 @@ func (c *cycle) drain(ms *modelState) {
 	}
 	best.note("drain: %.0f request(s) waiting, %.0f expected in %.0f s; +%d to clear them within another %.0f s",
 		backlog, atH, h, k, h)
+}
+
+// drainNeed is the drain rule shared by the drain planner and the
+// saturation analyzer: a backlog B, arriving λ, M₀ requests/s served by
+// the ready replicas and M₁ by the target fleet, over a horizon H. It
+// returns the backlog expected at H, B_H = max(B + (λ − M₀)·H, 0), and the
+// requests/s to add so that the fleet clears it within another H,
+// B_H/H − (M₁ − λ) (none where that is not positive).
+func drainNeed(backlog, lambda, m0, m1, h float64) (atH, need float64) {
+	atH = math.Max(backlog+(lambda-m0)*h, 0)
+	return atH, atH/h - (m1 - lambda)
 }
 
 // drainRoom is how many replicas the drain planner may add to a variant:

@@ -173,13 +173,10 @@ type satGroup struct {
 	// whose latency is measured (servedBy); youngAge: the oldest of those
 	// without a measurement that became Ready less than youngPodSeconds
 	// ago (0: none).
-	muSum    float64
-	muN      int
-	youngAge float64
-	bl       satBacklog
-	// inBatches: the KV and queue deficits of the rule in batches, which
-	// bound a scale-up sized by time (drainBacklog).
-	inBatches       [2]float64
+	muSum           float64
+	muN             int
+	youngAge        float64
+	bl              satBacklog
 	nonSat, pending int
 	text            string // summary, once formatted
 }
@@ -324,11 +321,12 @@ func (g *satGroup) scaleUp() {
 		}
 	}
 	timed := g.timesBacklog()
+	// The rule in batches' deficits, which bound a scale-up sized by time.
+	inBatches := deficits{kvDef, qDef + g.bl.gateway}
 	if timed {
 		// The backlog is sized by the time it takes to clear
 		// (drainBacklog), at most as the batches it would fill: only
 		// the KV of the requests running is a deficit here.
-		g.inBatches = [2]float64{kvDef, qDef + g.bl.gateway}
 		kvDef -= g.queuedKV
 		qDef = 0
 	}
@@ -351,7 +349,7 @@ func (g *satGroup) scaleUp() {
 		}
 	}
 	if timed {
-		g.drainBacklog(kvDef)
+		g.drainBacklog(kvDef, inBatches)
 	}
 }
 
@@ -415,23 +413,32 @@ func (g *satGroup) servedBy(p satPod) {
 // serviceRate is the requests/s one replica of vs serves with a full
 // batch: the mean of its pods' (servedBy), else of the group's, else 0.
 func (g *satGroup) serviceRate(vs *variantState) float64 {
+	return variantElseGroup(vs.muSum, vs.muN, g.muSum, g.muN)
+}
+
+// variantElseGroup is a variant's mean (sum over n), else its group's,
+// else 0.
+func variantElseGroup(sum float64, n int, groupSum float64, groupN int) float64 {
 	switch {
-	case vs.muN > 0:
-		return vs.muSum / float64(vs.muN)
-	case g.muN > 0:
-		return g.muSum / float64(g.muN)
+	case n > 0:
+		return sum / float64(n)
+	case groupN > 0:
+		return groupSum / float64(groupN)
 	}
 	return 0
 }
 
+// deficits are a scale-up's KV and queue deficits.
+type deficits struct{ kv, queue float64 }
+
 // batchBound is how many replicas of vs the rule in batches would add for
 // the backlog: those for its deficits (inBatches) less those already added
 // for the KV deficit without it (kvDef).
-func (g *satGroup) batchBound(vs *variantState, kvDef float64) int {
+func (g *satGroup) batchBound(vs *variantState, kvDef float64, inBatches deficits) int {
 	cfg := g.cfg
 	perKV := g.unit(vs) * (cfg.KVCacheThreshold - cfg.KVSpareTrigger)
 	perQ := cfg.QueueLengthThreshold - cfg.QueueSpareTrigger + g.batch(vs)
-	all := math.Max(math.Max(g.inBatches[0]/perKV, g.inBatches[1]/perQ), 0)
+	all := math.Max(math.Max(inBatches.kv/perKV, inBatches.queue/perQ), 0)
 	running := math.Max(kvDef/perKV, 0)
 	return max(alloc.CeilCount(all, math.MaxInt32)-alloc.CeilCount(running, math.MaxInt32), 0)
 }
@@ -481,11 +488,12 @@ func (g *satGroup) waitedFor() bool {
 // that does not clear it within another H: a replica that would arrive
 // after the backlog has cleared is not ordered, nor more than the rule in
 // batches would add (cover: the replicas that take the whole backlog into
-// their batches at once; more could not serve it sooner). kvDef is the KV
-// deficit already covered without the backlog. When the replicas holding
+// their batches at once; more could not serve it sooner: inBatches are
+// that rule's deficits). kvDef is the KV deficit already covered without
+// the backlog. When the replicas holding
 // the backlog have not served long enough to measure their rate, the
 // sizing waits a cycle.
-func (g *satGroup) drainBacklog(kvDef float64) {
+func (g *satGroup) drainBacklog(kvDef float64, inBatches deficits) {
 	d := &g.d
 	backlog := d.LoadQueue + g.bl.gateway
 	if g.muN == 0 {
@@ -507,8 +515,7 @@ func (g *satGroup) drainBacklog(kvDef float64) {
 		}
 	}
 	h, lambda := g.bl.horizon, g.bl.lambda
-	atH := math.Max(backlog+(lambda-m0)*h, 0)
-	need := atH/h - (m1 - lambda)
+	atH, need := drainNeed(backlog, lambda, m0, m1, h)
 	if need <= 0 {
 		d.Note = fmt.Sprintf("%.0f request(s) waiting clear within %.0f s at %.3g requests/s served, %.3g arriving", backlog, 2*h, m1, lambda)
 		return
@@ -518,7 +525,7 @@ func (g *satGroup) drainBacklog(kvDef float64) {
 		return
 	}
 	room := best.v.maxReplicas() - best.capTarget
-	if b := g.batchBound(best, kvDef); b < room {
+	if b := g.batchBound(best, kvDef, inBatches); b < room {
 		room = b
 	}
 	k := alloc.CeilCount(need/g.serviceRate(best), room)
@@ -540,13 +547,7 @@ func (g *satGroup) drainBacklog(kvDef float64) {
 // waiting requests and nothing running: a backlog of a few hundred
 // requests on a replica batching 250 asked for a hundred replicas.
 func (g *satGroup) batch(vs *variantState) float64 {
-	switch {
-	case vs.batchN > 0:
-		return vs.batchSum / float64(vs.batchN)
-	case g.batchN > 0:
-		return g.batchSum / float64(g.batchN)
-	}
-	return 0
+	return variantElseGroup(vs.batchSum, vs.batchN, g.batchSum, g.batchN)
 }
 
 // markTransient marks the part of a scale-up target that serves only the
