@@ -89,11 +89,14 @@ type modelState struct {
 	// queueing-model guide §4).
 	demand                       float64
 	inTok, outTok, ttftMs, itlMs float64
-	tokensPerRequest             float64
-	sat                          []*satGroup
-	sum                          ModelSummary
-	modelOK                      bool
-	tpsFloor                     float64
+	// waiting is the model's backlog: requests waiting at the gateway and
+	// in the replicas whose metrics are usable (set once in prepare).
+	waiting          float64
+	tokensPerRequest float64
+	sat              []*satGroup
+	sum              ModelSummary
+	modelOK          bool
+	tpsFloor         float64
 	// idleSeconds: how long the model has seen no request (0 while busy).
 	idleSeconds float64
 	// planned is the demand the allocator covers before the TPS floor:
@@ -290,6 +293,7 @@ func (c *cycle) prepare() {
 			}
 		}
 		c.plausible(ms)
+		ms.waiting = ms.backlog()
 		ms.sum.DemandRPS = ms.demand
 		c.learn(ms)
 		c.models = append(c.models, ms)
@@ -494,8 +498,7 @@ func (c *cycle) satBacklog(ms *modelState, group []*variantState) satBacklog {
 	// whose first sign is a growing backlog. Sized by time on that rate, a
 	// growing backlog would wait for the rate to catch up.
 	if last, ok := c.e.state.Planned[ms.key]; ok {
-		b := ms.backlog()
-		bl.growing = b > last.backlog+math.Sqrt(last.backlog)
+		bl.growing = ms.waiting > last.backlog+math.Sqrt(last.backlog)
 	}
 	if w := ms.m.GatewayWaitingRequests; group[0].v.Role != "decode" && w > 0 && w <= math.MaxFloat64 {
 		bl.gateway = w

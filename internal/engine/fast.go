@@ -114,6 +114,6 @@ func (e *Engine) Surge(m *Model, now time.Time) (string, bool) {
 func (c *cycle) recordPlanned() {
 	for _, ms := range c.models {
 		c.e.state.Planned[ms.key] = planned{at: c.now, rateRPS: max(ms.demand, ms.planned), waiting: ms.m.GatewayWaitingRequests,
-			backlog: ms.backlog()}
+			backlog: ms.waiting}
 	}
 }
