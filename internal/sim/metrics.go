@@ -146,7 +146,7 @@ type Member struct {
 type PodMetrics struct {
 	Name            string
 	AgeSeconds      float64
-	ArrivalRateRPS  float64 // rate(requests arrived[1m])
+	ArrivalRateRPS  float64 // rate(requests finished[1m]): vLLM's request_success_total, as the collector reads it
 	AvgInputTokens  float64
 	AvgOutputTokens float64
 	AvgTTFTMs       float64 // Δsum/Δcount of the TTFT histogram
@@ -230,7 +230,7 @@ func (s *Sim) podMetrics(r *replica) (PodMetrics, bool) {
 	if dt := s1.t - s0.t; dt > 0 {
 		pm.HasRates = true
 		d := diff(s1.c, s0.c)
-		pm.ArrivalRateRPS = d.Arrived / dt
+		pm.ArrivalRateRPS = d.Completed / dt
 		if d.TTFTCount > 0 {
 			pm.AvgTTFTMs = 1000 * d.TTFTSum / d.TTFTCount
 			pm.AvgInputTokens = d.PromptTokens / d.TTFTCount
