@@ -91,7 +91,10 @@ type modelState struct {
 	inTok, outTok, ttftMs, itlMs float64
 	// waiting is the model's backlog: requests waiting at the gateway and
 	// in the replicas whose metrics are usable (set once in prepare).
-	waiting          float64
+	waiting float64
+	// finished is the rate the pods finished requests at, where it
+	// exceeds the arrival rate while a backlog waits (drainingRate); else 0.
+	finished         float64
 	tokensPerRequest float64
 	sat              []*satGroup
 	sum              ModelSummary
@@ -282,18 +285,26 @@ func (c *cycle) prepare() {
 			ms.variants = append(ms.variants, vs)
 			c.all = append(c.all, vs)
 		}
+		ms.waiting = ms.backlog()
 		if ms.demand > 0 {
 			ms.inTok, ms.outTok = wIn/ms.demand, wOut/ms.demand
 			ms.ttftMs, ms.itlMs = wTTFT/ms.demand, wITL/ms.demand
 			ms.tokensPerRequest = ms.inTok + ms.outTok
-			// Requests served by pods already gone count too (their
-			// token averages are unknown; the pods' stand for them).
-			if r := m.ArrivalRateRPS; r > ms.demand && r <= math.MaxFloat64 {
+			r := m.ArrivalRateRPS
+			switch {
+			case !(r > 0 && r <= math.MaxFloat64):
+			case r > ms.demand:
+				// Requests served by pods already gone count too (their
+				// token averages are unknown; the pods' stand for them).
 				ms.demand = r
+			case ms.waiting > 0 && ms.demand > drainingRate(r):
+				// The pods finish more than arrives while requests wait:
+				// they are clearing a backlog, which the drain planner
+				// sizes; the demand is what arrives.
+				ms.finished, ms.demand = ms.demand, r
 			}
 		}
 		c.plausible(ms)
-		ms.waiting = ms.backlog()
 		ms.sum.DemandRPS = ms.demand
 		c.learn(ms)
 		c.models = append(c.models, ms)
@@ -507,6 +518,15 @@ func (c *cycle) satBacklog(ms *modelState, group []*variantState) satBacklog {
 		bl.horizon = math.Max(bl.horizon, c.provisioning(vs))
 	}
 	return bl
+}
+
+// drainingRate is the rate the pods' finished requests must exceed, with
+// requests waiting, to say that they clear a backlog rather than serve the
+// arrival rate r: both are rates over a minute, of one stream a request's
+// latency apart, so the margin is a fifth of r and three Poisson
+// deviations of a minute's count.
+func drainingRate(r float64) float64 {
+	return 1.2*r + 3*math.Sqrt(r/60)
 }
 
 // backlog is the model's requests waiting at the gateway and in the

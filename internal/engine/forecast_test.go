@@ -76,20 +76,41 @@ func TestSpareLeavesWithoutWindow(t *testing.T) {
 }
 
 // TestGatewayDemand: the model-level arrival rate counts requests of pods
-// already removed; a smaller or invalid one is ignored.
+// already removed; a smaller or invalid one is ignored — unless requests
+// wait and the pods (two, finishing 2 requests/s each) finish more than
+// 1.2 r + 3 √(r/60) (drainingRate): they clear a backlog, and the demand
+// is what arrives. At r = 2 that is 2.95 < 4; at r = 3.3, 4.66 > 4.
 func TestGatewayDemand(t *testing.T) {
 	for _, tc := range []struct {
-		gateway, want float64
-	}{{9, 9}, {2, 4}, {math.NaN(), 4}, {math.Inf(1), 4}} {
+		gateway, waiting, want float64
+	}{{9, 0, 9}, {2, 0, 4}, {math.NaN(), 0, 4}, {math.Inf(1), 0, 4}, {2, 5, 2}, {3.3, 5, 4}, {math.NaN(), 5, 4}} {
 		s := snapshot(ModeModelOnly, variant("v", "H100").params(tuner.Params{Alpha: 6, Beta: 0.02, Gamma: 0.0005}).
-			pods(0.1, 0, 0.1, 0).traffic(2, 512, 128, 100, 20))
+			pods(0.1, tc.waiting, 0.1, 0).traffic(2, 512, 128, 100, 20))
 		s.Models[0].SLO = &SLO{TTFTMs: 1000, ITLMs: 50}
 		s.Models[0].ArrivalRateRPS = tc.gateway
 		s.Config.DisableForecast = true
 		p := plan(t, nil, s)
 		if got := p.Models[0].DemandRPS; got != tc.want {
-			t.Errorf("gateway %v: demand %v, want %v", tc.gateway, got, tc.want)
+			t.Errorf("gateway %v, %v waiting: demand %v, want %v", tc.gateway, tc.waiting, got, tc.want)
 		}
+	}
+}
+
+// TestClearingBacklogNotTuned: a cycle in which the pods finish more than
+// arrives while requests wait is no steady state at any load (its TTFTs
+// are the backlog's, its rates the backlog's clearing): the tuner skips it.
+func TestClearingBacklogNotTuned(t *testing.T) {
+	s := snapshot(ModeHybrid, variant("v", "H100").pods(0.1, 5, 0.1, 0).traffic(2, 512, 128, 100, 20))
+	s.Models[0].SLO = &SLO{TTFTMs: 1000, ITLMs: 50}
+	s.Models[0].ArrivalRateRPS = 2
+	s.Config.TuningEnabled = true
+	d := decision(t, plan(t, nil, s), "v")
+	if !strings.Contains(d.Explanation, "a backlog clearing") {
+		t.Errorf("the tuner ran on a clearing backlog: %s", d.Explanation)
+	}
+	s.Models[0].ArrivalRateRPS = 4
+	if d := decision(t, plan(t, nil, s), "v"); strings.Contains(d.Explanation, "a backlog clearing") {
+		t.Errorf("the tuner skipped a steady cycle: %s", d.Explanation)
 	}
 }
 

@@ -20,6 +20,12 @@ func (c *cycle) tune(ms *modelState) {
 		if vs.held {
 			continue
 		}
+		if ms.finished > 0 {
+			// Its latencies are those of the backlog's requests, its rates
+			// the backlog's clearing: no steady state at any load.
+			vs.note("tuner skipped: the pods finished %.3g requests/s while %.3g arrived and %.0f waited: a backlog clearing", ms.finished, ms.m.ArrivalRateRPS, ms.waiting)
+			continue
+		}
 		obs, ok := c.observation(vs)
 		if !ok {
 			continue
