@@ -17,6 +17,7 @@ type satPod struct {
 	tokPerReq float64 // average tokens a request holds (input + output)
 	itlMs     float64 // mean inter-token latency; 0 when unknown
 	outTok    float64 // mean output tokens per request; 0 when unknown
+	finished  float64 // requests finished per second over the window; 0 when unknown
 	age       float64 // seconds since Ready; 0 when unknown
 }
 
@@ -246,6 +247,9 @@ func saturationPods(group []*variantState) ([]satPod, bool) {
 			sp := satPod{vs: vs, kv: p.KVCacheUsage, queue: p.WaitingRequests, running: p.RunningRequests,
 				capTokens: float64(p.KVBlocks) * float64(p.BlockSize), tokPerReq: p.AvgInputTokens + p.AvgOutputTokens,
 				itlMs: p.AvgITLMs, outTok: p.AvgOutputTokens, age: p.AgeSeconds}
+			if r := p.ArrivalRateRPS; r > 0 && r <= math.MaxFloat64 {
+				sp.finished = r
+			}
 			if sp.tokPerReq == 0 {
 				sp.tokPerReq = vs.model.tokensPerRequest
 			}
@@ -390,11 +394,16 @@ func (g *satGroup) cover(kvDef, qDef float64) bool {
 // enough for its latency averages (rates over a minute) to exist.
 const youngPodSeconds = 60
 
-// servedBy counts the service rate of a pod with waiting requests, by
-// Little's law: the batch it holds over the time a request spends in it,
-// one step for its prefill and one per output token at the measured
-// inter-token latency. A pod without a measurement that became Ready
-// recently sets the group's youngAge (waitedFor).
+// servedBy counts the service rate of a pod with waiting requests: the
+// larger of two measures, each of which can only understate it. One is
+// Little's law, the batch it holds over the time a request spends in it
+// (one step for its prefill and one per output token at the measured
+// inter-token latency): the batch is a gauge read at one instant, and a
+// pod that just preempted most of its batch reports a fraction of it. The
+// other is the rate at which it finished requests over the window
+// (vLLM's request_success_total): that is its service rate only if it
+// queued the whole window. A pod without a latency measurement that
+// became Ready recently sets the group's youngAge (waitedFor).
 func (g *satGroup) servedBy(p satPod) {
 	res := p.itlMs / 1000 * (p.outTok + 1)
 	if !(res > 0) || math.IsInf(res, 0) || !(p.outTok > 0) {
@@ -403,7 +412,7 @@ func (g *satGroup) servedBy(p satPod) {
 		}
 		return
 	}
-	mu := p.running / res
+	mu := math.Max(p.running/res, p.finished)
 	p.vs.muSum += mu
 	p.vs.muN++
 	g.muSum += mu
@@ -456,15 +465,20 @@ type satBacklog struct {
 
 // timesBacklog says whether the backlog is sized by time (drainBacklog)
 // rather than by the batches it would fill: there is one, the analyzer
-// owns it, it has not grown since the last cycle (a surge the arrival
-// rate, a rate over a minute, has not caught up with yet), the horizon is
-// known, and either the replicas holding it have a measured service rate
-// or the backlog waited for them (g.waitedFor).
+// owns it, the horizon is known, and either the replicas holding it have
+// a measured service rate and it has not grown since the last cycle (a
+// surge the arrival rate, a rate over a minute, has not caught up with
+// yet), or it waited for them (g.waitedFor). A backlog that waited for its
+// replicas grows until they take it in, whatever the arrival rate: there
+// the growth says nothing of a surge.
 func (g *satGroup) timesBacklog() bool {
-	if g.drainQueue || g.bl.growing || !(g.bl.horizon > 0) || g.d.LoadQueue+g.bl.gateway <= 0 {
+	if g.drainQueue || !(g.bl.horizon > 0) || g.d.LoadQueue+g.bl.gateway <= 0 {
 		return false
 	}
-	return g.muN > 0 || g.waitedFor()
+	if g.muN == 0 {
+		return g.waitedFor()
+	}
+	return !g.bl.growing
 }
 
 // waitedFor says whether the backlog is one that waited for replicas to

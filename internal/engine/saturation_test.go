@@ -224,16 +224,28 @@ func TestAggregateDeficitTriggers(t *testing.T) {
 // fill. The horizon is the default provisioning time, 120 s.
 func TestBacklogSizedByTime(t *testing.T) {
 	// One replica: KV 0.3 (block counts unknown, so capacities are one unit
-	// a replica), running 10, ITL itl ms, 99 output tokens, λ arriving.
+	// a replica), running 10, ITL itl ms, 99 output tokens; λ arriving at
+	// the gateway, and the replica finishing what it can: λ, or its
+	// service rate running / (ITL × 100) when that is less.
 	backlogged := func(queue, itl, lambda float64) *variantB {
 		v := variant("v", "H100").pods(0.3, queue)
 		p := &v.v.Pods[0]
-		p.RunningRequests, p.ArrivalRateRPS, p.AvgInputTokens, p.AvgOutputTokens, p.AvgITLMs = 10, lambda, 500, 99, itl
+		p.RunningRequests, p.AvgInputTokens, p.AvgOutputTokens, p.AvgITLMs = 10, 500, 99, itl
+		p.ArrivalRateRPS = math.Min(lambda, 10/(itl/1000*100))
+		return v
+	}
+	// collapsed: the same replica read just after it preempted most of its
+	// batch: its gauge says 1 running; over the window it finished 2
+	// requests/s.
+	collapsed := func() *variantB {
+		v := backlogged(100, 50, 3)
+		v.v.Pods[0].RunningRequests = 1
 		return v
 	}
 	for _, tc := range []struct {
 		name          string
 		v             *variantB
+		lambda        float64
 		gateway       float64
 		want          int
 		note, oldRule string
@@ -241,28 +253,34 @@ func TestBacklogSizedByTime(t *testing.T) {
 		// ITL 20 ms × (99 + 1) = 2 s → μ = 5 requests/s. 20 waiting, λ = 2:
 		// the replica clears them long before a new one could start.
 		// (Sized in batches: (20 − 2) / (2 + 10) → 2 more.)
-		{"cleared by the replica it has", backlogged(20, 20, 2), 0, 1, "clear within 240 s", "3"},
+		{"cleared by the replica it has", backlogged(20, 20, 2), 2, 0, 1, "clear within 240 s", "3"},
 		// ITL 50 ms → 5 s, μ = 2; 100 waiting, λ = 3: in 120 s the backlog
 		// grows to 100 + (3 − 2) × 120 = 220; clearing that in another
 		// 120 s needs 220/120 + 3 = 4.83 requests/s served → 2 more
 		// replicas (3 serve 6: 220 in 73 s; 2 serve 4: 220 in 220 s).
 		// (In batches: 98 / 12 → 9 more; the step limit lets 8 through.)
-		{"two more clear it within the horizon", backlogged(100, 50, 3), 0, 3, "+2 to clear them", "9"},
+		{"two more clear it within the horizon", backlogged(100, 50, 3), 3, 0, 3, "+2 to clear them", "9"},
+		// The batch gauge reads 1: by Little's law alone μ = 1/5 = 0.2, and
+		// 100 + (3 − 0.2) × 120 = 436 at the horizon would need
+		// 436/120 + 3 = 6.63 requests/s → 33 more (the step limit: 8). The
+		// 2 requests/s it finished is its rate: +2, as above.
+		{"a collapsed batch: the finished rate", collapsed(), 3, 0, 3, "+2 to clear them", "9"},
 		// 200 more at the gateway: 420 at the horizon, 420/120 + 3 = 6.5
 		// requests/s → 3 more (4 serve 8: 84 s).
-		{"the gateway's waiting requests count", backlogged(100, 50, 3), 200, 4, "300 request(s) waiting, 420 expected", "9"},
+		{"the gateway's waiting requests count", backlogged(100, 50, 3), 3, 200, 4, "300 request(s) waiting, 420 expected", "9"},
 		// 6 waiting, λ = 3 against μ = 2: by time, 6 + 120 = 126 at the
 		// horizon → 126/120 + 1 = 2.05 requests/s → 2 more; but one more
 		// replica takes the whole queue into its batch ((6 − 2) / 12 → 1):
 		// a second could not serve it sooner. The arrival rate above what
 		// the replicas serve is the KV and queue triggers' to size.
-		{"never more than the batches would add", backlogged(6, 50, 3), 0, 2, "+1 to clear them", "2"},
+		{"never more than the batches would add", backlogged(6, 50, 3), 3, 0, 2, "+1 to clear them", "2"},
 		// Within the maximum.
-		{"within the maximum", backlogged(100, 50, 3).minMax(1, 2), 0, 2, "+1 to clear them", ""},
+		{"within the maximum", backlogged(100, 50, 3).minMax(1, 2), 3, 0, 2, "+1 to clear them", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := snapshot(ModeCapacityOnly, tc.v)
 			s.Models[0].GatewayWaitingRequests = tc.gateway
+			s.Models[0].ArrivalRateRPS = tc.lambda
 			p := plan(t, nil, s)
 			d := decision(t, p, "v")
 			if d.Desired != tc.want || !strings.Contains(d.Explanation, tc.note) {
@@ -302,6 +320,29 @@ func TestBacklogOnNewReplicaWaits(t *testing.T) {
 		if d := decision(t, pl, "v"); d.Desired != tc.want || !strings.Contains(d.Explanation, tc.note) {
 			t.Errorf("Ready for %v s, %v requests/s: desired %d, want %d with %q: %s", tc.age, tc.lambda, d.Desired, tc.want, tc.note, d.Explanation)
 		}
+	}
+}
+
+// TestWokenBacklogGrowthWaits: a backlog that waited for its replicas grew
+// while they started (60 at the gateway at the last cycle, 100 now, more
+// than 60 + √60): the growth is the requests that arrived before a replica
+// could take them, not a surge the arrival rate lags, so the backlog still
+// waits a cycle for the replica's service rate. The scenario
+// scale-from-zero's second burst on seed 1, where the rule in batches
+// ordered five replicas at once and one cleared the backlog.
+func TestWokenBacklogGrowthWaits(t *testing.T) {
+	e := New(nil)
+	s := snapshot(ModeCapacityOnly, variant("v", "H100").minMax(0, 10).replicas(1, 0))
+	s.Models[0].GatewayWaitingRequests, s.Models[0].ArrivalRateRPS = 60, 2
+	plan(t, e, s)
+	v := variant("v", "H100").minMax(0, 10).pods(0.3, 100)
+	p := &v.v.Pods[0]
+	p.RunningRequests, p.AgeSeconds = 10, 10
+	s = snapshot(ModeCapacityOnly, v)
+	s.Time = t0.Add(30 * time.Second)
+	s.Models[0].ArrivalRateRPS = 2
+	if d := decision(t, plan(t, e, s), "v"); d.Desired != 1 || !strings.Contains(d.Explanation, "not measured yet") {
+		t.Errorf("desired %d, want 1 (the backlog sized next cycle; in batches: 9): %s", d.Desired, d.Explanation)
 	}
 }
 
