@@ -247,14 +247,53 @@ func (c *cycle) stabilize(vs *variantState) {
 	if vs.reason == ReasonScaleToZero && vs.model.idleSeconds >= window.Seconds() {
 		return
 	}
+	// A model idle for a whole rate window (no request arriving, finishing
+	// or waiting since its last busy cycle, idleReleaseSeconds ago or
+	// more) whose pods hold nothing (no request running, no KV in use)
+	// keeps one replica for the retention, and that is all the records
+	// made while it was busy still stand for: the capacity they held serves
+	// nothing now, and a return of traffic meets the retained replica while
+	// more start, as after the retention (engine.md §5). A shorter idle
+	// spell may be a cold start's first scrape, before any request reached
+	// the pods.
+	var idleSince time.Time
+	if idle := vs.model.idleSeconds; idle >= idleReleaseSeconds && vs.model.empty() {
+		idleSince = c.now.Add(-time.Duration(idle * float64(time.Second)))
+	}
 	highest := vs.target
 	for _, r := range keep {
-		highest = max(highest, r.Replica)
+		rep := r.Replica
+		if !idleSince.IsZero() && !r.Time.After(idleSince) {
+			rep = min(rep, 1)
+		}
+		highest = max(highest, rep)
 	}
 	if stable := c.release(vs, min(highest, vs.v.CurrentReplicas)); stable > vs.target {
 		vs.note("scale-down to %d deferred: a recommendation of %d within the last %.0f s", vs.target, highest, c.cfg.ScaleDownStabilizationSeconds)
 		vs.target, vs.reason = stable, ReasonStabilized
 	}
+}
+
+// idleReleaseSeconds is how long a model must have been idle for its
+// scale-down window to hold no more than the retained replica: the
+// collector's rate window (a minute).
+const idleReleaseSeconds = 60
+
+// empty says whether no pod of the model holds a request: none running,
+// none waiting, no KV cache in use. A variant held for its metrics may
+// hold some: not empty.
+func (ms *modelState) empty() bool {
+	for _, vs := range ms.variants {
+		if vs.held {
+			return false
+		}
+		for _, p := range vs.pods {
+			if p.KVCacheUsage > 0 || p.RunningRequests > 0 || p.WaitingRequests > 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // recommendation is what this cycle records in the variant's scale-down

@@ -136,6 +136,41 @@ func TestScaleToZeroNotDeferredByWindow(t *testing.T) {
 	}
 }
 
+// TestIdleModelKeepsOnlyTheRetained: once no request has arrived, finished
+// or waited for a minute and the pods hold nothing, the scale-down
+// window's records from the busy cycles stand for one replica, the one the
+// retention keeps: two replicas busy until 60 s go to one at 120 s, not
+// after the window (360 s); at 90 s (idle for 30 s: maybe a cold start's
+// first scrape) the window holds. The pods' KV usage is a maximum over a
+// minute, so while it still shows the last requests the window holds.
+func TestIdleModelKeepsOnlyTheRetained(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		idleKV float64
+		want   int
+	}{{"empty pods", 0, 1}, {"pods still holding KV", 0.2, 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New(nil)
+			var d VariantDecision
+			for at := time.Duration(0); at <= 120*time.Second; at += 30 * time.Second {
+				kv, rate := 0.7, 2.0
+				if at > time.Minute {
+					kv, rate = tc.idleKV, 0
+				}
+				s := snapshot(ModeCapacityOnly, variant("v", "H100").minMax(0, 4).pods(kv, 0, kv, 0).traffic(rate, 100, 10, 30, 8))
+				s.Time = t0.Add(at)
+				d = decision(t, plan(t, e, s), "v")
+				if at <= 90*time.Second && d.Desired != 2 {
+					t.Fatalf("busy until 60 s; at %v: %+v", at, d)
+				}
+			}
+			if d.Desired != tc.want {
+				t.Errorf("idle at 120 s: desired %d, want %d: %s", d.Desired, tc.want, d.Explanation)
+			}
+		})
+	}
+}
+
 func TestMinMaxClamp(t *testing.T) {
 	s := snapshot(ModeCapacityOnly, variant("v", "H100").minMax(1, 2).pods(0.95, 0, 0.95, 0))
 	if d := decision(t, plan(t, nil, s), "v"); d.Desired != 2 || !strings.Contains(d.Explanation, "maximum") {
