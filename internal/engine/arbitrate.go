@@ -67,7 +67,11 @@ func (c *cycle) modelOnly(vs *variantState) {
 		return
 	}
 	vs.target = vs.modelTarget
-	vs.reason = [...]Reason{ReasonModelScaleDown, ReasonModelSteady, ReasonModelScaleUp}[direction(vs.modelTarget, cur)+1]
+	if vs.provisional && vs.target < cur {
+		// A warming tuner's estimate never removes replicas.
+		vs.target = cur
+	}
+	vs.reason = [...]Reason{ReasonModelScaleDown, ReasonModelSteady, ReasonModelScaleUp}[direction(vs.target, cur)+1]
 	c.noteModel(vs)
 	if vs.target < cur {
 		if p := saturatedPod(vs); p != nil {
@@ -95,19 +99,10 @@ func saturatedPod(vs *variantState) *Pod {
 // hybrid applies the matrix; it returns true when the variant's model-based
 // scale-down still needs the group safety check.
 func (c *cycle) hybrid(vs *variantState) bool {
-	cur := vs.v.CurrentReplicas
-	switch {
-	case vs.modelTarget < 0:
-		c.capacityOnly(vs)
-		if vs.model.sum.ModelError != "" {
-			vs.note("model analysis unavailable: %s", vs.model.sum.ModelError)
-		}
-		c.noteModel(vs)
-		return false
-	case vs.capTarget < 0:
-		c.modelOnly(vs)
+	if c.oneSided(vs) {
 		return false
 	}
+	cur := vs.v.CurrentReplicas
 	cd, md := direction(vs.capTarget, cur), direction(vs.modelTarget, cur)
 	c.noteSaturation(vs)
 	c.noteModel(vs)
@@ -131,6 +126,34 @@ func (c *cycle) hybrid(vs *variantState) bool {
 		vs.reason = ReasonConsensus
 	}
 	return false
+}
+
+// oneSided decides the hybrid cases where one analyzer decides alone and
+// reports whether it did: no model target (the saturation analysis), no
+// saturation target (the model), or a model sized provisionally by a
+// warming tuner, whose estimate may add replicas, never remove any (the
+// saturation analysis, raised to the model's target).
+func (c *cycle) oneSided(vs *variantState) bool {
+	switch {
+	case vs.modelTarget < 0:
+		c.capacityOnly(vs)
+		if vs.model.sum.ModelError != "" {
+			vs.note("model analysis unavailable: %s", vs.model.sum.ModelError)
+		}
+		c.noteModel(vs)
+	case vs.capTarget < 0:
+		c.modelOnly(vs)
+	case vs.provisional:
+		c.capacityOnly(vs)
+		c.noteModel(vs)
+		if vs.modelTarget > vs.target {
+			vs.target, vs.reason = vs.modelTarget, ReasonModelScaleUp
+			vs.note("the model, sized provisionally (%s), asks for more", vs.detail.Tuning)
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // safetyCheck lets the model's scale-downs through only where the saturation

@@ -134,7 +134,7 @@ func (c *cycle) drainRoom(vs *variantState) int {
 // elsewhere its queue trigger is what sizes for the requests waiting. One
 // predicate for both, so that the backlog always has exactly one planner.
 func plansBacklog(mode Mode, ms *modelState) bool {
-	return mode != ModeCapacityOnly && ms.modelOK && ms.demand > 0
+	return mode != ModeCapacityOnly && ms.modelOK && !ms.provisional && ms.demand > 0
 }
 
 // pickVictims names, for each variant the plan scales down, the pods to

@@ -94,7 +94,10 @@ type modelState struct {
 	waiting float64
 	// finished is the rate the pods finished requests at, where it
 	// exceeds the arrival rate while a backlog waits (drainingRate); else 0.
-	finished         float64
+	finished float64
+	// provisional: every variant the model sized, it sized with a warming
+	// tuner's parameters (tuneProvisional).
+	provisional      bool
 	tokensPerRequest float64
 	sat              []*satGroup
 	sum              ModelSummary
@@ -144,6 +147,9 @@ type variantState struct {
 	// capTarget and modelTarget are the analyzers' proposals, -1 if none.
 	capTarget, modelTarget int
 	detail                 *ModelDetail
+	// provisional: sized with a warming tuner's parameters; the model may
+	// only raise the saturation analysis's target (arbitrate.go).
+	provisional bool
 	// paramsSD is the tuner's standard deviation of the parameters after
 	// this cycle's step (nil when no step ran).
 	paramsSD *tuner.Params

@@ -13,6 +13,11 @@ import (
 // for sizing: the tuner's warm-up (its default Window).
 const tuneWindow = 5
 
+// tuneProvisional is how many accepted updates make learned parameters
+// usable for adding replicas before the warm-up ends (provisional sizing:
+// the saturation analysis decides, the model may only raise its target).
+const tuneProvisional = 3
+
 // tune runs one tuner step per variant on its mature pods with traffic
 // (the WVA queueing-model guide §4; pods younger than the transient delay are skipped).
 func (c *cycle) tune(ms *modelState) {
@@ -157,6 +162,10 @@ func (c *cycle) params(vs *variantState) (*tuner.Params, string, string) {
 				return &p, "learned", fmt.Sprintf("%d updates", rec.Updates)
 			}
 			tuning = fmt.Sprintf("warming up (%d of %d updates)", rec.Updates, tuneWindow)
+			if rec.Updates >= tuneProvisional && vs.v.Params == nil {
+				p := rec.Params
+				return &p, "provisional", tuning + ": it may only add replicas"
+			}
 		} else {
 			tuning = "no observations yet"
 		}
@@ -210,12 +219,12 @@ func (c *cycle) analyzeModel(ms *modelState) {
 		slo.TTFTAttainment = c.cfg.TTFTAttainment
 	}
 	ms.slo = slo
-	ok := 0
+	ok, provisional := 0, 0
 	for _, vs := range ms.variants {
 		vs.detail = &ModelDetail{}
 		p, src, tuning := c.params(vs)
 		vs.detail.ParamsSource, vs.detail.Params, vs.detail.Tuning = src, p, tuning
-		if src == "learned" {
+		if src == "learned" || src == "provisional" {
 			vs.detail.ParamsStdDev = vs.paramsSD
 		}
 		if err := c.size(ms, vs, p, slo); err != nil {
@@ -223,8 +232,15 @@ func (c *cycle) analyzeModel(ms *modelState) {
 			continue
 		}
 		ok++
+		if src == "provisional" {
+			vs.provisional = true
+			provisional++
+		}
 	}
 	ms.modelOK = ok > 0 || ms.demand == 0
+	// A model sized only provisionally leaves the backlog to the
+	// saturation analyzer (drain.go plansBacklog).
+	ms.provisional = ok > 0 && provisional == ok
 	if !ms.modelOK {
 		ms.sum.ModelError = "no variant could be sized"
 	}

@@ -160,7 +160,8 @@ func rampObservations(t *testing.T, n int) []tuner.Observation {
 }
 
 // TestTuningLearnsThenSizes: with tuning enabled and no profile, the engine
-// learns the parameters from the pods' latencies and then sizes with them.
+// learns the parameters from the pods' latencies and then sizes with them:
+// provisionally from the third accepted update, fully from the fifth.
 //
 // The load ramps from 30 % to 75 % of λmax, 14 % a minute: the pods' figures
 // are averages over a window, and the tuner skips a cycle whose load moved
@@ -177,8 +178,11 @@ func TestTuningLearnsThenSizes(t *testing.T) {
 		s.Config.TuningEnabled = true
 		s.Models[0].SLO = &SLO{TTFTMs: 200, ITLMs: 20}
 		d = decision(t, plan(t, e, s), "h100")
-		if i < 4 && d.Queueing.ParamsSource != "" {
-			t.Errorf("cycle %d: sized with %s parameters during the warm-up", i, d.Queueing.ParamsSource)
+		// Two updates: not sized; three and four: provisionally (the
+		// model may only add replicas); from five: learned.
+		want := map[int]string{0: "", 1: "", 2: "provisional", 3: "provisional"}
+		if w, ok := want[i]; ok && d.Queueing.ParamsSource != w {
+			t.Errorf("cycle %d: sized with %q parameters during the warm-up, want %q", i, d.Queueing.ParamsSource, w)
 		}
 	}
 	if d.Queueing.ParamsSource != "learned" || d.Queueing.Params == nil || math.Abs(d.Queueing.Params.Alpha/7-1) > 0.05 {
@@ -289,5 +293,49 @@ func TestTuningStartsFromProfile(t *testing.T) {
 		if math.Abs(rec.AnchorState[i]-math.Log(v)) > 1e-12 || math.Abs(rec.AnchorCovariance[i][i]-0.0625) > 1e-12 {
 			t.Errorf("parameter %d: anchor %v ± %v, want log %v ± 0.25", i, rec.AnchorState[i], math.Sqrt(rec.AnchorCovariance[i][i]), v)
 		}
+	}
+}
+
+// TestProvisionalSizingOnlyAdds: a variant sized with a warming tuner's
+// parameters (three or four accepted updates) may get more replicas from
+// the model, never fewer: the saturation analysis decides, raised to the
+// model's target, and in model-only mode the model never scales it down.
+// With five updates the same estimate sizes it fully.
+func TestProvisionalSizingOnlyAdds(t *testing.T) {
+	at := func(updates int, mode Mode, v *variantB) VariantDecision {
+		t.Helper()
+		store := tuner.NewMemoryStore()
+		key := tuner.Key{Namespace: "prod", Model: "llama", Variant: "h100"}
+		if err := store.Put(key, tuner.Record{ServiceModel: tuner.ModelIteration, Params: h100Params, Updates: updates}); err != nil {
+			t.Fatal(err)
+		}
+		s := snapshot(mode, v)
+		s.Config.TuningEnabled, s.Config.TunerIdle, s.Config.DisableForecast = true, true, true
+		s.Models[0].SLO = &SLO{TTFTMs: 200, ITLMs: 20}
+		return decision(t, plan(t, New(store), s), "h100")
+	}
+	lmax := capacityOf(t, h100Params, 1024, 256, 256, queueing.Targets{TTFTMs: 200, ITLMs: 20})
+	// Heavy load on one replica, KV 0.3: the saturation analysis holds 1,
+	// the model wants 3.
+	heavy := func() *variantB {
+		return variant("h100", "H100").pods(0.3, 0).traffic(2.5*lmax, 1024, 256, 60, 12)
+	}
+	if d := at(3, ModeHybrid, heavy()); d.Queueing == nil || d.Queueing.ParamsSource != "provisional" || d.Desired != d.ModelTarget || d.Desired < 3 || d.Reason != ReasonModelScaleUp {
+		t.Errorf("provisional, heavy load: desired %d (model %d, saturation %d, %s): %s", d.Desired, d.ModelTarget, d.CapacityTarget, d.Reason, d.Explanation)
+	}
+	// Light load on four replicas: the model wants 1; the saturation
+	// analysis lets some go, not all.
+	light := func() *variantB {
+		return variant("h100", "H100").pods(0.3, 0, 0.3, 0, 0.3, 0, 0.3, 0).traffic(0.05*lmax, 1024, 256, 30, 8)
+	}
+	d := at(3, ModeHybrid, light())
+	if d.ModelTarget != 1 || d.Desired != d.CapacityTarget || d.Desired <= d.ModelTarget || d.Reason != ReasonSaturationScaleDown {
+		t.Errorf("provisional, light load: desired %d (model %d, saturation %d, %s), want the saturation analysis's: %s", d.Desired, d.ModelTarget, d.CapacityTarget, d.Reason, d.Explanation)
+	}
+	if d := at(5, ModeHybrid, light()); d.Queueing.ParamsSource != "learned" || d.Reason == ReasonSaturationScaleDown {
+		t.Errorf("learned, light load: %s (%s), want the model's arbitration", d.Reason, d.Queueing.ParamsSource)
+	}
+	if d := at(3, ModeModelOnly, light()); d.Desired != 4 {
+		t.Errorf("provisional, model-only, light load: desired %d, want 4 (never fewer): %s", d.Desired, d.Explanation)
 	}
 }

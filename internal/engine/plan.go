@@ -195,7 +195,7 @@ type SaturationDetail struct {
 
 // ModelDetail are the queueing-model analyzer's figures for a variant.
 type ModelDetail struct {
-	ParamsSource string        `json:"paramsSource,omitempty"` // "profiled" or "learned"
+	ParamsSource string        `json:"paramsSource,omitempty"` // "profiled", "learned" or "provisional" (a warming tuner's: it may only add replicas)
 	Params       *tuner.Params `json:"params,omitempty"`
 	// ParamsStdDev is the tuner's standard deviation of each learned
 	// parameter after this cycle's step (learned parameters only).
