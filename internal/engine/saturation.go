@@ -246,10 +246,7 @@ func saturationPods(group []*variantState) ([]satPod, bool) {
 		for _, p := range vs.pods {
 			sp := satPod{vs: vs, kv: p.KVCacheUsage, queue: p.WaitingRequests, running: p.RunningRequests,
 				capTokens: float64(p.KVBlocks) * float64(p.BlockSize), tokPerReq: p.AvgInputTokens + p.AvgOutputTokens,
-				itlMs: p.AvgITLMs, outTok: p.AvgOutputTokens, age: p.AgeSeconds}
-			if r := p.ArrivalRateRPS; r > 0 && r <= math.MaxFloat64 {
-				sp.finished = r
-			}
+				itlMs: p.AvgITLMs, outTok: p.AvgOutputTokens, finished: p.ArrivalRateRPS, age: p.AgeSeconds}
 			if sp.tokPerReq == 0 {
 				sp.tokPerReq = vs.model.tokensPerRequest
 			}
