@@ -233,8 +233,12 @@ func (c *cycle) noteModel(vs *variantState) {
 		vs.note("model: %.3g rps demand, %.3g rps per replica within TTFT %.4g ms / ITL %.4g ms (%s SLO)",
 			ms.demand, vs.capacity, ms.sum.SLOTTFTMs, ms.sum.SLOITLMs, ms.sum.SLOSource)
 		if vs.spare > 0 {
-			vs.note("+%d replica(s) spare: the %.3g %% forecast is %.3g rps in %.0f s (mean %.3g)%s",
-				vs.spare, 100*ms.sum.SpareQuantile, ms.planned, ms.horizon, ms.forecastMean, c.spareWhy(ms))
+			trend := ""
+			if ms.provisional {
+				trend = ", its level: a provisional size plans without the trend"
+			}
+			vs.note("+%d replica(s) spare: the %.3g %% forecast is %.3g rps in %.0f s (mean %.3g%s)%s",
+				vs.spare, 100*ms.sum.SpareQuantile, ms.planned, ms.horizon, ms.forecastMean, trend, c.spareWhy(ms))
 		}
 		if ms.sum.SpareHeld && vs.spare > 0 {
 			vs.note("the scale-down window keeps the spare (an attainment target above %.4g %%)", 100*SpareHeldAbove)

@@ -31,6 +31,14 @@ func (c *cycle) forecast(ms *modelState) {
 		q = SpareQuantileFor(ms.attainment)
 	}
 	mean, upper := f.quantile(h, q)
+	if ms.provisional && f.Updates >= 2 {
+		// A provisional target may only add replicas, and they stay
+		// through the scale-down window: plan for the level and the
+		// forecast's error, not its trend, which in a warm-up is mostly
+		// the climb from no traffic to the first rate.
+		level := math.Max(f.Level, 0)
+		upper, mean = level+(upper-mean), level
+	}
 	ms.horizon, ms.forecastMean = h, mean
 	ms.planned = math.Max(ms.demand, upper)
 	ms.sum.PlannedRPS, ms.sum.HorizonSeconds = ms.planned, h

@@ -294,3 +294,44 @@ func TestLimitedSpare(t *testing.T) {
 		})
 	}
 }
+
+// TestProvisionalPlansWithoutTrend: a model sized provisionally (a warming
+// tuner, no profile) plans for the forecast's level plus its error spread,
+// not its trend. The cycles of rampTo16 (10 then 16 rps, 30 s apart) leave
+// level 13, trend 0.6 a step and a 150-s (5-step) variance of 23.76: the
+// learned model plans 13 + 5·0.6 + z·√23.76 = 16 + 1.645·4.874 = 24.02 at
+// the 95 % quantile; the provisional one 13 + 8.02 = 21.02.
+func TestProvisionalPlansWithoutTrend(t *testing.T) {
+	planned := func(updates int) (float64, string) {
+		t.Helper()
+		store := tuner.NewMemoryStore()
+		key := tuner.Key{Namespace: "prod", Model: "llama", Variant: "v"}
+		if err := store.Put(key, tuner.Record{ServiceModel: tuner.ModelIteration, Params: h100Params, Updates: updates}); err != nil {
+			t.Fatal(err)
+		}
+		e := New(store)
+		var p *Plan
+		for i, rate := range []float64{10, 16} {
+			s := snapshot(ModeHybrid, variant("v", "H100").minMax(1, 100).pods(0.1, 0).traffic(rate, 512, 128, 100, 20))
+			s.Time = t0.Add(time.Duration(i) * 30 * time.Second)
+			s.Models[0].SLO = &SLO{TTFTMs: 1000, ITLMs: 50}
+			s.Config.TuningEnabled, s.Config.TunerIdle = true, true
+			p = plan(t, e, s)
+		}
+		return p.Models[0].PlannedRPS, decision(t, p, "v").Queueing.ParamsSource
+	}
+	spread := 1.6448536269514722 * math.Sqrt(23.76)
+	for _, tc := range []struct {
+		updates int
+		source  string
+		want    float64
+	}{
+		{3, "provisional", 13 + spread},
+		{5, "learned", 16 + spread},
+	} {
+		got, src := planned(tc.updates)
+		if src != tc.source || math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%d updates: planned %v (%s), want %v (%s)", tc.updates, got, src, tc.want, tc.source)
+		}
+	}
+}

@@ -195,12 +195,25 @@ func TestLoadChangeSkipped(t *testing.T) {
 	draining.WaitingRequests = 900
 	steady := base
 	steady.RateRPS, steady.Steady = 30, true
+	// Little's law at 10 requests/s: 10 × (0.04 + 200 × 0.012) = 24.4
+	// running; a count beyond 3 × 24.4 + 3√24.4 + 3 = 91.0 says the load
+	// rose in the window's last seconds. With 2 000 output tokens, 240.4
+	// running; fewer than 240.4 / 3 − 3√240.4 − 3 = 30.6 says it fell.
+	batch := func(out, running float64) Observation {
+		o := base
+		o.OutputTokens, o.RunningRequests = out, running
+		return o
+	}
 	for i, tc := range []struct {
 		obs  Observation
 		rate float64
 		skip string
 	}{
 		{base, 10, ""},
+		{batch(200, 95), 10, "load rose"},
+		{batch(200, 85), 10, ""},
+		{batch(2000, 25), 10, "load fell"},
+		{batch(2000, 35), 10, ""},
 		{base, 11.9, ""},
 		{base, 15, "load changed"},
 		{base, 15, ""},

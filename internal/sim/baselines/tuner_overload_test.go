@@ -109,6 +109,12 @@ func fmtParams(a, b, g float64) string {
 // warming tuner's third update (which changes the fleet, hence the loads
 // the tuner sees): within 4.0 % to 1 650 s, +8.4 to +11.2 % from 1 680 to
 // 1 920 s (the re-anchoring on one light load), within 3.9 % after
+// (docs/tuner.md §7). With a provisional size planned without the
+// forecast's trend (which changes the cold start's fleet) and a cycle whose
+// running count contradicts Little's law skipped (issue 31): within 4.3 %
+// to 1 650 s, −5.6 to +7.7 % from 1 680 to 1 920 s, within 4.1 % after;
+// the first change alone put 960 s at −5.9 %. Seed 1 only: on seeds 2–6
+// the step's onset takes the estimate 12–68 % off for a few cycles
 // (docs/tuner.md §7). The bound is the issue's 5 % through the overload,
 // 12 % after it.
 func TestTunerThroughOverload(t *testing.T) {
