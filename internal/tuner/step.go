@@ -118,8 +118,8 @@ const batchMoved = 3.0
 // ITL already raised by the step; the re-anchoring's fit took it and put
 // the learned capacity 68 % above the truth for a cycle, then 40 % below.
 func batchContradicts(obs Observation) string {
-	b := obs.RunningRequests
-	if b <= 0 || obs.RateRPS <= 0 {
+	b := obs.RunningRequests // 0: not reported; the rate is positive (Validate)
+	if b <= 0 {
 		return ""
 	}
 	l := obs.RateRPS * (obs.TTFTMs + obs.OutputTokens*obs.ITLMs) / 1000
