@@ -1,8 +1,9 @@
 package engine
 
 import (
+	"cmp"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -404,23 +405,17 @@ func (c *cycle) release(vs *variantState, stable int) int {
 	return stable - n
 }
 
-// plan assembles the result.
+// plan assembles the result: the models in the snapshot's order, the
+// variants by namespace, model and variant name. Validate rejects
+// duplicate models and variants, so ordering the models by namespace and
+// name, and each model's variants by name, gives that order without
+// moving the decisions themselves.
 func (c *cycle) plan() *Plan {
 	p := &Plan{Time: c.now, Mode: c.mode, Usage: map[string]GPUUsed{},
 		Variants: make([]VariantDecision, 0, len(c.all)), Models: make([]ModelSummary, 0, len(c.models))}
 	for _, ms := range c.models {
 		for _, vs := range ms.variants {
 			v := vs.v
-			d := VariantDecision{Model: ms.m.ID, Namespace: ms.m.Namespace, Variant: v.Name, Accelerator: v.Accelerator,
-				Current: v.CurrentReplicas, Ready: v.ReadyReplicas, Pending: v.pending(), Desired: vs.target,
-				Reason: vs.reason, CapacityTarget: vs.capTarget, ModelTarget: vs.modelTarget, Queueing: vs.detail,
-				Victims: vs.victims}
-			if vs.held {
-				d.Hold = vs.holdCause
-			}
-			d.Action = [...]Action{ActionScaleDown, ActionNoChange, ActionScaleUp}[direction(vs.target, v.CurrentReplicas)+1]
-			d.Explanation = strings.Join(vs.notes, "; ")
-			p.Variants = append(p.Variants, d)
 			ms.sum.CostBefore += float64(v.CurrentReplicas) * v.cost()
 			ms.sum.CostAfter += float64(vs.target) * v.cost()
 			u := p.Usage[v.Accelerator]
@@ -431,15 +426,32 @@ func (c *cycle) plan() *Plan {
 		}
 		p.Models = append(p.Models, ms.sum)
 	}
-	sort.SliceStable(p.Variants, func(i, j int) bool {
-		a, b := p.Variants[i], p.Variants[j]
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		if a.Model != b.Model {
-			return a.Model < b.Model
-		}
-		return a.Variant < b.Variant
+	models := slices.Clone(c.models)
+	slices.SortStableFunc(models, func(a, b *modelState) int {
+		return cmp.Or(strings.Compare(a.m.Namespace, b.m.Namespace), strings.Compare(a.m.ID, b.m.ID))
 	})
+	var vss []*variantState
+	for _, ms := range models {
+		vss = append(vss[:0], ms.variants...)
+		slices.SortStableFunc(vss, func(a, b *variantState) int { return strings.Compare(a.v.Name, b.v.Name) })
+		for _, vs := range vss {
+			p.Variants = append(p.Variants, c.decision(ms, vs))
+		}
+	}
 	return p
+}
+
+// decision is one variant's part of the plan.
+func (c *cycle) decision(ms *modelState, vs *variantState) VariantDecision {
+	v := vs.v
+	d := VariantDecision{Model: ms.m.ID, Namespace: ms.m.Namespace, Variant: v.Name, Accelerator: v.Accelerator,
+		Current: v.CurrentReplicas, Ready: v.ReadyReplicas, Pending: v.pending(), Desired: vs.target,
+		Reason: vs.reason, CapacityTarget: vs.capTarget, ModelTarget: vs.modelTarget, Queueing: vs.detail,
+		Victims: vs.victims}
+	if vs.held {
+		d.Hold = vs.holdCause
+	}
+	d.Action = [...]Action{ActionScaleDown, ActionNoChange, ActionScaleUp}[direction(vs.target, v.CurrentReplicas)+1]
+	d.Explanation = strings.Join(vs.notes, "; ")
+	return d
 }

@@ -262,59 +262,79 @@ func (c *cycle) parallel(fn func(*modelState)) {
 }
 
 // prepare builds the working state: pod health and workload aggregation.
+// The states are made one model after another (their order is the
+// snapshot's), the pods checked and the workload aggregated in parallel
+// (each model's own state), and the learners fed one model after another
+// again, since they create entries in the engine's shared maps.
 func (c *cycle) prepare() {
+	c.models = make([]*modelState, 0, len(c.s.Models))
 	for i := range c.s.Models {
 		m := &c.s.Models[i]
 		ms := &modelState{m: m, key: modelKey(m.Namespace, m.ID), satCfg: defaultSaturation.merged(c.s.Saturation).merged(m.Saturation)}
 		ms.sum = ModelSummary{Model: m.ID, Namespace: m.Namespace}
 		ms.attainment = c.attainmentTarget(m)
-		var wIn, wOut, wTTFT, wITL float64
 		copies := make([]Variant, len(m.Variants))
+		vss := make([]variantState, len(m.Variants))
+		ms.variants = make([]*variantState, len(m.Variants))
 		for j := range m.Variants {
 			v := c.variant(&m.Variants[j], &copies[j])
-			vs := &variantState{model: ms, v: v, key: variantKey(m.Namespace, m.ID, v.Name), capTarget: -1, modelTarget: -1}
+			vs := &vss[j]
+			*vs = variantState{model: ms, v: v, key: variantKey(m.Namespace, m.ID, v.Name), capTarget: -1, modelTarget: -1}
 			vs.hints = c.e.state.Sizing[vs.key]
-			c.checkPods(vs)
-			ms.reporting += len(vs.pods)
-			ms.current += v.CurrentReplicas
-			for _, p := range vs.pods {
-				if p.ArrivalRateRPS <= 0 {
-					continue
-				}
-				r := p.ArrivalRateRPS
-				ms.demand += r
-				wIn += r * p.AvgInputTokens
-				wOut += r * p.AvgOutputTokens
-				wTTFT += r * p.AvgTTFTMs
-				wITL += r * p.AvgITLMs
-			}
-			ms.variants = append(ms.variants, vs)
+			ms.variants[j] = vs
 			c.all = append(c.all, vs)
 		}
-		ms.waiting = ms.backlog()
-		if ms.demand > 0 {
-			ms.inTok, ms.outTok = wIn/ms.demand, wOut/ms.demand
-			ms.ttftMs, ms.itlMs = wTTFT/ms.demand, wITL/ms.demand
-			ms.tokensPerRequest = ms.inTok + ms.outTok
-			r := m.ArrivalRateRPS
-			switch {
-			case !(r > 0 && r <= math.MaxFloat64):
-			case r > ms.demand:
-				// Requests served by pods already gone count too (their
-				// token averages are unknown; the pods' stand for them).
-				ms.demand = r
-			case ms.waiting > 0 && ms.demand > drainingRate(r):
-				// The pods finish more than arrives while requests wait:
-				// they are clearing a backlog, which the drain planner
-				// sizes; the demand is what arrives.
-				ms.finished, ms.demand = ms.demand, r
-			}
-		}
-		c.plausible(ms)
-		ms.sum.DemandRPS = ms.demand
-		c.learn(ms)
 		c.models = append(c.models, ms)
 	}
+	c.parallel(c.gather)
+	for _, ms := range c.models {
+		c.learn(ms)
+	}
+}
+
+// gather checks one model's pods and aggregates its workload: the demand
+// and its token and latency averages, weighted by each pod's arrival rate.
+func (c *cycle) gather(ms *modelState) {
+	m := ms.m
+	var wIn, wOut, wTTFT, wITL float64
+	for _, vs := range ms.variants {
+		v := vs.v
+		c.checkPods(vs)
+		ms.reporting += len(vs.pods)
+		ms.current += v.CurrentReplicas
+		for _, p := range vs.pods {
+			if p.ArrivalRateRPS <= 0 {
+				continue
+			}
+			r := p.ArrivalRateRPS
+			ms.demand += r
+			wIn += r * p.AvgInputTokens
+			wOut += r * p.AvgOutputTokens
+			wTTFT += r * p.AvgTTFTMs
+			wITL += r * p.AvgITLMs
+		}
+	}
+	ms.waiting = ms.backlog()
+	if ms.demand > 0 {
+		ms.inTok, ms.outTok = wIn/ms.demand, wOut/ms.demand
+		ms.ttftMs, ms.itlMs = wTTFT/ms.demand, wITL/ms.demand
+		ms.tokensPerRequest = ms.inTok + ms.outTok
+		r := m.ArrivalRateRPS
+		switch {
+		case !(r > 0 && r <= math.MaxFloat64):
+		case r > ms.demand:
+			// Requests served by pods already gone count too (their
+			// token averages are unknown; the pods' stand for them).
+			ms.demand = r
+		case ms.waiting > 0 && ms.demand > drainingRate(r):
+			// The pods finish more than arrives while requests wait:
+			// they are clearing a backlog, which the drain planner
+			// sizes; the demand is what arrives.
+			ms.finished, ms.demand = ms.demand, r
+		}
+	}
+	c.plausible(ms)
+	ms.sum.DemandRPS = ms.demand
 }
 
 // variant makes dst the cycle's copy of a snapshot variant, capped at the
