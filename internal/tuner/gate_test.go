@@ -196,9 +196,10 @@ func TestLoadChangeSkipped(t *testing.T) {
 	steady := base
 	steady.RateRPS, steady.Steady = 30, true
 	// Little's law at 10 requests/s: 10 × (0.04 + 200 × 0.012) = 24.4
-	// running; a count beyond 3 × 24.4 + 3√24.4 + 3 = 91.0 says the load
+	// running; a count beyond 73.2 + 3√73.2 + 3 = 101.9 (three times
+	// the load, three Poisson deviations of it and three) says the load
 	// rose in the window's last seconds. With 2 000 output tokens, 240.4
-	// running; fewer than 240.4 / 3 − 3√240.4 − 3 = 30.6 says it fell.
+	// running; fewer than 80.13 − 3√80.13 − 3 = 50.3 says it fell.
 	batch := func(out, running float64) Observation {
 		o := base
 		o.OutputTokens, o.RunningRequests = out, running
@@ -210,10 +211,10 @@ func TestLoadChangeSkipped(t *testing.T) {
 		skip string
 	}{
 		{base, 10, ""},
-		{batch(200, 95), 10, "load rose"},
-		{batch(200, 85), 10, ""},
-		{batch(2000, 25), 10, "load fell"},
-		{batch(2000, 35), 10, ""},
+		{batch(200, 103), 10, "load rose"},
+		{batch(200, 100), 10, ""},
+		{batch(2000, 49), 10, "load fell"},
+		{batch(2000, 52), 10, ""},
 		{base, 11.9, ""},
 		{base, 15, "load changed"},
 		{base, 15, ""},

@@ -109,25 +109,28 @@ const batchMoved = 3.0
 // batchContradicts says why the running count, read at the window's end,
 // contradicts the window's averages, or "". A replica serving λ requests/s
 // for TTFT + o·ITL each holds L = λ·(TTFT + o·ITL) of them (Little's law);
-// the count at one instant is about Poisson around L. A count beyond
-// batchMoved·L + 3√L + 3 (or, when one is reported, below L/batchMoved −
-// 3√L − 3) says the load rose (fell) in the window's last seconds: the rate,
-// a one-minute average, has not caught up, and the latencies are partly the
-// new load's. On step-slow-start seed 4 the cycle at the step read 3
-// requests/s a replica with 155 running (Little's law: 11), its TTFT and
-// ITL already raised by the step; the re-anchoring's fit took it and put
-// the learned capacity 68 % above the truth for a cycle, then 40 % below.
+// the count at one instant is about Poisson around the load it reflects. A
+// count beyond what a load batchMoved times L would hold (3L + 3√(3L) + 3:
+// three Poisson deviations and three requests above it), or, when one is
+// reported, below what a load a third of L would hold
+// (L/3 − 3√(L/3) − 3), says the load rose (fell) in the window's last
+// seconds: the rate, a one-minute average, has not caught up, and the
+// latencies are partly the new load's. On step-slow-start seed 4 the cycle
+// at the step read 3 requests/s a replica with 155 running (Little's law:
+// 11), its TTFT and ITL already raised by the step; the re-anchoring's fit
+// took it and put the learned capacity 68 % above the truth for a cycle,
+// then 40 % below. On seed 3 a cycle read 4 running where L was 73.
 func batchContradicts(obs Observation) string {
 	b := obs.RunningRequests // 0: not reported; the rate is positive (Validate)
 	if b <= 0 {
 		return ""
 	}
 	l := obs.RateRPS * (obs.TTFTMs + obs.OutputTokens*obs.ITLMs) / 1000
-	spread := 3*math.Sqrt(l) + 3
+	hi, lo := batchMoved*l, l/batchMoved
 	switch {
-	case b > batchMoved*l+spread:
+	case b > hi+3*math.Sqrt(hi)+3:
 		return fmt.Sprintf("skipped: the replicas run %.3g requests where the window's rate and latencies hold %.3g (Little's law): the load rose within the window", b, l)
-	case b < l/batchMoved-spread:
+	case b < lo-3*math.Sqrt(lo)-3:
 		return fmt.Sprintf("skipped: the replicas run %.3g requests where the window's rate and latencies hold %.3g (Little's law): the load fell within the window", b, l)
 	}
 	return ""
