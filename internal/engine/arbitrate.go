@@ -237,8 +237,9 @@ func (c *cycle) noteModel(vs *variantState) {
 			if ms.provisional {
 				trend = ", its level: a provisional size plans without the trend"
 			}
-			vs.note("+%d replica(s) spare: the %.3g %% forecast is %.3g rps in %.0f s (mean %.3g%s)%s",
-				vs.spare, 100*ms.sum.SpareQuantile, ms.planned, ms.horizon, ms.forecastMean, trend, c.spareWhy(ms))
+			vs.note("+%d replica(s) spare: the %.3g %% forecast is %.3g rps in %.0f s (mean %.3g%s)%s; the spare costs %.3g, %.0f %% of this variant's model target",
+				vs.spare, 100*ms.sum.SpareQuantile, ms.planned, ms.horizon, ms.forecastMean, trend, c.spareWhy(ms),
+				float64(vs.spare)*vs.v.cost(), 100*float64(vs.spare)/float64(max(vs.modelTarget, vs.spare)))
 		}
 		if ms.sum.SpareHeld && vs.spare > 0 {
 			vs.note("the scale-down window keeps the spare (an attainment target above %.4g %%)", 100*SpareHeldAbove)

@@ -418,6 +418,7 @@ func (c *cycle) plan() *Plan {
 			v := vs.v
 			ms.sum.CostBefore += float64(v.CurrentReplicas) * v.cost()
 			ms.sum.CostAfter += float64(vs.target) * v.cost()
+			ms.sum.SpareCost += float64(vs.spare) * v.cost()
 			u := p.Usage[v.Accelerator]
 			u.Current += v.CurrentReplicas * v.acceleratorsPerReplica()
 			u.Desired += vs.target * v.acceleratorsPerReplica()

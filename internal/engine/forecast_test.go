@@ -258,6 +258,15 @@ func TestLimitedModeReleasesSpare(t *testing.T) {
 	if why := fmt.Sprintf("+%d replica(s) spare: the 95 %% forecast", need(planned)-need(16)); !strings.Contains(d.Explanation, why) {
 		t.Errorf("the explanation %q, want %q in it", d.Explanation, why)
 	}
+	// The spare's price: its replicas at the variant's cost of 10 each,
+	// and their share of the model's target for the variant.
+	spare := need(planned) - need(16)
+	if got, want := p.Models[0].SpareCost, 10*float64(spare); got != want {
+		t.Errorf("spareCost %v, want %v (%d spare replica(s) at 10)", got, want, spare)
+	}
+	if why := fmt.Sprintf("the spare costs %d, %.0f %% of this variant's model target", 10*spare, 100*float64(spare)/float64(need(planned))); !strings.Contains(d.Explanation, why) {
+		t.Errorf("the explanation %q, want %q in it", d.Explanation, why)
+	}
 }
 
 // TestLimitedSpare: the spare of a limited-mode allocation is what the

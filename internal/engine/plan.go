@@ -111,6 +111,11 @@ type ModelSummary struct {
 	// (SpareHeld); false where the spare leaves as soon as the forecast
 	// drops.
 	SpareHeld bool `json:"spareHeld,omitempty"`
+	// SpareCost is the price of the forecast's spare: the spare replicas
+	// the queueing model planned over covering the measured demand, at
+	// each variant's cost per replica (the units of
+	// accelerator-unit-costs); 0 without a spare.
+	SpareCost float64 `json:"spareCost,omitempty"`
 	// SLO used by the queueing-model analyzer and where it came from:
 	// "explicit", "service-class", "inferred" (k·α) or "observed" (1.5×).
 	SLOSource  string  `json:"sloSource,omitempty"`
