@@ -45,6 +45,9 @@ func (c *cycle) arbitrate(ms *modelState) {
 		}
 	}
 	c.safetyCheck(downs)
+	for _, vs := range ms.variants {
+		vs.arbTarget, vs.arbReason = vs.target, vs.reason
+	}
 }
 
 func (c *cycle) capacityOnly(vs *variantState) {

@@ -33,6 +33,7 @@ func (c *cycle) enforce() {
 		c.waiting = c.waitingUnits()
 	}
 	for _, vs := range c.all {
+		vs.preWindow = vs.target
 		c.stabilize(vs)
 		if !vs.held {
 			c.e.state.LastGood[vs.key] = vs.target
@@ -448,7 +449,7 @@ func (c *cycle) decision(ms *modelState, vs *variantState) VariantDecision {
 	d := VariantDecision{Model: ms.m.ID, Namespace: ms.m.Namespace, Variant: v.Name, Accelerator: v.Accelerator,
 		Current: v.CurrentReplicas, Ready: v.ReadyReplicas, Pending: v.pending(), Desired: vs.target,
 		Reason: vs.reason, CapacityTarget: vs.capTarget, ModelTarget: vs.modelTarget, Queueing: vs.detail,
-		Victims: vs.victims}
+		Victims: vs.victims, Breakdown: vs.parts}
 	if vs.held {
 		d.Hold = vs.holdCause
 	}

@@ -175,6 +175,12 @@ type variantState struct {
 	target int
 	reason Reason
 	notes  []string
+	// arbTarget and arbReason are the target and reason arbitration
+	// left, preWindow the target before the scale-down window, and parts
+	// the desired replicas by the rule that asks for them (breakdown.go).
+	arbTarget, preWindow int
+	arbReason            Reason
+	parts                *Breakdown
 }
 
 func (vs *variantState) note(format string, args ...any) {
@@ -228,6 +234,7 @@ func (e *Engine) Plan(s *Snapshot) (*Plan, error) {
 	}
 	c.parallel(c.arbitrate)
 	c.enforce()
+	c.parallel(c.account)
 	c.parallel(c.pickVictims)
 	c.recordPlanned()
 	return c.plan(), nil

@@ -116,6 +116,10 @@ type ModelSummary struct {
 	// each variant's cost per replica (the units of
 	// accelerator-unit-costs); 0 without a spare.
 	SpareCost float64 `json:"spareCost,omitempty"`
+	// CostBreakdown is CostAfter split by the rule that asks for each
+	// replica (Breakdown): the model's need for the demand now, and the
+	// headroom every other rule holds, priced.
+	CostBreakdown *Breakdown `json:"costBreakdown,omitempty"`
 	// SLO used by the queueing-model analyzer and where it came from:
 	// "explicit", "service-class", "inferred" (k·α) or "observed" (1.5×).
 	SLOSource  string  `json:"sloSource,omitempty"`
@@ -170,6 +174,12 @@ type VariantDecision struct {
 	// variant down (least-loaded, never saturated); the actuator marks
 	// them with controller.kubernetes.io/pod-deletion-cost.
 	Victims []string `json:"victims,omitempty"`
+	// Breakdown is Desired split by the rule that asks for each replica:
+	// the model's need, the forecast's spare, a backlog's transient
+	// replicas, the saturation analysis, its safety block, the scale-down
+	// window, other rules; all unsized where the queueing model did not
+	// size the variant, all held while its metrics are unusable.
+	Breakdown *Breakdown `json:"breakdown,omitempty"`
 	// Draining is how many replicas are out of the gateway's rotation,
 	// draining before the scale-down removes them; Desired is then the
 	// count the drain allows now (the controller sets it, docs/controller.md).
