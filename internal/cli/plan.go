@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -119,30 +120,7 @@ func printPlan(w io.Writer, p *engine.Plan) error {
 	}
 	fmt.Fprintf(w, "\nmode %s, %s\n", p.Mode, p.Time.Format(time.RFC3339))
 	for _, m := range p.Models {
-		fmt.Fprintf(w, "\n%s: demand %s rps, cost %s → %s", qualified(m.Namespace, m.Model), num(m.DemandRPS), num(m.CostBefore), num(m.CostAfter))
-		if m.SLOSource != "" {
-			fmt.Fprintf(w, "; SLO (%s) TTFT %s ms, ITL %s ms", m.SLOSource, num(m.SLOTTFTMs), num(m.SLOITLMs))
-			if m.SLOTPS > 0 {
-				fmt.Fprintf(w, ", TPS %s", num(m.SLOTPS))
-			}
-		}
-		fmt.Fprintln(w)
-		if m.ModelError != "" {
-			fmt.Fprintf(w, "  model analysis: %s\n", m.ModelError)
-		}
-		for _, sd := range m.Saturation {
-			role := ""
-			if sd.Role != "" {
-				role = " (" + sd.Role + ")"
-			}
-			fmt.Fprintf(w, "  saturation%s: %d replicas, %d saturated, spare KV %.3f, spare queue %.2f, scale-up %v, scale-down safe %v\n",
-				role, sd.Replicas, sd.Saturated, sd.AvgSpareKV, sd.AvgSpareQueue, sd.ScaleUp, sd.ScaleDownSafe)
-		}
-		for _, d := range p.Variants {
-			if d.Model == m.Model && d.Namespace == m.Namespace {
-				fmt.Fprintf(w, "  %s → %d: %s\n", d.Variant, d.Desired, d.Explanation)
-			}
-		}
+		printModel(w, m, p.Variants)
 	}
 	if len(p.Usage) > 0 {
 		fmt.Fprintln(w)
@@ -172,4 +150,41 @@ func sortedStrings[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// printModel prints a model's figures and its variants' explanations.
+func printModel(w io.Writer, m engine.ModelSummary, variants []engine.VariantDecision) {
+	fmt.Fprintf(w, "\n%s: demand %s rps, cost %s → %s", qualified(m.Namespace, m.Model), num(m.DemandRPS), num(m.CostBefore), num(m.CostAfter))
+	if m.SLOSource != "" {
+		fmt.Fprintf(w, "; SLO (%s) TTFT %s ms, ITL %s ms", m.SLOSource, num(m.SLOTTFTMs), num(m.SLOITLMs))
+		if m.SLOTPS > 0 {
+			fmt.Fprintf(w, ", TPS %s", num(m.SLOTPS))
+		}
+	}
+	fmt.Fprintln(w)
+	if m.ModelError != "" {
+		fmt.Fprintf(w, "  model analysis: %s\n", m.ModelError)
+	}
+	if b := m.CostBreakdown; b != nil && b.Total() > 0 {
+		var parts []string
+		for _, p := range b.Parts() {
+			if p.Value != 0 {
+				parts = append(parts, p.Name+" "+num(p.Value))
+			}
+		}
+		fmt.Fprintf(w, "  cost %s by the rule that asks for it: %s\n", num(m.CostAfter), strings.Join(parts, ", "))
+	}
+	for _, sd := range m.Saturation {
+		role := ""
+		if sd.Role != "" {
+			role = " (" + sd.Role + ")"
+		}
+		fmt.Fprintf(w, "  saturation%s: %d replicas, %d saturated, spare KV %.3f, spare queue %.2f, scale-up %v, scale-down safe %v\n",
+			role, sd.Replicas, sd.Saturated, sd.AvgSpareKV, sd.AvgSpareQueue, sd.ScaleUp, sd.ScaleDownSafe)
+	}
+	for _, d := range variants {
+		if d.Model == m.Model && d.Namespace == m.Namespace {
+			fmt.Fprintf(w, "  %s → %d: %s\n", d.Variant, d.Desired, d.Explanation)
+		}
+	}
 }

@@ -227,6 +227,15 @@ func TestPlanExamples(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "REASON") || !strings.Contains(out, "safety block") {
 		t.Errorf("table:\n%s", out)
 	}
+	// llama's cost after the plan, 70, is the H100 replica the model needs
+	// (40) and the two A100 replicas the safety block keeps (2 × 15): the
+	// table says so, and the A100's explanation prices them.
+	if want := "cost 70.00 by the rule that asks for it: need 40.00, safetyBlock 30.00"; !strings.Contains(out, want) {
+		t.Errorf("table without %q:\n%s", want, out)
+	}
+	if want := "of 2 replica(s): 0 for the demand now, +2 safety block; the headroom costs 30"; !strings.Contains(out, want) {
+		t.Errorf("table without %q:\n%s", want, out)
+	}
 }
 
 // TestPlanReplayExample: the state in examples/plan/replay.yaml (what the

@@ -27,3 +27,11 @@ type FastLooper interface {
 // Warner is an autoscaler that reports problems of its run (engine errors)
 // as warnings on the result.
 type Warner interface{ Warnings() []string }
+
+// Breakdowner is an autoscaler that splits what its decisions asked for by
+// the rule that asked for each replica (WVA's plan breakdown): per model,
+// each part's cost from the start to end (seconds), in the cost units of
+// the result. The result carries it as costBreakdown.
+type Breakdowner interface {
+	CostBreakdown(end float64) map[string]map[string]float64
+}

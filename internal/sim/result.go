@@ -66,6 +66,8 @@ type Result struct {
 	// PerModel are each model's figures, in the scenario's order: a
 	// fleet's attainment can hide a model far below it.
 	PerModel []ModelStats `json:"perModel"`
+	// CostBreakdown is the models' CostBreakdown summed (see ModelStats).
+	CostBreakdown map[string]float64 `json:"costBreakdown,omitempty"`
 	// PrefixHits counts admissions that found cached blocks.
 	PrefixHits int64 `json:"prefixHits,omitempty"`
 	// Admission is the gateway's admission control, when the scenario has
@@ -100,6 +102,12 @@ type ModelStats struct {
 	GPUHours            float64  `json:"gpuHours"`
 	Cost                float64  `json:"cost"`
 	FailedBy            Failures `json:"failedBy"`
+	// CostBreakdown splits the cost the autoscaler's decisions asked for
+	// by the rule that asked for each replica (an autoscaler that reports
+	// it: WVA, whose part names are the plan's breakdown's, docs/plan.md).
+	// Its total is the desired replicas' cost, which differs from Cost by
+	// the replicas still starting or being removed.
+	CostBreakdown map[string]float64 `json:"costBreakdown,omitempty"`
 }
 
 // ClassStats are one SLO class's figures.
@@ -402,4 +410,24 @@ func percentiles(v []float64) Percentiles {
 func quantile(v []float64, p float64) float64 {
 	sort.Float64s(v)
 	return v[max(0, min(len(v)-1, int(math.Ceil(p*float64(len(v))))-1))]
+}
+
+// addBreakdown puts an autoscaler's cost breakdown (by model name) on the
+// models it names and sums it over the fleet.
+func (r *Result) addBreakdown(by map[string]map[string]float64) {
+	for i := range r.PerModel {
+		m := &r.PerModel[i]
+		parts, ok := by[m.Model]
+		if !ok {
+			continue
+		}
+		if r.CostBreakdown == nil {
+			r.CostBreakdown = map[string]float64{}
+		}
+		m.CostBreakdown = make(map[string]float64, len(parts))
+		for k, v := range parts {
+			m.CostBreakdown[k] = v
+			r.CostBreakdown[k] += v
+		}
+	}
 }

@@ -114,6 +114,9 @@ func (s *Sim) Run(ctx context.Context, progress func(simTime float64)) *Result {
 	if w, ok := s.scaler.(Warner); ok {
 		s.res.Warnings = append(s.res.Warnings, w.Warnings()...)
 	}
+	if b, ok := s.scaler.(Breakdowner); ok {
+		s.res.addBreakdown(b.CostBreakdown(s.now))
+	}
 	return s.res
 }
 

@@ -282,3 +282,71 @@ func TestFeedbackRelaxesAPessimisticForm(t *testing.T) {
 	}
 	t.Logf("attainment %.4f at %.2f with the feedback, %.4f at %.2f without", with, withCost, without, withoutCost)
 }
+
+// TestCostBreakdown: the run's cost breakdown is the plans' desired
+// replicas at their variants' costs, each plan held until the next one
+// (the last until the run's end), split by the plan's own breakdown: the
+// parts sum to what the trace adds up independently, per model and for the
+// fleet. On shared-budget (two models, limited mode) every part the cycle
+// can attribute appears: the need, the spare, the saturation analysis, its
+// safety block and the window, and the cold start's unsized replicas.
+func TestCostBreakdown(t *testing.T) {
+	sc := simtest.Builtin(t, "shared-budget", 0)
+	a, err := sim.NewAutoscaler("wva", &sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	costs := map[string]float64{}
+	for _, m := range sc.Models {
+		for _, v := range m.Variants {
+			costs[m.Name+"/"+v.Name] = v.Cost
+		}
+	}
+	want := map[string]float64{}
+	rate := map[string]float64{}
+	last := 0.0
+	spend := func(now float64) {
+		for m, r := range rate {
+			want[m] += r * (now - last) / 3600
+		}
+		last = now
+	}
+	a.(*WVA).trace = func(now float64, p *engine.Plan) {
+		spend(now)
+		for _, m := range p.Models {
+			rate[m.Model] = 0
+		}
+		for _, d := range p.Variants {
+			rate[d.Model] += float64(d.Desired) * costs[d.Model+"/"+d.Variant]
+		}
+	}
+	r := sim.New(sc, a).Run(context.Background(), nil)
+	spend(r.DurationSecs)
+	sum := func(b map[string]float64) (s float64) {
+		for _, v := range b {
+			s += v
+		}
+		return s
+	}
+	fleet := 0.0
+	for _, m := range r.PerModel {
+		if got := sum(m.CostBreakdown); math.Abs(got-want[m.Model]) > 1e-9*want[m.Model] {
+			t.Errorf("%s: the breakdown sums to %v, the plans' desired replicas cost %v", m.Model, got, want[m.Model])
+		}
+		fleet += want[m.Model]
+	}
+	if got := sum(r.CostBreakdown); math.Abs(got-fleet) > 1e-9*fleet {
+		t.Errorf("fleet: the breakdown sums to %v, want %v", got, fleet)
+	}
+	for _, part := range []string{"need", "spare", "saturation", "safetyBlock", "window", "unsized"} {
+		if r.CostBreakdown[part] <= 0 {
+			t.Errorf("no %s in the breakdown %v", part, r.CostBreakdown)
+		}
+	}
+	// The decisions' cost is what the run pays, but for the replicas
+	// still starting or being removed.
+	if got := sum(r.CostBreakdown); math.Abs(got-r.Cost) > 0.1*r.Cost {
+		t.Errorf("the decisions cost %v, the run %v: more than 10 %% apart", got, r.Cost)
+	}
+	t.Logf("breakdown %v; cost %v", r.CostBreakdown, r.Cost)
+}

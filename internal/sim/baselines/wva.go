@@ -39,6 +39,11 @@ type WVA struct {
 	// each one's first occurrence. Both end up as warnings on the result.
 	errs     map[string]int
 	firstErr map[string]float64
+	// parts is the last plan's cost breakdown per model (cost per hour)
+	// from partsSince on; spent is what the plans before it added up to.
+	parts      map[string]engine.Breakdown
+	partsSince float64
+	spent      map[string]*engine.Breakdown
 }
 
 var (
@@ -46,6 +51,7 @@ var (
 	_ sim.Drainer        = (*WVA)(nil)
 	_ sim.FastLooper     = (*WVA)(nil)
 	_ sim.Warner         = (*WVA)(nil)
+	_ sim.Breakdowner    = (*WVA)(nil)
 )
 
 // victimCost is the pod-deletion-cost WVA puts on the pods it chose to
@@ -140,6 +146,7 @@ func (w *WVA) Decide(v *sim.View) []int {
 	if w.trace != nil {
 		w.trace(v.Now, plan)
 	}
+	w.account(v.Now, plan)
 	clear(w.victims)
 	w.drainOut, w.drainBack = w.drainOut[:0], w.drainBack[:0]
 	for _, d := range plan.Variants {
@@ -180,6 +187,55 @@ func (w *WVA) drain(v *sim.View, vv *sim.VariantView, d engine.VariantDecision) 
 		pods = append(pods, drain.Pod{Name: m.Name, Ready: m.Ready, Draining: m.Draining, Since: wvaTime(m.DrainSince), InFlight: n})
 	}
 	return drain.Plan(wvaTime(v.Now), pol, vv.Current, d.Desired, d.Victims, pods)
+}
+
+// account adds the last plan's cost breakdown over the time since it was
+// made and keeps this plan's. A model the plan leaves out (held by the
+// snapshot builder) keeps its last breakdown, as its replicas do.
+func (w *WVA) account(now float64, p *engine.Plan) {
+	w.spend(now)
+	if w.parts == nil {
+		w.parts = map[string]engine.Breakdown{}
+	}
+	for _, m := range p.Models {
+		if m.CostBreakdown != nil {
+			w.parts[m.Model] = *m.CostBreakdown
+		}
+	}
+}
+
+// spend adds the current breakdown's cost from partsSince to now.
+func (w *WVA) spend(now float64) {
+	if now <= w.partsSince {
+		return
+	}
+	if w.spent == nil {
+		w.spent = map[string]*engine.Breakdown{}
+	}
+	for m, b := range w.parts {
+		if w.spent[m] == nil {
+			w.spent[m] = &engine.Breakdown{}
+		}
+		w.spent[m].Add(b, (now-w.partsSince)/3600)
+	}
+	w.partsSince = now
+}
+
+// CostBreakdown implements Breakdowner: each model's cost by the part of
+// the plans' breakdown that asked for it, to the run's end.
+func (w *WVA) CostBreakdown(end float64) map[string]map[string]float64 {
+	w.spend(end)
+	out := make(map[string]map[string]float64, len(w.spent))
+	for m, b := range w.spent {
+		parts := map[string]float64{}
+		for _, p := range b.Parts() {
+			if p.Value != 0 {
+				parts[p.Name] = p.Value
+			}
+		}
+		out[m] = parts
+	}
+	return out
 }
 
 // Drains implements Drainer: the last decision's drain marks.

@@ -53,6 +53,9 @@ type SeedSummary struct {
 	// Wins counts the seeds where this autoscaler had the highest SLO
 	// attainment (ties count for each).
 	Wins int `json:"wins"`
+	// CostBreakdown is the result's costBreakdown over the seeds (a part
+	// a seed lacks counts 0 there), for an autoscaler that reports it.
+	CostBreakdown map[string]Stat `json:"costBreakdown,omitempty"`
 }
 
 // Summarize turns runs (one Compare result list per seed, the autoscalers
@@ -76,7 +79,7 @@ func Summarize(seeds []uint64, runs [][]*sim.Result) []SeedSummary {
 		}
 		out[i] = SeedSummary{Autoscaler: runs[0][i].Autoscaler, Seeds: seeds, SLOAttainment: statOf(slo),
 			EffectiveThroughput: statOf(good), TTFTp99Ms: statOf(p99), Cost: statOf(cost), CostPer1kWithinSLO: statOf(per1k),
-			Failed: statOf(failed), Terminated: statOf(term)}
+			Failed: statOf(failed), Terminated: statOf(term), CostBreakdown: breakdownStats(runs, i)}
 	}
 	for _, rs := range runs {
 		best := 0.0
@@ -89,6 +92,28 @@ func Summarize(seeds []uint64, runs [][]*sim.Result) []SeedSummary {
 			if !sim.Instant(r.Autoscaler) && r.SLOAttainment == best {
 				out[i].Wins++
 			}
+		}
+	}
+	return out
+}
+
+// breakdownStats is autoscaler i's cost breakdown over the seeds' runs,
+// or nil when no run reports one.
+func breakdownStats(runs [][]*sim.Result, i int) map[string]Stat {
+	var out map[string]Stat
+	for _, rs := range runs {
+		for part := range rs[i].CostBreakdown {
+			if out == nil {
+				out = map[string]Stat{}
+			}
+			if _, done := out[part]; done {
+				continue
+			}
+			xs := make([]float64, len(runs))
+			for k, rs := range runs {
+				xs[k] = rs[i].CostBreakdown[part]
+			}
+			out[part] = statOf(xs)
 		}
 	}
 	return out

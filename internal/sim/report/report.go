@@ -22,6 +22,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/llm-d-incubation/wva/internal/sim"
+	"github.com/llm-d-incubation/wva/internal/sim/experiment"
 )
 
 // WriteTable prints one row per autoscaler.
@@ -46,7 +47,38 @@ func WriteTable(w io.Writer, rs []*sim.Result) error {
 	if err := writeClassTable(w, rs); err != nil {
 		return err
 	}
-	return writeAdmissionTable(w, rs)
+	if err := writeAdmissionTable(w, rs); err != nil {
+		return err
+	}
+	writeBreakdowns(w, rs)
+	return nil
+}
+
+// writeBreakdowns prints, for each result that has one, its cost by the
+// rule that asked for each replica, for the fleet and, when there are
+// several, per model.
+func writeBreakdowns(w io.Writer, rs []*sim.Result) {
+	line := func(b map[string]float64) string {
+		st := make(map[string]experiment.Stat, len(b))
+		for k, v := range b {
+			st[k] = experiment.Stat{Mean: v, Min: v, Max: v}
+		}
+		return breakdownLine(st)
+	}
+	for _, r := range rs {
+		if len(r.CostBreakdown) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s's cost by the rule that asked for it: %s\n", r.Autoscaler, line(r.CostBreakdown))
+		if !multiModel(rs) {
+			continue
+		}
+		for _, m := range r.PerModel {
+			if len(m.CostBreakdown) > 0 {
+				fmt.Fprintf(w, "  %s: %s\n", m.Model, line(m.CostBreakdown))
+			}
+		}
+	}
 }
 
 // multiModel says whether the results are of a fleet of several models
