@@ -69,7 +69,10 @@ type Emitter struct {
 // modelSeries are the model-level figures behind the decisions.
 type modelSeries struct {
 	demand, planned, sloTTFT, sloITL *prometheus.GaugeVec
-	published                        map[[2]string]bool
+	// cost is the plan's cost for the model by the rule that asks for
+	// each replica (engine.Breakdown): the price of each kind of headroom.
+	cost      *prometheus.GaugeVec
+	published map[[2]string]bool
 }
 
 // variantSeries are the queueing model's figures per variant: the
@@ -84,6 +87,8 @@ const (
 	LabelModel     = "model_id"
 	LabelParameter = "parameter"
 	LabelCause     = "cause"
+	// LabelRule names a part of the plan's cost breakdown.
+	LabelRule = "rule"
 )
 
 // decisionNames are the prefixes the decision series are published under.
@@ -117,10 +122,12 @@ func NewEmitter(reg prometheus.Registerer) (*Emitter, error) {
 		info: gauge("wva_variant_info", "Always 1 while the variant is planned; model_id names its model, to join the variant series (which have no model label) with the model series.",
 			append(labels, LabelModel)...),
 		model: modelSeries{
-			demand:    gauge("wva_model_demand_rps", "Arrival rate of the model's requests the last cycle measured, requests/s.", modelLabels...),
-			planned:   gauge("wva_model_planned_rps", "Demand the queueing model sized for: the arrival rate raised to the forecast's quantile over the provisioning horizon, requests/s.", modelLabels...),
-			sloTTFT:   gauge("wva_model_slo_ttft_seconds", "TTFT target the model was sized against.", modelLabels...),
-			sloITL:    gauge("wva_model_slo_itl_seconds", "ITL target the model was sized against.", modelLabels...),
+			demand:  gauge("wva_model_demand_rps", "Arrival rate of the model's requests the last cycle measured, requests/s.", modelLabels...),
+			planned: gauge("wva_model_planned_rps", "Demand the queueing model sized for: the arrival rate raised to the forecast's quantile over the provisioning horizon, requests/s.", modelLabels...),
+			sloTTFT: gauge("wva_model_slo_ttft_seconds", "TTFT target the model was sized against.", modelLabels...),
+			sloITL:  gauge("wva_model_slo_itl_seconds", "ITL target the model was sized against.", modelLabels...),
+			cost: gauge("wva_model_cost", "Cost of the model's desired replicas (per hour, in the units of the accelerator costs) by the rule that asks for each replica: need (the queueing model's target for the demand now), spare (the forecast's), backlog, saturation, safetyBlock, window, other, unsized, held.",
+				LabelModel, LabelNamespace, LabelRule),
 			published: map[[2]string]bool{},
 		},
 		variant: variantSeries{
@@ -142,7 +149,7 @@ func NewEmitter(reg prometheus.Registerer) (*Emitter, error) {
 			Help: "Scaling decisions, by direction (up or down) and reason; a decision repeated while it is applied counts once."}, scalingLabels))
 	}
 	cs := []prometheus.Collector{e.cycle, e.errors, e.tuner, e.lastSuccess, e.buildInfo, e.held, e.unresolved, e.info,
-		e.model.demand, e.model.planned, e.model.sloTTFT, e.model.sloITL, e.variant.capacity, e.variant.param, e.variant.paramSD}
+		e.model.demand, e.model.planned, e.model.sloTTFT, e.model.sloITL, e.model.cost, e.variant.capacity, e.variant.param, e.variant.paramSD}
 	for i := range decisionNames {
 		cs = append(cs, e.desired[i], e.current[i], e.ratio[i], e.scaling[i])
 	}
@@ -325,15 +332,30 @@ func (e *Emitter) publishModels(models []engine.ModelSummary) {
 		if m.SLOITLMs > 0 {
 			ms.sloITL.WithLabelValues(k[:]...).Set(m.SLOITLMs / 1000)
 		}
+		ms.setCost(k, m.CostBreakdown)
 	}
 	for k := range ms.published {
 		if !now[k] {
 			for _, g := range []*prometheus.GaugeVec{ms.demand, ms.planned, ms.sloTTFT, ms.sloITL} {
 				g.DeleteLabelValues(k[:]...)
 			}
+			ms.setCost(k, nil)
 		}
 	}
 	ms.published = now
+}
+
+// setCost publishes every part of the model's cost breakdown (zeros
+// included, so that a dashboard's stack keeps its series), or removes them
+// when the plan has none.
+func (ms *modelSeries) setCost(k [2]string, b *engine.Breakdown) {
+	if b == nil {
+		ms.cost.DeletePartialMatch(prometheus.Labels{LabelModel: k[0], LabelNamespace: k[1]})
+		return
+	}
+	for _, p := range b.Parts() {
+		ms.cost.WithLabelValues(k[0], k[1], p.Name).Set(p.Value)
+	}
 }
 
 // count counts a scaling decision once: when the variant's desired count

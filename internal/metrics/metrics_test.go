@@ -167,7 +167,8 @@ func TestHealthAndModelSeries(t *testing.T) {
 			{Model: "llama", Variant: "llama-h100", Namespace: "llm", Accelerator: "H100", Current: 2, Desired: 3, Reason: "model", Queueing: q},
 			{Model: "llama", Variant: "llama-a100", Namespace: "llm", Accelerator: "A100", Current: 2, Desired: 2, Reason: engine.ReasonHoldMetrics, Hold: engine.HoldStale},
 		},
-		Models: []engine.ModelSummary{{Model: "llama", Namespace: "llm", DemandRPS: 12.5, PlannedRPS: 14, SLOTTFTMs: 500, SLOITLMs: 25}},
+		Models: []engine.ModelSummary{{Model: "llama", Namespace: "llm", DemandRPS: 12.5, PlannedRPS: 14, SLOTTFTMs: 500, SLOITLMs: 25,
+			CostBreakdown: &engine.Breakdown{Need: 20, Spare: 5, SafetyBlock: 2.5}}},
 	}
 	e.Publish(plan)
 	out := scrape(t, reg)
@@ -178,6 +179,10 @@ func TestHealthAndModelSeries(t *testing.T) {
 		`wva_variant_held{accelerator_type="A100",cause="stale",namespace="llm",variant_name="llama-a100"} 1`,
 		`wva_model_demand_rps{model_id="llama",namespace="llm"} 12.5`,
 		`wva_model_planned_rps{model_id="llama",namespace="llm"} 14`,
+		`wva_model_cost{model_id="llama",namespace="llm",rule="need"} 20`,
+		`wva_model_cost{model_id="llama",namespace="llm",rule="spare"} 5`,
+		`wva_model_cost{model_id="llama",namespace="llm",rule="safetyBlock"} 2.5`,
+		`wva_model_cost{model_id="llama",namespace="llm",rule="window"} 0`,
 		`wva_model_slo_ttft_seconds{model_id="llama",namespace="llm"} 0.5`,
 		`wva_model_slo_itl_seconds{model_id="llama",namespace="llm"} 0.025`,
 		`wva_variant_capacity_per_replica_rps{accelerator_type="H100",namespace="llm",variant_name="llama-h100"} 4.5`,
@@ -198,10 +203,11 @@ func TestHealthAndModelSeries(t *testing.T) {
 	// and the model lost its SLO.
 	plan.Variants = []engine.VariantDecision{{Model: "llama", Variant: "llama-a100", Namespace: "llm", Accelerator: "A100", Current: 2, Desired: 2, Reason: "no-change"}}
 	plan.Models[0].SLOTTFTMs, plan.Models[0].SLOITLMs = 0, 0
+	plan.Models[0].CostBreakdown = nil
 	e.Publish(plan)
 	out = scrape(t, reg)
 	for _, gone := range []string{"wva_variant_held{", "wva_desired_replicas{accelerator_type=\"H100\"", "wva_variant_capacity_per_replica_rps{",
-		"wva_model_slo_ttft_seconds{", "wva_variant_parameter{", "wva_variant_parameter_stddev{"} {
+		"wva_model_slo_ttft_seconds{", "wva_variant_parameter{", "wva_variant_parameter_stddev{", "wva_model_cost{"} {
 		if strings.Contains(out, gone) {
 			t.Errorf("still reported: %s", gone)
 		}
