@@ -81,10 +81,16 @@ func breakdownLine(b map[string]experiment.Stat) string {
 func WriteSeedCSV(w io.Writer, ss []experiment.SeedSummary) error {
 	cw := csv.NewWriter(w)
 	names := []string{"slo_attainment_pct", "effective_throughput_rps", "ttft_p99_ms", "cost", "cost_per_1k_within_slo", "failed", "terminated"}
-	head := make([]string, 0, 3+4*len(names))
+	parts := (engine.Breakdown{}).Parts()
+	head := make([]string, 0, 3+4*len(names)+len(parts))
 	head = append(head, "autoscaler", "seeds", "best_slo_seeds")
 	for _, n := range names {
 		head = append(head, n+"_mean", n+"_sd", n+"_min", n+"_max")
+	}
+	// The cost breakdown's mean per part (empty for an autoscaler that
+	// reports none), after the fixed columns.
+	for _, p := range parts {
+		head = append(head, "cost_"+snake(p.Name)+"_mean")
 	}
 	_ = cw.Write(head)
 	for _, s := range ss {
@@ -92,8 +98,28 @@ func WriteSeedCSV(w io.Writer, ss []experiment.SeedSummary) error {
 		for _, st := range []experiment.Stat{s.SLOAttainment, s.EffectiveThroughput, s.TTFTp99Ms, s.Cost, s.CostPer1kWithinSLO, s.Failed, s.Terminated} {
 			row = append(row, f(st.Mean), f(st.SD), f(st.Min), f(st.Max))
 		}
+		for _, p := range parts {
+			cell := ""
+			if s.CostBreakdown != nil {
+				cell = f(s.CostBreakdown[p.Name].Mean)
+			}
+			row = append(row, cell)
+		}
 		_ = cw.Write(row)
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// snake turns a part's name into a CSV column's: safetyBlock → safety_block.
+func snake(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
