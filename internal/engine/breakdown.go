@@ -26,7 +26,7 @@ type Breakdown struct {
 	// Window: replicas the scale-down stabilisation window keeps.
 	Window float64 `json:"window,omitempty"`
 	// Other: replicas kept by any other rule — minReplicas, the idle
-	// retention, a provisional size that may only add.
+	// retention, a scale from zero, a provisional size that may only add.
 	Other float64 `json:"other,omitempty"`
 	// Unsized: the replicas of a variant the queueing model did not size
 	// (no parameters yet, a failed analysis, capacity-only mode): nothing
