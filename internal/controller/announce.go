@@ -137,11 +137,16 @@ func (a *announcer) event(va *wvav1.VariantAutoscaling, d engine.VariantDecision
 
 // truncateNote shortens s to the longest note an Event accepts, on a
 // character boundary, marking the cut with an ellipsis.
-func truncateNote(s string) string {
-	if len(s) <= maxEventNoteBytes {
+func truncateNote(s string) string { return truncateBytes(s, maxEventNoteBytes) }
+
+// truncateBytes cuts s to at most n bytes on a character boundary, with an
+// ellipsis where it cut (a byte cut can split a character: "→" and "≥"
+// are three bytes, and the API server stores what it is sent).
+func truncateBytes(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := maxEventNoteBytes - len("…")
+	cut := max(n-len("…"), 0)
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

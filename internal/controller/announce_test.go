@@ -3,6 +3,7 @@ package controller
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,5 +81,22 @@ func TestTruncateNote(t *testing.T) {
 	}
 	if truncateNote("short") != "short" {
 		t.Error("a short note changed")
+	}
+}
+
+// TestConditionMessageCutOnACharacter: a condition's message longer than
+// 1 024 bytes is cut on a character boundary (a byte cut at 1 021 split
+// "é", two bytes, and stored invalid UTF-8).
+func TestConditionMessageCutOnACharacter(t *testing.T) {
+	var conds []metav1.Condition
+	long := strings.Repeat("é", 600) // 1 200 bytes
+	setCondition(&conds, metav1.Now(), "OptimizationReady", true, "OptimizationSucceeded", long)
+	got := conds[0].Message
+	if len(got) > maxConditionMessageBytes || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
+		t.Errorf("len %d, valid UTF-8 %v, ends %q", len(got), utf8.ValidString(got), got[len(got)-4:])
+	}
+	setCondition(&conds, metav1.Now(), "OptimizationReady", true, "OptimizationSucceeded", "short")
+	if conds[0].Message != "short" {
+		t.Errorf("a short message became %q", conds[0].Message)
 	}
 }

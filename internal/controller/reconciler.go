@@ -209,17 +209,21 @@ func orDefault(s, d string) string {
 	return s
 }
 
+// maxConditionMessageBytes bounds a condition's message (the API allows
+// 32 768 bytes; a decision's explanation is cut here to stay readable in
+// kubectl describe).
+const maxConditionMessageBytes = 1024
+
 // setCondition sets a condition; its transition time changes only when
 // its status does (with the injected clock, unlike meta.SetStatusCondition).
+// A long message is cut on a character boundary.
 func setCondition(conds *[]metav1.Condition, now metav1.Time, typ string, status bool, reason, msg string) {
 	reason = orDefault(reason, "Unknown") // the API rejects an empty reason
 	s := metav1.ConditionFalse
 	if status {
 		s = metav1.ConditionTrue
 	}
-	if len(msg) > 1024 {
-		msg = msg[:1021] + "..."
-	}
+	msg = truncateBytes(msg, maxConditionMessageBytes)
 	if c := findCondition(*conds, typ); c != nil {
 		if c.Status != s {
 			c.LastTransitionTime = now
