@@ -61,7 +61,9 @@ attainment, TTFT (from the gateway), ITL (per token) and E2E means and
 percentiles, GPU-hours, cost, cost per 1 000 requests within the SLO, and
 scaling actions; then throughput, preemptions, the prefix-cache hit rate
 and failures by cause (timeout, rejected, shed, terminated, unservable).
-Results
+Under the table, WVA's cost split by the rule that asked for each replica
+(need, spare, saturation, safetyBlock, window, …: costBreakdown in
+results.json). Results
 (results.json, summary.csv, series-*.csv) and plots (PNG and SVG) go to
 --out. The same scenario and seed give byte-identical JSON. Ctrl-C stops the
 run and writes what was simulated so far.
