@@ -344,3 +344,31 @@ func TestProvisionalPlansWithoutTrend(t *testing.T) {
 		}
 	}
 }
+
+// TestForecastDropClipped: a drop's one-step error enters the variance at
+// most at 2σ once the forecaster has 10 updates; a rise's counts whole.
+// Hand-computed from level 10, no trend, variance 1 (σ 1): a sample of 4
+// is an error of −6, counted as −2: variance 1 + 0.2·(4 − 1) = 1.6 (8
+// unclipped); a sample of 16 (+6): 1 + 0.2·(36 − 1) = 8. The level and
+// trend take the whole error either way: 10 − 0.5·6 = 7, trend −0.6.
+func TestForecastDropClipped(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		updates         int
+		y               float64
+		variance, level float64
+	}{
+		{"a drop", 10, 4, 1.6, 7},
+		{"a rise", 10, 16, 8, 13},
+		{"a drop before 10 updates", 9, 4, 8, 7},
+		{"a drop within 2σ", 10, 8.5, 1 + 0.2*(2.25-1), 9.25},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &Forecast{Level: 10, Variance: 1, StepSeconds: 30, Updates: tc.updates, Last: t0}
+			f.observe(t0.Add(30*time.Second), tc.y)
+			if math.Abs(f.Variance-tc.variance) > 1e-12 || math.Abs(f.Level-tc.level) > 1e-12 || math.Abs(f.Trend-0.1*(tc.y-10)) > 1e-12 {
+				t.Errorf("variance %v, level %v, trend %v; want %v, %v, %v", f.Variance, f.Level, f.Trend, tc.variance, tc.level, 0.1*(tc.y-10))
+			}
+		})
+	}
+}
