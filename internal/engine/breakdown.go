@@ -104,9 +104,10 @@ func (vs *variantState) breakdown() Breakdown {
 		*dst += v
 		left -= v
 	}
+	spare := min(vs.spare, model-need)
 	take(&b.Need, need)
-	take(&b.Spare, min(vs.spare, model-need))
-	take(&b.Backlog, model-need-min(vs.spare, model-need))
+	take(&b.Spare, spare)
+	take(&b.Backlog, model-need-spare)
 	switch vs.arbReason {
 	case ReasonSafetyBlock:
 		take(&b.SafetyBlock, arbitrated)

@@ -22,7 +22,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/llm-d-incubation/wva/internal/sim"
-	"github.com/llm-d-incubation/wva/internal/sim/experiment"
 )
 
 // WriteTable prints one row per autoscaler.
@@ -58,24 +57,17 @@ func WriteTable(w io.Writer, rs []*sim.Result) error {
 // rule that asked for each replica, for the fleet and, when there are
 // several, per model.
 func writeBreakdowns(w io.Writer, rs []*sim.Result) {
-	line := func(b map[string]float64) string {
-		st := make(map[string]experiment.Stat, len(b))
-		for k, v := range b {
-			st[k] = experiment.Stat{Mean: v, Min: v, Max: v}
-		}
-		return breakdownLine(st)
-	}
 	for _, r := range rs {
 		if len(r.CostBreakdown) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s's cost by the rule that asked for it: %s\n", r.Autoscaler, line(r.CostBreakdown))
+		fmt.Fprintf(w, "\n%s's cost by the rule that asked for it: %s\n", r.Autoscaler, breakdownLine(r.CostBreakdown))
 		if !multiModel(rs) {
 			continue
 		}
 		for _, m := range r.PerModel {
 			if len(m.CostBreakdown) > 0 {
-				fmt.Fprintf(w, "  %s: %s\n", m.Model, line(m.CostBreakdown))
+				fmt.Fprintf(w, "  %s: %s\n", m.Model, breakdownLine(m.CostBreakdown))
 			}
 		}
 	}

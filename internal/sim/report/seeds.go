@@ -4,7 +4,6 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -38,40 +37,30 @@ func WriteSeedTable(w io.Writer, ss []experiment.SeedSummary) error {
 	}
 	for _, s := range ss {
 		if len(s.CostBreakdown) > 0 {
-			fmt.Fprintf(w, "\n%s's cost by the rule that asked for it (mean over the seeds): %s\n", s.Autoscaler, breakdownLine(s.CostBreakdown))
+			means := make(map[string]float64, len(s.CostBreakdown))
+			for part, st := range s.CostBreakdown {
+				means[part] = st.Mean
+			}
+			fmt.Fprintf(w, "\n%s's cost by the rule that asked for it (mean over the seeds): %s\n", s.Autoscaler, breakdownLine(means))
 		}
 	}
 	return nil
 }
 
-// breakdownLine is a cost breakdown in the plan's order of parts (then any
-// other, by name), with each part's share of the total: "need 5.71
-// (66 %), spare 1.02 (12 %), …". The total is summed in that order, so
-// that the same breakdown prints the same digits.
-func breakdownLine(b map[string]experiment.Stat) string {
-	all := (engine.Breakdown{}).Parts()
-	names := make([]string, 0, len(all)+len(b))
-	known := map[string]bool{}
-	for _, p := range all {
-		names = append(names, p.Name)
-		known[p.Name] = true
-	}
-	var rest []string
-	for k := range b {
-		if !known[k] {
-			rest = append(rest, k)
-		}
-	}
-	sort.Strings(rest)
-	names = append(names, rest...)
+// breakdownLine is a cost breakdown (part → cost, the part names of
+// engine.Breakdown, the only ones an autoscaler reports) in the plan's
+// order of parts, with each part's share of the total: "need 5.71 (66 %),
+// spare 1.02 (12 %), …". The total is summed in that order, so that the
+// same breakdown prints the same digits.
+func breakdownLine(b map[string]float64) string {
 	total := 0.0
-	for _, n := range names {
-		total += b[n].Mean
+	for _, p := range (engine.Breakdown{}).Parts() {
+		total += b[p.Name]
 	}
 	var parts []string
-	for _, n := range names {
-		if st, ok := b[n]; ok && st.Mean != 0 {
-			parts = append(parts, fmt.Sprintf("%s %.3g (%.0f %%)", n, st.Mean, 100*st.Mean/total))
+	for _, p := range (engine.Breakdown{}).Parts() {
+		if v := b[p.Name]; v != 0 {
+			parts = append(parts, fmt.Sprintf("%s %.3g (%.0f %%)", p.Name, v, 100*v/total))
 		}
 	}
 	return strings.Join(parts, ", ") + fmt.Sprintf("; total %.3g", total)
