@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"sort"
 )
 
@@ -144,6 +145,7 @@ func (c *cycle) oneSided(vs *variantState) bool {
 			vs.note("model analysis unavailable: %s", vs.model.sum.ModelError)
 		}
 		c.noteModel(vs)
+		c.sloMiss(vs)
 	case vs.capTarget < 0:
 		c.modelOnly(vs)
 	case vs.provisional:
@@ -158,6 +160,75 @@ func (c *cycle) oneSided(vs *variantState) bool {
 	}
 	return true
 }
+
+// sloMiss acts for a variant the queueing model cannot size for want of
+// parameters (a cold start before the tuner has warmed up, no profile) on
+// its model's last window of latency histograms, when no replica of the
+// model is starting and none became ready within feedbackSettleSeconds:
+// the saturation analyzer, the fallback then, reads only the KV cache and
+// the queues, and a compute-bound server admits its whole load into a
+// batch whose latency misses with neither signal raised (production-chat
+// seed 1: 2 replicas, a quarter of the requests beyond the 60-ms ITL
+// target at KV 0.2 and no queue for the three minutes the tuner took to
+// size them, while the saturation analysis said one could go;
+// docs/engine.md §5). A window that misses the attainment target blocks a
+// scale-down; one that misses it by sloMissTrigger times the error budget
+// or more scales the ready replicas R by 1 / a_obs — without a model, a
+// fleet short of its demand serves within the SLO about the share it has
+// capacity for — to ⌈R / a_obs⌉, at most 2R.
+func (c *cycle) sloMiss(vs *variantState) {
+	ms := vs.model
+	if !vs.noParams || ms.demand == 0 || ms.sum.SLOTTFTMs <= 0 || c.e == nil {
+		return
+	}
+	if c.settling(ms) {
+		return
+	}
+	cur, ready := vs.v.CurrentReplicas, vs.v.ReadyReplicas
+	o, err := c.observeAttainment(ms)
+	if err != nil || o.Requests < feedbackMinRequests || ready == 0 || o.Attainment >= ms.attainment {
+		return
+	}
+	within := fmt.Sprintf("%.1f %% of %.0f requests within the SLO in the last window (target %.1f %%), no replica starting, the model not yet sized",
+		100*o.Attainment, o.Requests, 100*ms.attainment)
+	if 1-o.Attainment < sloMissTrigger*(1-ms.attainment) {
+		if vs.target < cur {
+			vs.target, vs.reason = cur, ReasonSLOMiss
+			vs.note("SLO miss: %s: no scale-down", within)
+		}
+		return
+	}
+	// At most twice the ready replicas: below ½ the misses say less about
+	// the size of the shortage than about the fleet's trouble (a wake, a
+	// restart), and the next window can ask again.
+	want := int(math.Ceil(float64(ready)/math.Max(o.Attainment, 0.5) - 1e-9))
+	if want <= vs.target {
+		return
+	}
+	vs.target, vs.reason = want, ReasonSLOMiss
+	vs.note("SLO miss: %s: %d ready replica(s) serve that share of the demand, so %d", within, ready, want)
+}
+
+// settling says whether a replica of the model is starting, or one was
+// within feedbackSettleSeconds (the feedback's record of its last
+// shortage, kept up to date here too).
+func (c *cycle) settling(ms *modelState) bool {
+	fb := c.e.state.Feedback[ms.key]
+	for _, w := range ms.variants {
+		if w.v.CurrentReplicas > w.v.ReadyReplicas {
+			if fb != nil {
+				fb.LastShort = c.now
+			}
+			return true
+		}
+	}
+	return fb != nil && !fb.LastShort.IsZero() && c.now.Sub(fb.LastShort).Seconds() < feedbackSettleSeconds
+}
+
+// sloMissTrigger is how many times the error budget a window must miss by
+// before sloMiss scales up: 3 % of requests beyond the SLO at the default
+// 99 % target.
+const sloMissTrigger = 3
 
 // safetyCheck lets the model's scale-downs through only where the saturation
 // analysis finds them safe: all of a group's removals together, else the

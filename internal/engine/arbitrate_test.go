@@ -2,6 +2,8 @@ package engine
 
 import (
 	"cmp"
+	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -110,5 +112,109 @@ func TestHybridFallsBack(t *testing.T) {
 	(&cycle{mode: ModeHybrid}).arbitrate(ms)
 	if a.target != 3 || a.reason != ReasonSaturationScaleUp || b.target != 1 || b.reason != ReasonModelScaleDown {
 		t.Errorf("a %d %s, b %d %s", a.target, a.reason, b.target, b.reason)
+	}
+}
+
+// sloMissSnapshot: two ready replicas of an unprofiled variant (no
+// parameters, tuning off: the model cannot size it) at KV 0.2 and no
+// queue, so the saturation analysis sees no trouble, each pod's window
+// holding requests of which ttftIn and itlIn are within the targets.
+func sloMissSnapshot(at time.Time, current int, ttftIn, itlIn, requests float64) *Snapshot {
+	v := variant("a100", "A100").pods(0.2, 0, 0.2, 0).traffic(4, 1024, 256, 40, 15)
+	if current > 0 {
+		v.replicas(current, 2)
+	}
+	for i := range v.v.Pods {
+		v.v.Pods[i].TTFTBuckets = hist(0.1, ttftIn/2, 0.2, ttftIn, 0.5, requests, math.Inf(1), requests)
+		v.v.Pods[i].TPOTBuckets = hist(0.01, 0, 0.02, itlIn, math.Inf(1), requests)
+	}
+	s := snapshot(ModeHybrid, v)
+	s.Time = at
+	s.Models[0].SLO = &SLO{TTFTMs: 200, ITLMs: 20}
+	return s
+}
+
+// TestSLOMissColdStart: before the model can size a variant, with no
+// replica starting, a window that misses the attainment target blocks a
+// scale-down (the saturation analysis, seeing KV 0.2 and no queue, would
+// remove one), and one that misses it by 3 × its budget or more scales the
+// ready replicas R by 1 / a_obs: ⌈R / a_obs⌉, at most 2R. By hand, R = 2
+// and the default target 0.99 (trigger: 3 % missed).
+func TestSLOMissColdStart(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		ttft, itl   float64 // of 100 requests a pod
+		attainment  float64 // the model's target (0: the default)
+		want        int     // desired; 0: not the SLO-miss rule
+		wantInNote  string
+		withParams  bool
+		fewRequests bool
+	}{
+		{name: "75 % within the SLO: ⌈2 / 0.75⌉ = 3", ttft: 100, itl: 75, want: 3, wantInNote: "75.0 % of 200 requests"},
+		{name: "TTFT 90 % × ITL 90 % = 81 %: ⌈2 / 0.81⌉ = 3", ttft: 90, itl: 90, want: 3},
+		{name: "60 %: ⌈2 / 0.6⌉ = 4", ttft: 100, itl: 60, want: 4},
+		{name: "30 %: at most 2R = 4", ttft: 100, itl: 30, want: 4},
+		{name: "nothing within: 2R = 4", ttft: 0, itl: 0, want: 4},
+		{name: "97.5 % within: under the 3 % trigger, but no scale-down", ttft: 100, itl: 97.5, want: 2, wantInNote: "no scale-down"},
+		{name: "99.5 % within: the saturation analysis's scale-down", ttft: 100, itl: 99.5},
+		{name: "exactly 97 %: on the trigger, ⌈2 / 0.97⌉ = 3", ttft: 100, itl: 97, want: 3},
+		{name: "target 0.9: 25 % missed is less than 3 × 10 %: no scale-down", ttft: 100, itl: 75, attainment: 0.9, want: 2, wantInNote: "(target 90.0 %)"},
+		{name: "target 0.9: 60 % misses 40 %, ⌈2 / 0.6⌉ = 4", ttft: 100, itl: 60, attainment: 0.9, want: 4},
+		{name: "a sized model decides", ttft: 100, itl: 75, withParams: true},
+		{name: "fewer than 100 requests", ttft: 40, itl: 30, fewRequests: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 100.0
+			if tc.fewRequests {
+				n = 40
+			}
+			s := sloMissSnapshot(t0, 0, tc.ttft*n/100, tc.itl*n/100, n)
+			if tc.attainment > 0 {
+				s.Models[0].Attainment = tc.attainment
+			}
+			if tc.withParams {
+				s.Models[0].Variants[0].Params = &h100Params
+			}
+			d := decision(t, plan(t, nil, s), "a100")
+			if tc.want == 0 {
+				if d.Reason == ReasonSLOMiss || d.Desired >= 2 && !tc.withParams {
+					t.Errorf("desired %d (%s), want no SLO-miss scale-up: %s", d.Desired, d.Reason, d.Explanation)
+				}
+				return
+			}
+			if d.Desired != tc.want || d.Reason != ReasonSLOMiss || !strings.Contains(d.Explanation, tc.wantInNote) {
+				t.Errorf("desired %d (%s), want %d (%s): %s", d.Desired, d.Reason, tc.want, ReasonSLOMiss, d.Explanation)
+			}
+		})
+	}
+}
+
+// TestSLOMissWaitsForStartingReplicas: while a replica starts, and for
+// feedbackSettleSeconds (90 s) after (the window still holds the misses
+// of the shortage it relieves), the misses do not scale up again.
+func TestSLOMissWaitsForStartingReplicas(t *testing.T) {
+	e := New(nil)
+	for i, step := range []struct {
+		at      time.Duration
+		current int
+		want    int
+		reason  Reason
+	}{
+		{0, 3, 3, ""}, // a third replica starting: the misses are its to fix
+		{30 * time.Second, 0, 0, ""},
+		{60 * time.Second, 0, 0, ""},
+		{90 * time.Second, 0, 3, ReasonSLOMiss}, // ⌈2 / 0.75⌉
+	} {
+		p := plan(t, e, sloMissSnapshot(t0.Add(step.at), step.current, 100, 75, 100))
+		d := decision(t, p, "a100")
+		if step.reason == "" {
+			if d.Reason == ReasonSLOMiss {
+				t.Errorf("step %d: SLO-miss scale-up to %d while the fleet settles: %s", i, d.Desired, d.Explanation)
+			}
+			continue
+		}
+		if d.Desired != step.want || d.Reason != step.reason {
+			t.Errorf("step %d: desired %d (%s), want %d (%s): %s", i, d.Desired, d.Reason, step.want, step.reason, d.Explanation)
+		}
 	}
 }

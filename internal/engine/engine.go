@@ -147,6 +147,9 @@ type variantState struct {
 	// capTarget and modelTarget are the analyzers' proposals, -1 if none.
 	capTarget, modelTarget int
 	detail                 *ModelDetail
+	// noParams: the queueing model had no parameters to size the variant
+	// with (cold start before the tuner warms up, no profile).
+	noParams bool
 	// provisional: sized with a warming tuner's parameters; the model may
 	// only raise the saturation analysis's target (arbitrate.go).
 	provisional bool

@@ -229,6 +229,7 @@ func (c *cycle) analyzeModel(ms *modelState) {
 		}
 		if err := c.size(ms, vs, p, slo); err != nil {
 			vs.detail.Error = err.Error()
+			vs.noParams = p == nil
 			continue
 		}
 		ok++

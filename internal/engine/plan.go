@@ -31,6 +31,7 @@ const (
 	ReasonCapacityVeto        Reason = "capacity-veto"
 	ReasonSafetyBlock         Reason = "safety-block"
 	ReasonModelUnavailable    Reason = "model-analysis-unavailable"
+	ReasonSLOMiss             Reason = "slo-miss"
 	ReasonHoldMetrics         Reason = "hold-metrics-unavailable"
 	ReasonScaleToZero         Reason = "scale-to-zero"
 	ReasonScaleFromZero       Reason = "scale-from-zero"
