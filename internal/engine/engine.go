@@ -429,8 +429,10 @@ func (c *cycle) learn(ms *modelState) {
 		p.observe(c.now, vs.v.CurrentReplicas, vs.v.ReadyReplicas)
 	}
 	// The attainment feedback's state is made here, one model after
-	// another: the model analyses that update it run in parallel.
-	if c.e.state.Feedback[ms.key] == nil && !c.cfg.DisableFeedback {
+	// another: the model analyses that update it run in parallel. It is
+	// kept with the feedback off too: the SLO-miss rule reads and keeps
+	// its record of the fleet's last shortage (arbitrate.go, settling).
+	if c.e.state.Feedback[ms.key] == nil {
 		c.e.state.Feedback[ms.key] = &Feedback{}
 	}
 	if held || ms.reporting == 0 || c.cfg.DisableForecast {

@@ -220,6 +220,7 @@ func TestLoadChangeSkipped(t *testing.T) {
 		{base, 15, ""},
 		{base, 12, "load changed"},
 		{queued, 3, "queue's start"},
+		{queued, 30, "queue's start"}, // the window still spans the cycle before
 		{queued, 30, ""},
 		{filling, 30, "not full"},
 		{queued, 30, ""},

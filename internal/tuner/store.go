@@ -54,6 +54,10 @@ type Record struct {
 	// LastQueued: the previous observation's TTFT was mostly queueing wait
 	// (the next one without a queue is skipped).
 	LastQueued bool `json:"lastQueued,omitempty"`
+	// QueuedBefore: the observation before the previous one's was too (a
+	// queued cycle counts only after two that queued: the metrics window
+	// spans two cycles).
+	QueuedBefore bool `json:"queuedBefore,omitempty"`
 	// LastWaiting is the previous observation's waiting requests per
 	// replica (a queue less than half of it is draining).
 	LastWaiting float64 `json:"lastWaiting,omitempty"`
@@ -127,7 +131,7 @@ func (t *Tuner) Record(now time.Time) Record {
 	return Record{ServiceModel: t.cfg.ServiceModel, Strategy: t.cfg.Strategy, Params: t.Params(),
 		StateCovariance: t.cov().rows(t.n), Updates: t.updates, Rejections: t.rejections, Skips: t.skips, LastNIS: t.lastNIS, LastUpdate: now,
 		AnchorState: append([]float64(nil), t.anchorX[:t.n]...), AnchorCovariance: t.anchorP.rows(t.n),
-		Window: append([]Observation(nil), t.window...), Pending: append([]Observation(nil), t.pending...), Fitting: t.fitting, QueueFit: t.queueFit, LastRate: t.lastRate, LastQueued: t.lastQueued, LastWaiting: t.lastWaiting}
+		Window: append([]Observation(nil), t.window...), Pending: append([]Observation(nil), t.pending...), Fitting: t.fitting, QueueFit: t.queueFit, LastRate: t.lastRate, LastQueued: t.lastQueued, QueuedBefore: t.queuedBefore, LastWaiting: t.lastWaiting}
 }
 
 // symOf checks and converts a stored n×n covariance.
@@ -180,7 +184,7 @@ func Restore(cfg Config, rec Record) (*Tuner, error) {
 	if rec.LastRate > 0 && !math.IsInf(rec.LastRate, 0) {
 		t.lastRate = rec.LastRate
 	}
-	t.lastQueued = rec.LastQueued
+	t.lastQueued, t.queuedBefore = rec.LastQueued, rec.QueuedBefore
 	if rec.LastWaiting > 0 && !math.IsInf(rec.LastWaiting, 0) {
 		t.lastWaiting = rec.LastWaiting
 	}

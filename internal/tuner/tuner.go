@@ -47,15 +47,17 @@ type Tuner struct {
 	// from the server, stays off until a fit starts anew.
 	queueFit bool
 	// pending are the rejected observations since the last accepted one.
-	pending     []Observation
-	meas        []measured // scratch: the stacked observations of a fit
-	updates     int        // accepted updates
-	rejections  int        // rejected updates
-	skips       int        // observations the server gate kept out
-	lastNIS     float64    // NIS of the latest observation
-	lastRate    float64    // arrival rate per replica of the latest observation
-	lastQueued  bool       // the latest observation's TTFT was mostly queueing wait
-	lastWaiting float64    // the latest observation's waiting requests per replica
+	pending    []Observation
+	meas       []measured // scratch: the stacked observations of a fit
+	updates    int        // accepted updates
+	rejections int        // rejected updates
+	skips      int        // observations the server gate kept out
+	lastNIS    float64    // NIS of the latest observation
+	lastRate   float64    // arrival rate per replica of the latest observation
+	lastQueued bool       // the latest observation's TTFT was mostly queueing wait
+	// queuedBefore: the observation before the latest one's was.
+	queuedBefore bool
+	lastWaiting  float64 // the latest observation's waiting requests per replica
 }
 
 // New returns a tuner that starts from init. With StrategyRobust the
