@@ -2,7 +2,6 @@ package engine
 
 import (
 	"cmp"
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -124,11 +123,7 @@ func sloMissSnapshot(at time.Time, current int, ttftIn, itlIn, requests float64)
 	if current > 0 {
 		v.replicas(current, 2)
 	}
-	for i := range v.v.Pods {
-		v.v.Pods[i].TTFTBuckets = hist(0.1, ttftIn/2, 0.2, ttftIn, 0.5, requests, math.Inf(1), requests)
-		v.v.Pods[i].TPOTBuckets = hist(0.01, 0, 0.02, itlIn, math.Inf(1), requests)
-	}
-	s := snapshot(ModeHybrid, v)
+	s := snapshot(ModeHybrid, v.histograms(ttftIn, itlIn, requests))
 	s.Time = at
 	s.Models[0].SLO = &SLO{TTFTMs: 200, ITLMs: 20}
 	return s

@@ -79,6 +79,17 @@ func TestCheckHistogram(t *testing.T) {
 	}
 }
 
+// histograms gives every pod a window of requests of which ttftIn are
+// within 200 ms (half of them within 100 ms) and itlIn within 20 ms a
+// token.
+func (b *variantB) histograms(ttftIn, itlIn, requests float64) *variantB {
+	for i := range b.v.Pods {
+		b.v.Pods[i].TTFTBuckets = hist(0.1, ttftIn/2, 0.2, ttftIn, 0.5, requests, math.Inf(1), requests)
+		b.v.Pods[i].TPOTBuckets = hist(0.01, 0, 0.02, itlIn, math.Inf(1), requests)
+	}
+	return b
+}
+
 // feedbackSnapshot is one H100 variant of two pods at rate r each, whose
 // histograms hold 100 requests each: ttftIn within the TTFT target
 // (200 ms) and itlIn within the ITL target (20 ms).
@@ -87,11 +98,7 @@ func feedbackSnapshot(at time.Time, current int, r, ttftIn, itlIn, requests floa
 	if current > 0 {
 		v.replicas(current, 2)
 	}
-	for i := range v.v.Pods {
-		v.v.Pods[i].TTFTBuckets = hist(0.1, ttftIn/2, 0.2, ttftIn, 0.5, requests, math.Inf(1), requests)
-		v.v.Pods[i].TPOTBuckets = hist(0.01, 0, 0.02, itlIn, math.Inf(1), requests)
-	}
-	s := snapshot(ModeModelOnly, v)
+	s := snapshot(ModeModelOnly, v.histograms(ttftIn, itlIn, requests))
 	s.Time = at
 	s.Models[0].SLO = &SLO{TTFTMs: 200, ITLMs: 20}
 	s.Config.DisableForecast = true
