@@ -185,7 +185,7 @@ func (c *cycle) sloMiss(vs *variantState) {
 		return
 	}
 	cur, ready := vs.v.CurrentReplicas, vs.v.ReadyReplicas
-	o, err := c.observeAttainment(ms)
+	o, err := c.observed(ms)
 	if err != nil || o.Requests < feedbackMinRequests || ready == 0 || o.Attainment >= ms.attainment {
 		return
 	}

@@ -195,6 +195,23 @@ type observed struct {
 // errNoHistograms: no pod reports the latency histograms.
 var errNoHistograms = errors.New("no pod reports the TTFT histogram")
 
+// observation is observeAttainment's result, kept for the cycle.
+type observation struct {
+	o   observed
+	err error
+}
+
+// observed reads the model's attainment once a cycle (observeAttainment).
+// A model is handled by one goroutine at a time, so the cache needs no
+// lock.
+func (c *cycle) observed(ms *modelState) (observed, error) {
+	if ms.observation == nil {
+		o, err := c.observeAttainment(ms)
+		ms.observation = &observation{o, err}
+	}
+	return ms.observation.o, ms.observation.err
+}
+
 // observeAttainment reads the model's attainment from the histograms of
 // its variants' usable pods (held variants left out).
 func (c *cycle) observeAttainment(ms *modelState) (observed, error) {
@@ -308,7 +325,7 @@ func shortage(ms *modelState, u, supply float64) (why string, backlog bool) {
 // updateFeedback takes one step of the integral, or says why this window
 // does not count.
 func (c *cycle) updateFeedback(ms *modelState, fb *Feedback) string {
-	o, err := c.observeAttainment(ms)
+	o, err := c.observed(ms)
 	if err != nil {
 		return "attainment feedback: " + err.Error()
 	}

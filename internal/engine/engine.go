@@ -120,6 +120,9 @@ type modelState struct {
 	// attainment is the model's target share of requests within both
 	// targets (attainmentTarget).
 	attainment float64
+	// observation caches the window's observed attainment (observed):
+	// the feedback and the SLO-miss rule read it in different phases.
+	observation *observation
 }
 
 // attainmentTarget resolves a model's attainment target: the model's own,
