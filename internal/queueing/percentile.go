@@ -28,14 +28,36 @@ func (q *Queue) WaitWithin(lambda, t float64) (float64, error) {
 
 // admittedMasses returns P(n < N) and p_N at rate lambda.
 func (q *Queue) admittedMasses(lambda float64) (below, pN float64) {
-	h := q.head(lambda)
+	m := q.massesOf(lambda, q.head(lambda))
+	return m.below, m.pN
+}
+
+// masses are P(n < N) and p_N at one rate: what the waiting-time
+// distribution needs from the head.
+type masses struct{ below, pN float64 }
+
+// massesOf is admittedMasses from head sums already computed at lambda.
+func (q *Queue) massesOf(lambda float64, h headSums) masses {
 	pHead := 1.0
 	if q.maxQueue > 0 && h.last > 0 {
 		lr := logRatio(lambda * q.inv(q.n))
 		u := math.Log(h.sum) - math.Log(h.last) - geomLogSum(lr, q.maxQueue)
 		pHead, _ = splitOdds(u)
 	}
-	return pHead * h.sumBelowN / h.sum, pHead * h.last / h.sum
+	return masses{below: pHead * h.sumBelowN / h.sum, pN: pHead * h.last / h.sum}
+}
+
+// solution is the queue solved at one rate with its admitted masses.
+type solution struct {
+	st State
+	m  masses
+}
+
+// solveMasses is solve and admittedMasses at lambda from one pass over
+// the head (the O(N) part both need).
+func (q *Queue) solveMasses(lambda float64) solution {
+	h := q.head(lambda)
+	return solution{st: q.combine(lambda, h), m: q.massesOf(lambda, h)}
 }
 
 // waitWithin is WaitWithin with the masses already known.
@@ -124,14 +146,12 @@ func (a *Analyzer) TTFTAttainment(rateRPS, targetMs float64) (float64, error) {
 	if err := checkNonNegative("target-ttft", targetMs); err != nil {
 		return 0, err
 	}
-	return a.attainment(rateRPS, targetMs, a.queue.solve(rateRPS/1000)), nil
+	return a.attainment(rateRPS, targetMs, a.queue.solveMasses(rateRPS/1000)), nil
 }
 
 // attainment is TTFTAttainment with the queue already solved at rateRPS.
-func (a *Analyzer) attainment(rateRPS, targetMs float64, s State) float64 {
-	lambda := rateRPS / 1000
-	below, pN := a.queue.admittedMasses(lambda)
-	return a.queue.waitWithin(lambda, targetMs-a.prefillMs(s), below, pN)
+func (a *Analyzer) attainment(rateRPS, targetMs float64, s solution) float64 {
+	return a.queue.waitWithin(rateRPS/1000, targetMs-a.prefillMs(s.st), s.m.below, s.m.pN)
 }
 
 // prefillMs is the model's TTFT less the mean wait: the prefill time at
@@ -153,10 +173,10 @@ func (a *Analyzer) TTFTPercentile(rateRPS, p float64) (float64, error) {
 		return 0, &ParamError{Param: "percentile", Value: p, Reason: "must be between 0 and 1"}
 	}
 	lambda := rateRPS / 1000
-	s := a.queue.solve(lambda)
+	sol := a.queue.solveMasses(lambda)
+	s := sol.st
 	pre := a.prefillMs(s)
-	below, pN := a.queue.admittedMasses(lambda)
-	at := func(t float64) float64 { return a.queue.waitWithin(lambda, t, below, pN) }
+	at := func(t float64) float64 { return a.queue.waitWithin(lambda, t, sol.m.below, sol.m.pN) }
 	if at(0) >= p {
 		return pre, nil
 	}

@@ -228,21 +228,40 @@ func (q *Queue) head(lambda float64) headSums {
 	if lambda*q.maxInvMu > maxStepRatio {
 		return q.headLog(lambda)
 	}
-	// The product-form ratio λ/μ(n) = λ·invMu(n) comes from the table or
-	// from the affine form; the branch is loop-invariant and predicted.
-	table := q.invMu != nil
+	// Two loops, one per form of the product-form ratio λ/μ(n) = λ·invMu(n)
+	// (the table, or the affine form); each keeps its running sums in
+	// registers.
+	if q.invMu != nil {
+		return q.headTable(lambda)
+	}
+	return q.headAffine(lambda)
+}
+
+// headAffine is head for 1/μ(n) = invSlope + invBase/n: the ratio is
+// λ·invSlope + λ·invBase·(1/n), with 1/n from the reciprocals table (a
+// multiplication instead of a division) up to its end.
+//
+// Each step multiplies the term by its ratio and rescales the running sums
+// when it grows past rescaleAt. When μ is non-decreasing and the terms are
+// past their mode, every later ratio is at most r < 1, so the rest of the
+// head and the whole tail add at most t·r/(1 − r) to the mass (and N times
+// that to the weighted sum): the loop stops once that bound is below 10⁻¹⁸
+// of the sum, nothing at double precision, and the last term counts as 0.
+// prev, the sum before the last term was added, is Σ_{n<N} t_n when the
+// loop runs to N. The running sums are locals so that they stay in
+// registers (a struct stepped by a method was half as fast).
+func (q *Queue) headAffine(lambda float64) headSums {
 	ls, lb := lambda*q.invSlope, lambda*q.invBase
-	h := headSums{}
-	sum, weighted, t, fn := 1.0, 0.0, 1.0, 0.0
+	monotone := q.nonDecreasing
+	sum, weighted, t, prev, logScale, fn := 1.0, 0.0, 1.0, 0.0, 0.0, 0.0
+	m := min(q.n, len(reciprocals))
+	rec := reciprocals[:m]
 	for i := range q.n {
 		fn++
 		var r float64
-		switch {
-		case table:
-			r = lambda * q.invMu[i]
-		case i < len(reciprocals):
-			r = ls + lb*reciprocals[i]
-		default:
+		if i < m {
+			r = ls + lb*rec[i]
+		} else {
 			r = ls + lb/fn
 		}
 		t *= r
@@ -250,29 +269,38 @@ func (q *Queue) head(lambda float64) headSums {
 			t /= rescaleAt
 			sum /= rescaleAt
 			weighted /= rescaleAt
-			h.logScale += math.Log(rescaleAt)
-		} else if t < tailCut*sum && r < 1 && q.nonDecreasing {
-			// Past the mode with μ non-decreasing, every later ratio is
-			// at most r < 1, so the rest of the head and the whole tail add
-			// at most t·r/(1 − r) to the mass (and N times that to the
-			// weighted sum): nothing at double precision once that bound
-			// is below 10⁻¹⁸ of the sum.
-			if t*r/(1-r) < tailCut*sum {
-				t = 0
-				break
-			}
+			logScale += math.Log(rescaleAt)
+		} else if t < tailCut*sum && r < 1 && monotone && t*r/(1-r) < tailCut*sum {
+			return headSums{sum: sum, sumBelowN: sum, weighted: weighted, logScale: logScale}
 		}
-		if i == q.n-1 {
-			h.sumBelowN = sum
-		}
+		prev = sum
 		sum += t
 		weighted += fn * t
 	}
-	if t == 0 {
-		h.sumBelowN = sum
+	return headSums{sum: sum, sumBelowN: prev, weighted: weighted, last: t, logScale: logScale}
+}
+
+// headTable is headAffine for a tabulated 1/μ(n).
+func (q *Queue) headTable(lambda float64) headSums {
+	monotone := q.nonDecreasing
+	sum, weighted, t, prev, logScale, fn := 1.0, 0.0, 1.0, 0.0, 0.0, 0.0
+	for _, inv := range q.invMu[:q.n] {
+		fn++
+		r := lambda * inv
+		t *= r
+		if t > rescaleAt {
+			t /= rescaleAt
+			sum /= rescaleAt
+			weighted /= rescaleAt
+			logScale += math.Log(rescaleAt)
+		} else if t < tailCut*sum && r < 1 && monotone && t*r/(1-r) < tailCut*sum {
+			return headSums{sum: sum, sumBelowN: sum, weighted: weighted, logScale: logScale}
+		}
+		prev = sum
+		sum += t
+		weighted += fn * t
 	}
-	h.sum, h.weighted, h.last = sum, weighted, t
-	return h
+	return headSums{sum: sum, sumBelowN: prev, weighted: weighted, last: t, logScale: logScale}
 }
 
 // reciprocals[i] = 1/(i+1): the affine head loop multiplies by it instead

@@ -254,3 +254,38 @@ func isParam(err error, param string) bool {
 	var pe *ParamError
 	return errors.As(err, &pe) && pe.Param == param
 }
+
+// TestAffineAndTableHeadsAgree: the head's two loops, one for the affine
+// form of 1/μ(n) and one for a table, give the same sums for the same
+// rates — through the tail cut (light load), rescaling (overload), and
+// past the end of the reciprocals table (N = 5 000).
+func TestAffineAndTableHeadsAgree(t *testing.T) {
+	for _, n := range []int{1, 2, 17, 256, 5000} {
+		for _, p := range [][2]float64{{20, 0.05}, {0.1, 3}, {1e5, 0}, {0, 2}} {
+			aff := affineQueue(p[0], p[1], n, 100)
+			inv := make([]float64, n)
+			for i := range inv {
+				inv[i] = aff.inv(i + 1)
+			}
+			tab, err := newQueueInv(inv, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []float64{1e-6, 0.3, 0.99, 1.01, 50, 1e30} {
+				lambda := f / aff.inv(n)
+				a, b := aff.head(lambda), tab.head(lambda)
+				// Compare the masses, not the scale: e^{logScale} is a
+				// whole power of 1e200 in both.
+				if a.logScale != b.logScale || !near(a.sum, b.sum) || !near(a.sumBelowN, b.sumBelowN) ||
+					!near(a.weighted, b.weighted) || !near(a.last, b.last) {
+					t.Errorf("N %d, 1/μ(n) = %g + %g/n, λ = %g·μ(N): affine %+v, table %+v", n, p[1], p[0], f, a, b)
+				}
+			}
+		}
+	}
+}
+
+// near: equal within 10⁻¹⁰ relative (the two forms round differently).
+func near(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-10*math.Max(math.Abs(a), math.Abs(b))
+}

@@ -97,7 +97,7 @@ func (a *Analyzer) SizeNear(t Targets, h Hints) (Sizing, error) {
 	var err error
 	switch {
 	case t.TTFTMs > 0 && t.TTFTAttainment > 0:
-		g := func(x float64) float64 { return t.TTFTAttainment - a.attainment(x, t.TTFTMs, sz.state(x)) }
+		g := func(x float64) float64 { return t.TTFTAttainment - a.attainment(x, t.TTFTMs, sz.solved(x)) }
 		if s.RateTTFTRPS, err = sz.search(g, TargetTTFT, t.TTFTMs, a.attainmentHint(h.TTFTRPS, t)); err != nil {
 			return Sizing{}, err
 		}
@@ -123,7 +123,7 @@ func (a *Analyzer) SizeNear(t Targets, h Hints) (Sizing, error) {
 	}
 	s.AtStar = a.metrics(s.RateStarRPS, sz.state(s.RateStarRPS))
 	if t.TTFTMs > 0 && t.TTFTAttainment > 0 {
-		s.TTFTAttainment = a.attainment(s.RateStarRPS, t.TTFTMs, sz.state(s.RateStarRPS))
+		s.TTFTAttainment = a.attainment(s.RateStarRPS, t.TTFTMs, sz.solved(s.RateStarRPS))
 	}
 	s.CapacityRPS = s.AtStar.ThroughputRPS
 	return s, nil
@@ -137,22 +137,28 @@ type sizer struct {
 	lo, hi float64
 	memo   [4]struct {
 		rate float64
-		st   State
+		sol  solution
 	}
 	next int
 }
 
 // state solves the queue at rateRPS, or recalls the solve.
 func (z *sizer) state(rateRPS float64) State {
+	return z.solved(rateRPS).st
+}
+
+// solved is state with the admitted masses the attainment needs, both
+// from one pass over the head.
+func (z *sizer) solved(rateRPS float64) solution {
 	for _, m := range z.memo {
 		if m.rate == rateRPS && rateRPS != 0 {
-			return m.st
+			return m.sol
 		}
 	}
-	st := z.a.queue.solve(rateRPS / 1000)
-	z.memo[z.next].rate, z.memo[z.next].st = rateRPS, st
+	sol := z.a.queue.solveMasses(rateRPS / 1000)
+	z.memo[z.next].rate, z.memo[z.next].sol = rateRPS, sol
 	z.next = (z.next + 1) % len(z.memo)
-	return st
+	return sol
 }
 
 // latency returns TTFT (which = 0) or ITL (which = 1) at rateRPS.
