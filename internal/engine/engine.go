@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llm-d-incubation/wva/internal/queueing"
@@ -251,26 +252,30 @@ func (e *Engine) Plan(s *Snapshot) (*Plan, error) {
 // depend on the order; the tuner store must be safe for concurrent use
 // (MemoryStore is).
 func (c *cycle) parallel(fn func(*modelState)) {
-	workers := min(runtime.GOMAXPROCS(0), len(c.models))
+	forEach(len(c.models), func(i int) { fn(c.models[i]) })
+}
+
+// forEach runs fn(0) … fn(n−1) on GOMAXPROCS workers (in order on one).
+// The workers take the next index from a shared counter: the items' work
+// varies (a model's variants, its pods), so a fixed split would leave one
+// worker idle, and a channel costs a hand-off per item.
+func forEach(n int, fn func(int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
 	if workers <= 1 {
-		for _, ms := range c.models {
-			fn(ms)
+		for i := range n {
+			fn(i)
 		}
 		return
 	}
 	var wg sync.WaitGroup
-	next := make(chan *modelState)
+	var next atomic.Int64
 	for range workers {
 		wg.Go(func() {
-			for ms := range next {
-				fn(ms)
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(i)
 			}
 		})
 	}
-	for _, ms := range c.models {
-		next <- ms
-	}
-	close(next)
 	wg.Wait()
 }
 
@@ -280,22 +285,34 @@ func (c *cycle) parallel(fn func(*modelState)) {
 // (each model's own state), and the learners fed one model after another
 // again, since they create entries in the engine's shared maps.
 func (c *cycle) prepare() {
+	// The states are allocated in one block per kind for the whole cycle,
+	// not per model: the cycle holds them all until the plan is built.
+	total := 0
+	for i := range c.s.Models {
+		total += len(c.s.Models[i].Variants)
+	}
+	mss := make([]modelState, len(c.s.Models))
+	copies := make([]Variant, total)
+	vss := make([]variantState, total)
+	ptrs := make([]*variantState, total)
 	c.models = make([]*modelState, 0, len(c.s.Models))
+	c.all = make([]*variantState, 0, total)
+	k := 0
 	for i := range c.s.Models {
 		m := &c.s.Models[i]
-		ms := &modelState{m: m, key: modelKey(m.Namespace, m.ID), satCfg: defaultSaturation.merged(c.s.Saturation).merged(m.Saturation)}
+		ms := &mss[i]
+		*ms = modelState{m: m, key: modelKey(m.Namespace, m.ID), satCfg: defaultSaturation.merged(c.s.Saturation).merged(m.Saturation)}
 		ms.sum = ModelSummary{Model: m.ID, Namespace: m.Namespace}
 		ms.attainment = c.attainmentTarget(m)
-		copies := make([]Variant, len(m.Variants))
-		vss := make([]variantState, len(m.Variants))
-		ms.variants = make([]*variantState, len(m.Variants))
+		ms.variants = ptrs[k : k+len(m.Variants) : k+len(m.Variants)]
 		for j := range m.Variants {
-			v := c.variant(&m.Variants[j], &copies[j])
-			vs := &vss[j]
+			v := c.variant(&m.Variants[j], &copies[k])
+			vs := &vss[k]
 			*vs = variantState{model: ms, v: v, key: variantKey(m.Namespace, m.ID, v.Name), capTarget: -1, modelTarget: -1}
 			vs.hints = c.e.state.Sizing[vs.key]
 			ms.variants[j] = vs
 			c.all = append(c.all, vs)
+			k++
 		}
 		c.models = append(c.models, ms)
 	}

@@ -56,10 +56,19 @@ func (s *Snapshot) Validate() error {
 	if len(s.Models) == 0 {
 		v.add("models", "must list at least one model")
 	}
-	seen := map[[2]string]int{}
+	// Each model is checked on its own (in parallel: a fleet has thousands
+	// of variants and tens of thousands of pods), and the errors are
+	// reported in the snapshot's order.
+	perModel := make([][]error, len(s.Models))
+	forEach(len(s.Models), func(i int) {
+		var mv validator
+		mv.model(modelPath(i), s, &s.Models[i])
+		perModel[i] = mv.errs
+	})
+	seen := make(map[[2]string]int, len(s.Models))
 	for i := range s.Models {
 		m := &s.Models[i]
-		p := "models[" + strconv.Itoa(i) + "]"
+		p := modelPath(i)
 		if m.ID == "" {
 			v.add(p+".id", "must not be empty")
 		}
@@ -68,12 +77,15 @@ func (s *Snapshot) Validate() error {
 			v.add(p+".id", "duplicates models[%d] (%s in namespace %q)", j, m.ID, m.Namespace)
 		}
 		seen[key] = i
-		v.model(p, s, m)
+		v.errs = append(v.errs, perModel[i]...)
 	}
 	return v.err()
 }
 
 type validator struct{ errs []error }
+
+// modelPath is models[i], the path of a model's fields in errors.
+func modelPath(i int) string { return "models[" + strconv.Itoa(i) + "]" }
 
 func (v *validator) add(path, format string, args ...any) {
 	v.errs = append(v.errs, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})

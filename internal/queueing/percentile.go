@@ -28,24 +28,13 @@ func (q *Queue) WaitWithin(lambda, t float64) (float64, error) {
 
 // admittedMasses returns P(n < N) and p_N at rate lambda.
 func (q *Queue) admittedMasses(lambda float64) (below, pN float64) {
-	m := q.massesOf(lambda, q.head(lambda))
+	_, m := q.combineMasses(lambda, q.head(lambda))
 	return m.below, m.pN
 }
 
 // masses are P(n < N) and p_N at one rate: what the waiting-time
-// distribution needs from the head.
+// distribution needs from the solve.
 type masses struct{ below, pN float64 }
-
-// massesOf is admittedMasses from head sums already computed at lambda.
-func (q *Queue) massesOf(lambda float64, h headSums) masses {
-	pHead := 1.0
-	if q.maxQueue > 0 && h.last > 0 {
-		lr := logRatio(lambda * q.inv(q.n))
-		u := math.Log(h.sum) - math.Log(h.last) - geomLogSum(lr, q.maxQueue)
-		pHead, _ = splitOdds(u)
-	}
-	return masses{below: pHead * h.sumBelowN / h.sum, pN: pHead * h.last / h.sum}
-}
 
 // solution is the queue solved at one rate with its admitted masses.
 type solution struct {
@@ -56,8 +45,8 @@ type solution struct {
 // solveMasses is solve and admittedMasses at lambda from one pass over
 // the head (the O(N) part both need).
 func (q *Queue) solveMasses(lambda float64) solution {
-	h := q.head(lambda)
-	return solution{st: q.combine(lambda, h), m: q.massesOf(lambda, h)}
+	st, m := q.combineMasses(lambda, q.head(lambda))
+	return solution{st: st, m: m}
 }
 
 // waitWithin is WaitWithin with the masses already known.

@@ -157,6 +157,14 @@ func (q *Queue) solve(lambda float64) State {
 
 // combine is solve's O(1) part: the steady state from the head's sums.
 func (q *Queue) combine(lambda float64, h headSums) State {
+	s, _ := q.combineMasses(lambda, h)
+	return s
+}
+
+// combineMasses is combine with the admitted masses P(n < N) and p_N that
+// the waiting-time distribution needs, from the same split of the mass
+// between the head and the tail.
+func (q *Queue) combineMasses(lambda float64, h headSums) (State, masses) {
 	n := q.n
 	pHead, pTail, tailMean := 1.0, 0.0, 0.0
 	// blocking = p_K; below = 1 − p_K = P(n < K).
@@ -185,7 +193,7 @@ func (q *Queue) combine(lambda float64, h headSums) State {
 	s.ServTime = s.AvgBatch / s.Throughput
 	s.Wait = s.AvgQueued / s.Throughput
 	s.Utilization = s.AvgBatch / float64(n)
-	return s
+	return s, masses{below: pHead * h.sumBelowN / h.sum, pN: pHead * h.last / h.sum}
 }
 
 // splitOdds returns (e^u, 1)/(e^u + 1) without overflow: the shares of two
