@@ -166,3 +166,32 @@ func fleetBench() *Snapshot {
 	s.Config.CapacityModel = CapacityFleet
 	return s
 }
+
+// BenchmarkCycleTuning is the steady cycle with online learning on and no
+// profiles (the controller's default): every variant's tuner rebuilt from
+// its record, stepped on its pods' observation, stored, and its learned
+// parameters sizing the variant; 40 cycles first, so that every tuner is
+// past its warm-up, each cycle 30 s after the last.
+func BenchmarkCycleTuning(b *testing.B) {
+	s := fleet(1000, 4, 8, 4, 1)
+	s.Config.TuningEnabled = true
+	for m := range s.Models {
+		for v := range s.Models[m].Variants {
+			s.Models[m].Variants[v].Params = nil
+		}
+	}
+	e := New(nil)
+	for range 40 {
+		if _, err := e.Plan(s); err != nil {
+			b.Fatal(err)
+		}
+		s.Time = s.Time.Add(30 * time.Second)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Plan(s); err != nil {
+			b.Fatal(err)
+		}
+		s.Time = s.Time.Add(30 * time.Second)
+	}
+}

@@ -160,6 +160,11 @@ type variantState struct {
 	// paramsSD is the tuner's standard deviation of the parameters after
 	// this cycle's step (nil when no step ran).
 	paramsSD *tuner.Params
+	// stored is what this cycle's tuner step stored for the variant (its
+	// service model, updates and parameters), which the sizing reads
+	// instead of the store's whole record; nil when the step stored
+	// nothing.
+	stored   *storedTuning
 	capacity float64 // requests/s per replica within the SLO
 	maxRate  float64 // requests/s per replica at a full batch (λmax)
 	// spare is the part of modelTarget that covers the forecast's spare

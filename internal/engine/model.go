@@ -44,13 +44,19 @@ func (c *cycle) tune(ms *modelState) {
 			continue
 		}
 		st, err := tu.Step(obs)
+		// The tuner is rebuilt from its record next cycle: its caches go
+		// back to the pool for the next variant's.
+		tu.Release()
 		if err != nil {
 			vs.note("tuner: %v", err)
 			continue
 		}
 		vs.paramsSD = stdDevOf(st.Covariance.Rows())
-		if err := c.e.store.Put(key, tu.Record(c.now)); err != nil {
+		rec := tu.Record(c.now)
+		if err := c.e.store.Put(key, rec); err != nil {
 			vs.note("tuner: storing parameters: %v", err)
+		} else {
+			vs.stored = &storedTuning{serviceModel: rec.ServiceModel, updates: rec.Updates, params: rec.Params}
 		}
 		if !st.Accepted {
 			vs.note("tuner %s", st.Reason)
@@ -156,14 +162,14 @@ func (c *cycle) params(vs *variantState) (*tuner.Params, string, string) {
 	key := tuner.Key{Namespace: vs.model.m.Namespace, Model: vs.model.m.ID, Variant: vs.v.Name}
 	tuning := ""
 	if c.cfg.TuningEnabled {
-		if rec, ok, err := c.e.store.Get(key); err == nil && ok && rec.ServiceModel == vs.v.serviceModel() {
-			if rec.Updates >= tuneWindow {
-				p := rec.Params
-				return &p, "learned", fmt.Sprintf("%d updates", rec.Updates)
+		if rec, ok := c.storedTuning(key, vs); ok && rec.serviceModel == vs.v.serviceModel() {
+			if rec.updates >= tuneWindow {
+				p := rec.params
+				return &p, "learned", fmt.Sprintf("%d updates", rec.updates)
 			}
-			tuning = fmt.Sprintf("warming up (%d of %d updates)", rec.Updates, tuneWindow)
-			if rec.Updates >= tuneProvisional && vs.v.Params == nil {
-				p := rec.Params
+			tuning = fmt.Sprintf("warming up (%d of %d updates)", rec.updates, tuneWindow)
+			if rec.updates >= tuneProvisional && vs.v.Params == nil {
+				p := rec.params
 				return &p, "provisional", tuning + ": it may only add replicas"
 			}
 		} else {
@@ -174,6 +180,27 @@ func (c *cycle) params(vs *variantState) (*tuner.Params, string, string) {
 		return vs.v.Params, "profiled", tuning
 	}
 	return nil, "", tuning
+}
+
+// storedTuning is the part of a tuner's record the sizing reads.
+type storedTuning struct {
+	serviceModel string
+	updates      int
+	params       tuner.Params
+}
+
+// storedTuning returns what the store holds for the variant: what this
+// cycle's tuner step stored, else the store's record (a tuner that did not
+// step this cycle: idle between tuner periods, skipped, or held).
+func (c *cycle) storedTuning(key tuner.Key, vs *variantState) (storedTuning, bool) {
+	if vs.stored != nil {
+		return *vs.stored, true
+	}
+	rec, ok, err := c.e.store.Get(key)
+	if err != nil || !ok {
+		return storedTuning{}, false
+	}
+	return storedTuning{serviceModel: rec.ServiceModel, updates: rec.Updates, params: rec.Params}, true
 }
 
 // stdDevOf is the standard deviation of each parameter: the square root of

@@ -128,10 +128,6 @@ func (e *evaluator) slot(p Params, obs Observation) (*evalEntry, bool) {
 	return a, false
 }
 
-func newEvaluator(model string, maxQueue int) *evaluator {
-	return &evaluator{linear: model == ModelLinear, maxQueue: max(maxQueue, 0)}
-}
-
 // analyze returns the model's metrics for parameters p at obs's load,
 // tokens and batch limit.
 func (e *evaluator) analyze(p Params, obs Observation) (queueing.Metrics, error) {

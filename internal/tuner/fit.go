@@ -165,17 +165,17 @@ func (t *Tuner) cellCentre(x vec) vec {
 // remembered per observation). ok is false where the model cannot be
 // evaluated or differentiated.
 func (t *Tuner) linearise(x, ref vec, o Observation) (h [2]float64, jac [2]vec, ok bool) {
-	h, ok = t.eval.logs(t.toParams(x), o)
+	h, ok = t.caches().eval.logs(t.toParams(x), o)
 	if !ok {
 		return h, jac, false
 	}
 	at := t.cellCentre(ref)
-	slot, hit := t.lins.slot(o, at)
+	slot, hit := t.caches().lins.slot(o, at)
 	if hit {
 		return h, slot.jac, true
 	}
 	p := t.toParams(at)
-	mc, g, err := t.eval.gradient(p, o)
+	mc, g, err := t.caches().eval.gradient(p, o)
 	if err != nil || !(mc.TTFTMs > 0) || !(mc.ITLMs > 0) {
 		return h, jac, false
 	}
@@ -346,7 +346,7 @@ func (t *Tuner) dataCost(x vec, batch []Observation, meas []measured) float64 {
 	p := t.toParams(x)
 	c := 0.0
 	for k, o := range batch {
-		ln, ok := t.eval.logs(p, o)
+		ln, ok := t.caches().eval.logs(p, o)
 		if !ok {
 			return math.NaN()
 		}

@@ -346,7 +346,7 @@ func TestQueuedCycleReadsRunningBatch(t *testing.T) {
 // with a running count is the model's decode step at that batch, and its
 // gradient is decode's (checked against central differences).
 func TestEvaluatorRunningBatch(t *testing.T) {
-	e := newEvaluator(ModelIteration, 100)
+	e := &evaluator{maxQueue: 100}
 	e.saturated = func(Observation) bool { return true }
 	p := Params{Alpha: 6.5, Beta: 0.0196, Gamma: 0.000246}
 	obs := Observation{RateRPS: 9, InputTokens: 1000, OutputTokens: 250, MaxBatchSize: 256, TTFTMs: 5000, ITLMs: 40, WaitingRequests: 50, RunningRequests: 80}

@@ -3,6 +3,7 @@ package tuner
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -26,8 +27,9 @@ type Tuner struct {
 	x            vec
 	p            square
 	lower, upper vec // the state's bounds (log-parameters for the robust strategy)
-	eval         *evaluator
-	lins         linCache
+	// sc holds the evaluation caches, taken from a pool on first use and
+	// given back by Release (see scratch).
+	sc *scratch
 	// anchorX and anchorP are the prior that the observations in window
 	// are fitted against jointly: the cold start, or the estimate with an
 	// inflated covariance after the parameters changed.
@@ -74,7 +76,7 @@ func New(cfg Config, init Params) (*Tuner, error) {
 	}
 	x0 := init.vector(cfg.ServiceModel)
 	n := len(x0)
-	t := &Tuner{cfg: cfg, n: n, eval: newEvaluator(cfg.ServiceModel, cfg.MaxQueueSize), windowSize: cfg.Window}
+	t := &Tuner{cfg: cfg, n: n, windowSize: cfg.Window}
 	if cfg.Strategy == StrategySeed {
 		p0 := mat.NewSymDense(n, nil)
 		for i, v := range x0 {
@@ -91,9 +93,6 @@ func New(cfg Config, init Params) (*Tuner, error) {
 		}
 		t.x = vecOf(x0)
 		t.p = square{}.plusDiag(sq(cfg.InitialSpread), n)
-	}
-	if t.logSpace() {
-		t.eval.saturated = t.queueDominated
 	}
 	t.anchorX, t.anchorP = t.state(), t.cov()
 	t.fitting = t.windowSize > 0
@@ -275,7 +274,60 @@ func (t *Tuner) Predict(obs Observation) (queueing.Metrics, error) {
 }
 
 func (t *Tuner) analyze(p Params, obs Observation) (queueing.Metrics, error) {
-	return t.eval.analyze(p, obs)
+	return t.caches().eval.analyze(p, obs)
 }
 
 func sq(v float64) float64 { return v * v }
+
+// scratch is a tuner's evaluation caches: the queueing model's recent
+// results (evaluator) and recent observations' Jacobians (linCache),
+// about 23 KB of the tuner's 24. The model is a pure function of what the
+// caches are keyed by, but the engine rebuilds every variant's tuner from
+// its record each cycle (1 000 models × 4 variants: 96 MB a cycle), so the
+// caches come from a pool, emptied, and go back to it with Release.
+type scratch struct {
+	eval evaluator
+	lins linCache
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// caches returns the tuner's caches, taking them from the pool (emptied,
+// set up for this tuner's service model, queue and strategy) on first use
+// or after Release.
+func (t *Tuner) caches() *scratch {
+	if t.sc == nil {
+		sc := scratchPool.Get().(*scratch)
+		sc.reset(t.cfg.ServiceModel, t.cfg.MaxQueueSize)
+		if t.logSpace() {
+			sc.eval.saturated = t.queueDominated
+		}
+		t.sc = sc
+	}
+	return t.sc
+}
+
+// reset empties the caches (no entry in use, nothing they referred to
+// kept) for a tuner of the given service model and queue size.
+func (sc *scratch) reset(model string, maxQueue int) {
+	for i := range sc.eval.cache {
+		sc.eval.cache[i] = evalEntry{}
+	}
+	sc.eval.clock, sc.eval.saturated = 0, nil
+	sc.eval.linear, sc.eval.maxQueue = model == ModelLinear, max(maxQueue, 0)
+	for i := range sc.lins.slots {
+		sc.lins.slots[i].used = 0
+	}
+	sc.lins.clock = 0
+}
+
+// Release gives the tuner's evaluation caches back for the next tuner to
+// be built: call it when done with a tuner that is rebuilt from its
+// Record every cycle. The tuner stays usable; its next evaluation starts
+// with empty caches.
+func (t *Tuner) Release() {
+	if t.sc != nil {
+		scratchPool.Put(t.sc)
+		t.sc = nil
+	}
+}

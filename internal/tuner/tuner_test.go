@@ -586,3 +586,50 @@ func TestCSVSteady(t *testing.T) {
 		t.Errorf("a file without steady rows has the column: %q", b.String())
 	}
 }
+
+// TestReleaseKeepsResults: tuners rebuilt from their record every cycle,
+// their caches given back to the pool after each step (as the engine
+// does), step exactly alike whether or not, in between, a tuner with
+// another queue size evaluated the same parameters at the same
+// observations in those caches: the pool empties them when they are
+// taken, so nothing of another tuner's evaluations leaks (the cache is
+// keyed by parameters and observation, not by the queue).
+func TestReleaseKeepsResults(t *testing.T) {
+	obs := trace(t, llama8b, TraceSpec{Cycles: 30, LoadMin: 0.7, LoadMax: 0.95, Noise: 0.02, Seed: 7})
+	first, _, err := NewCold(Config{}, obs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(rec *Record, o Observation) Step {
+		t.Helper()
+		tu, err := Restore(Config{}, *rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := tu.Step(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		*rec = tu.Record(time.Time{})
+		tu.Release()
+		return st
+	}
+	alone, mixed := first.Record(time.Time{}), first.Record(time.Time{})
+	for i, o := range obs {
+		want := step(&alone, o)
+		// The other tuner: the same state and observation, a queue of 1.
+		ot, err := Restore(Config{MaxQueueSize: 1}, mixed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ot.Step(o); err != nil {
+			t.Fatal(err)
+		}
+		ot.Release()
+		got := step(&mixed, o)
+		if got.Params != want.Params || got.Reason != want.Reason || got.NIS != want.NIS {
+			t.Fatalf("cycle %d: after another tuner's evaluations %+v (%s, NIS %v), alone %+v (%s, NIS %v)", i, got.Params, got.Reason, got.NIS,
+				want.Params, want.Reason, want.NIS)
+		}
+	}
+}
