@@ -236,18 +236,18 @@ func (q *Queue) head(lambda float64) headSums {
 	if lambda*q.maxInvMu > maxStepRatio {
 		return q.headLog(lambda)
 	}
-	// Two loops, one per form of the product-form ratio λ/μ(n) = λ·invMu(n)
-	// (the table, or the affine form); each keeps its running sums in
-	// registers.
+	// The ratio λ/μ(n) is a + b·v[n−1]: λ times the table of 1/μ(n), or
+	// the affine form λ·invSlope + λ·invBase·(1/n) with 1/n from the
+	// reciprocals table (a multiplication instead of a division) up to its
+	// end.
 	if q.invMu != nil {
-		return q.headTable(lambda)
+		return q.headLinear(0, lambda, q.invMu[:q.n])
 	}
-	return q.headAffine(lambda)
+	return q.headLinear(lambda*q.invSlope, lambda*q.invBase, reciprocals[:min(q.n, len(reciprocals))])
 }
 
-// headAffine is head for 1/μ(n) = invSlope + invBase/n: the ratio is
-// λ·invSlope + λ·invBase·(1/n), with 1/n from the reciprocals table (a
-// multiplication instead of a division) up to its end.
+// headLinear is head with the ratio of state n a + b·v[n−1] for n ≤
+// len(v) and a + b/n beyond (the affine form past the reciprocals table).
 //
 // Each step multiplies the term by its ratio and rescales the running sums
 // when it grows past rescaleAt. When μ is non-decreasing and the terms are
@@ -258,43 +258,18 @@ func (q *Queue) head(lambda float64) headSums {
 // prev, the sum before the last term was added, is Σ_{n<N} t_n when the
 // loop runs to N. The running sums are locals so that they stay in
 // registers (a struct stepped by a method was half as fast).
-func (q *Queue) headAffine(lambda float64) headSums {
-	ls, lb := lambda*q.invSlope, lambda*q.invBase
+func (q *Queue) headLinear(a, b float64, v []float64) headSums {
 	monotone := q.nonDecreasing
 	sum, weighted, t, prev, logScale, fn := 1.0, 0.0, 1.0, 0.0, 0.0, 0.0
-	m := min(q.n, len(reciprocals))
-	rec := reciprocals[:m]
+	m := len(v)
 	for i := range q.n {
 		fn++
 		var r float64
 		if i < m {
-			r = ls + lb*rec[i]
+			r = a + b*v[i]
 		} else {
-			r = ls + lb/fn
+			r = a + b/fn
 		}
-		t *= r
-		if t > rescaleAt {
-			t /= rescaleAt
-			sum /= rescaleAt
-			weighted /= rescaleAt
-			logScale += math.Log(rescaleAt)
-		} else if t < tailCut*sum && r < 1 && monotone && t*r/(1-r) < tailCut*sum {
-			return headSums{sum: sum, sumBelowN: sum, weighted: weighted, logScale: logScale}
-		}
-		prev = sum
-		sum += t
-		weighted += fn * t
-	}
-	return headSums{sum: sum, sumBelowN: prev, weighted: weighted, last: t, logScale: logScale}
-}
-
-// headTable is headAffine for a tabulated 1/μ(n).
-func (q *Queue) headTable(lambda float64) headSums {
-	monotone := q.nonDecreasing
-	sum, weighted, t, prev, logScale, fn := 1.0, 0.0, 1.0, 0.0, 0.0, 0.0
-	for _, inv := range q.invMu[:q.n] {
-		fn++
-		r := lambda * inv
 		t *= r
 		if t > rescaleAt {
 			t /= rescaleAt

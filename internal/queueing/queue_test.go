@@ -255,10 +255,10 @@ func isParam(err error, param string) bool {
 	return errors.As(err, &pe) && pe.Param == param
 }
 
-// TestAffineAndTableHeadsAgree: the head's two loops, one for the affine
-// form of 1/μ(n) and one for a table, give the same sums for the same
-// rates — through the tail cut (light load), rescaling (overload), and
-// past the end of the reciprocals table (N = 5 000).
+// TestAffineAndTableHeadsAgree: the head's two forms of 1/μ(n), affine
+// (with the reciprocals table) and tabulated, give the same sums for the
+// same rates — through the tail cut (light load), rescaling (overload),
+// and past the end of the reciprocals table (N = 5 000).
 func TestAffineAndTableHeadsAgree(t *testing.T) {
 	for _, n := range []int{1, 2, 17, 256, 5000} {
 		for _, p := range [][2]float64{{20, 0.05}, {0.1, 3}, {1e5, 0}, {0, 2}} {
