@@ -327,6 +327,7 @@ func (sc *scratch) reset(model string, maxQueue int) {
 // with empty caches.
 func (t *Tuner) Release() {
 	if t.sc != nil {
+		t.sc.eval.saturated = nil // not to keep this tuner reachable from the pool
 		scratchPool.Put(t.sc)
 		t.sc = nil
 	}
