@@ -118,8 +118,32 @@ func (m square) plusDiag(v float64, n int) square {
 // rows returns the leading n×n block as rows (allocates).
 func (m square) rows(n int) [][]float64 {
 	out := make([][]float64, n)
+	flat := make([]float64, n*n) // one allocation for the rows
 	for i := range out {
-		out[i] = append([]float64(nil), m[i][:n]...)
+		out[i] = flat[i*n : (i+1)*n : (i+1)*n]
+		copy(out[i], m[i][:n])
+	}
+	return out
+}
+
+// cloneRows copies a matrix given as rows (of any lengths, as a record
+// read from JSON may hold them) into one allocation for the rows. As a
+// row-by-row copy would: the result is never nil, an empty row is nil.
+func cloneRows(m [][]float64) [][]float64 {
+	total := 0
+	for _, row := range m {
+		total += len(row)
+	}
+	out := make([][]float64, len(m))
+	flat := make([]float64, total)
+	at := 0
+	for i, row := range m {
+		if len(row) == 0 {
+			continue
+		}
+		out[i] = flat[at : at+len(row) : at+len(row)]
+		copy(out[i], row)
+		at += len(row)
 	}
 	return out
 }

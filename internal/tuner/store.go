@@ -112,15 +112,9 @@ func (s *MemoryStore) Delete(k Key) error {
 
 func (r Record) clone() Record {
 	c := r
-	c.StateCovariance = make([][]float64, len(r.StateCovariance))
-	for i, row := range r.StateCovariance {
-		c.StateCovariance[i] = append([]float64(nil), row...)
-	}
+	c.StateCovariance = cloneRows(r.StateCovariance)
 	c.AnchorState = append([]float64(nil), r.AnchorState...)
-	c.AnchorCovariance = make([][]float64, len(r.AnchorCovariance))
-	for i, row := range r.AnchorCovariance {
-		c.AnchorCovariance[i] = append([]float64(nil), row...)
-	}
+	c.AnchorCovariance = cloneRows(r.AnchorCovariance)
 	c.Window = append([]Observation(nil), r.Window...)
 	c.Pending = append([]Observation(nil), r.Pending...)
 	return c

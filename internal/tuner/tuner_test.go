@@ -7,6 +7,7 @@ package tuner
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -631,5 +632,41 @@ func TestReleaseKeepsResults(t *testing.T) {
 			t.Fatalf("cycle %d: after another tuner's evaluations %+v (%s, NIS %v), alone %+v (%s, NIS %v)", i, got.Params, got.Reason, got.NIS,
 				want.Params, want.Reason, want.NIS)
 		}
+	}
+}
+
+// TestMemoryStoreCopies: what a MemoryStore holds is its own, row by row:
+// neither the record put nor one got changes it, appending to a row does
+// not reach the next (the rows share one allocation), ragged rows stay
+// ragged, and an empty matrix or row comes back as a row-by-row copy gives
+// it (never a nil matrix; an empty row nil).
+func TestMemoryStoreCopies(t *testing.T) {
+	s := NewMemoryStore()
+	k := Key{Namespace: "ns", Model: "m", Variant: "v"}
+	put := Record{ServiceModel: ModelIteration, StateCovariance: [][]float64{{1, 2, 3}, {4, 5}, {}, {6}},
+		AnchorCovariance: nil, Window: []Observation{{RateRPS: 1}}}
+	if err := s.Put(k, put); err != nil {
+		t.Fatal(err)
+	}
+	put.StateCovariance[0][0], put.Window[0].RateRPS = -1, -1
+	got, ok, err := s.Get(k)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	want := [][]float64{{1, 2, 3}, {4, 5}, nil, {6}}
+	if !reflect.DeepEqual(got.StateCovariance, want) || got.Window[0].RateRPS != 1 {
+		t.Fatalf("got %v, window %v; want %v, rate 1", got.StateCovariance, got.Window, want)
+	}
+	if got.AnchorCovariance == nil || len(got.AnchorCovariance) != 0 {
+		t.Errorf("an absent matrix came back as %#v, want an empty one", got.AnchorCovariance)
+	}
+	got.StateCovariance[0] = append(got.StateCovariance[0], 99)
+	if got.StateCovariance[1][0] != 4 {
+		t.Errorf("appending to row 0 reached row 1: %v", got.StateCovariance)
+	}
+	got.StateCovariance[1][0] = -4
+	again, _, _ := s.Get(k)
+	if !reflect.DeepEqual(again.StateCovariance, want) {
+		t.Errorf("changing a got record changed the store: %v", again.StateCovariance)
 	}
 }
