@@ -56,7 +56,8 @@ func (c *cycle) tune(ms *modelState) {
 		if err := c.e.store.Put(key, rec); err != nil {
 			vs.note("tuner: storing parameters: %v", err)
 		} else {
-			vs.stored = &storedTuning{serviceModel: rec.ServiceModel, updates: rec.Updates, params: rec.Params}
+			stored := storedOf(rec)
+			vs.stored = &stored
 		}
 		if !st.Accepted {
 			vs.note("tuner %s", st.Reason)
@@ -162,7 +163,7 @@ func (c *cycle) params(vs *variantState) (*tuner.Params, string, string) {
 	key := tuner.Key{Namespace: vs.model.m.Namespace, Model: vs.model.m.ID, Variant: vs.v.Name}
 	tuning := ""
 	if c.cfg.TuningEnabled {
-		if rec, ok := c.storedTuning(key, vs); ok && rec.serviceModel == vs.v.serviceModel() {
+		if rec, ok := c.tuningOf(key, vs); ok && rec.serviceModel == vs.v.serviceModel() {
 			if rec.updates >= tuneWindow {
 				p := rec.params
 				return &p, "learned", fmt.Sprintf("%d updates", rec.updates)
@@ -189,10 +190,15 @@ type storedTuning struct {
 	params       tuner.Params
 }
 
-// storedTuning returns what the store holds for the variant: what this
+// storedOf is the part of rec the sizing reads.
+func storedOf(rec tuner.Record) storedTuning {
+	return storedTuning{serviceModel: rec.ServiceModel, updates: rec.Updates, params: rec.Params}
+}
+
+// tuningOf returns what the store holds for the variant: what this
 // cycle's tuner step stored, else the store's record (a tuner that did not
 // step this cycle: idle between tuner periods, skipped, or held).
-func (c *cycle) storedTuning(key tuner.Key, vs *variantState) (storedTuning, bool) {
+func (c *cycle) tuningOf(key tuner.Key, vs *variantState) (storedTuning, bool) {
 	if vs.stored != nil {
 		return *vs.stored, true
 	}
@@ -200,7 +206,7 @@ func (c *cycle) storedTuning(key tuner.Key, vs *variantState) (storedTuning, boo
 	if err != nil || !ok {
 		return storedTuning{}, false
 	}
-	return storedTuning{serviceModel: rec.ServiceModel, updates: rec.Updates, params: rec.Params}, true
+	return storedOf(rec), true
 }
 
 // stdDevOf is the standard deviation of each parameter: the square root of

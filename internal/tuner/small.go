@@ -117,13 +117,11 @@ func (m square) plusDiag(v float64, n int) square {
 
 // rows returns the leading n×n block as rows (allocates).
 func (m square) rows(n int) [][]float64 {
-	out := make([][]float64, n)
-	flat := make([]float64, n*n) // one allocation for the rows
-	for i := range out {
-		out[i] = flat[i*n : (i+1)*n : (i+1)*n]
-		copy(out[i], m[i][:n])
+	var view [maxDim][]float64
+	for i := range n {
+		view[i] = m[i][:n]
 	}
-	return out
+	return cloneRows(view[:n])
 }
 
 // cloneRows copies a matrix given as rows (of any lengths, as a record
