@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/llm-d-incubation/wva/internal/engine"
 	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
@@ -20,6 +21,10 @@ var tunerKeys = map[string]tunerSetter{
 	},
 	"tuning-period": func(t *Tuner, v string) (err error) {
 		t.Period, err = parseDuration(v, 0, "30s")
+		return err
+	},
+	"tuning-budget": func(t *Tuner, v string) (err error) {
+		t.Budget, err = parseCount(v, 1, engine.MaxTunerBudget, "tuner steps a cycle")
 		return err
 	},
 	"max-nis-threshold": func(t *Tuner, v string) (err error) {

@@ -19,6 +19,7 @@ metadata:
 data:
   tuning-enabled: "true"
   tuning-period: "30s"
+  tuning-budget: "2000"
   max-nis-threshold: "7.378"
   percent-change: "0.05"
   error-level: "0.05"
@@ -36,7 +37,7 @@ func TestParseTuner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Tuner{Enabled: true, Period: 30 * time.Second, Config: tuner.Config{
+	want := Tuner{Enabled: true, Period: 30 * time.Second, Budget: 2000, Config: tuner.Config{
 		MaxNIS: 7.378, PercentChange: 0.05, ErrorLevel: 0.05,
 		Bounds: map[string][2]float64{
 			"alpha": {0.1, 100}, "beta": {0.01, 10}, "gamma": {0.1, 100}, "delta": {0.001, 1},
@@ -75,6 +76,9 @@ func TestParseTunerInvalid(t *testing.T) {
 	}{
 		{"enabled", map[string]string{"tuning-enabled": "on"}, []problem{p("tuning-enabled", `want true or false, got "on"`)}},
 		{"period", map[string]string{"tuning-period": "-30s"}, []problem{p("tuning-period", "at least 0s")}},
+		{"budget 0", map[string]string{"tuning-budget": "0"}, []problem{p("tuning-budget", `want a whole number of tuner steps a cycle from 1 to 1000000, got "0"`)}},
+		{"budget beyond the bound", map[string]string{"tuning-budget": "1000001"}, []problem{p("tuning-budget", `got "1000001"`)}},
+		{"budget a fraction", map[string]string{"tuning-budget": "2.5"}, []problem{p("tuning-budget", `got "2.5"`)}},
 		{"NIS", map[string]string{"max-nis-threshold": "0"}, []problem{p("max-nis-threshold", "want a number > 0, got 0")}},
 		{"percent change above 1", map[string]string{"percent-change": "5"},
 			[]problem{p("percent-change", "want a number in (0, 1], got 5")}},

@@ -210,5 +210,6 @@ type QueueingModel struct {
 type Tuner struct {
 	Enabled bool          // tuning-enabled (default true)
 	Period  time.Duration // tuning-period (default: every cycle)
+	Budget  int           // tuning-budget: the most tuner steps a cycle (0: engine.DefaultTunerBudget)
 	Config  tuner.Config  // max-nis-threshold, percent-change, error-level, state-constraints
 }

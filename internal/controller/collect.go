@@ -118,6 +118,7 @@ func (p *planner) snapshotSettings(ctx context.Context, set settings) snapshot.S
 		cfg.SLOMultiplier = set.QueueingModel.SLOMultiplier
 	}
 	cfg.Tuner = set.Tuner.Config
+	cfg.TunerBudget = set.Tuner.Budget
 	sat := set.Saturation.Default
 	out := snapshot.Settings{Mode: set.Main.Mode, QueueingModel: set.QueueingModel.Present,
 		Tuning: set.Tuner.Enabled && set.QueueingModel.TuningEnabled, TunerPeriod: set.Tuner.Period, ScaleToZero: set.Main.ScaleToZero,

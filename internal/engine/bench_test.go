@@ -86,13 +86,12 @@ func BenchmarkCycleUnlimitedSteady(b *testing.B) {
 func BenchmarkCycleForecastAttainment(b *testing.B) {
 	s := fleet(1000, 4, 8, 4, 1)
 	s.Config.TTFTAttainment = 0.99
-	benchAdvancing(b, s, 3)
+	benchAdvancing(b, New(nil), s, 3)
 }
 
 // benchAdvancing plans s on one engine, each cycle 30 s after the last:
 // warm cycles first, then the measured ones.
-func benchAdvancing(b *testing.B, s *Snapshot, warm int) {
-	e := New(nil)
+func benchAdvancing(b *testing.B, e *Engine, s *Snapshot, warm int) {
 	plan := func() {
 		if _, err := e.Plan(s); err != nil {
 			b.Fatal(err)
@@ -174,11 +173,19 @@ func fleetBench() *Snapshot {
 }
 
 // BenchmarkCycleTuning is the steady cycle with online learning on and no
-// profiles (the controller's default): every variant's tuner rebuilt from
-// its record, stepped on its pods' observation, stored, and its learned
-// parameters sizing the variant; 40 cycles first, so that every tuner is
-// past its warm-up, each cycle 30 s after the last.
-func BenchmarkCycleTuning(b *testing.B) {
+// profiles (the controller's default): tuners rebuilt from their records,
+// stepped on their pods' observations, stored, and the learned parameters
+// sizing every variant; 40 cycles first with every tuner stepping, so
+// that all are past their warm-up, each cycle 30 s after the last. Then
+// the default tuning budget (500 of the 4 000 variants step a cycle) is
+// in force.
+func BenchmarkCycleTuning(b *testing.B) { benchTuning(b, 0) }
+
+// BenchmarkCycleTuningEveryVariant is BenchmarkCycleTuning with every
+// tuner stepping every cycle (no budget).
+func BenchmarkCycleTuningEveryVariant(b *testing.B) { benchTuning(b, MaxTunerBudget) }
+
+func benchTuning(b *testing.B, budget int) {
 	s := fleet(1000, 4, 8, 4, 1)
 	s.Config.TuningEnabled = true
 	for m := range s.Models {
@@ -186,5 +193,14 @@ func BenchmarkCycleTuning(b *testing.B) {
 			s.Models[m].Variants[v].Params = nil
 		}
 	}
-	benchAdvancing(b, s, 40)
+	s.Config.TunerBudget = MaxTunerBudget
+	e := New(nil)
+	for range 40 {
+		if _, err := e.Plan(s); err != nil {
+			b.Fatal(err)
+		}
+		s.Time = s.Time.Add(30 * time.Second)
+	}
+	s.Config.TunerBudget = budget
+	benchAdvancing(b, e, s, 0)
 }

@@ -174,6 +174,8 @@ func TestCountBounds(t *testing.T) {
 		{"scale-up replicas", func(_ *Snapshot, v *Variant) { v.ScaleUpLimitReplicas = huge }, "scaleUpLimitReplicas: must be between 1 and 1048576"},
 		{"scale-up factor", func(s *Snapshot, _ *Variant) { s.Config.ScaleUpLimitFactor = 1e300 }, "config.scaleUpLimitFactor: must be between 1 and 1048576"},
 		{"default max", func(s *Snapshot, _ *Variant) { s.Config.MaxReplicasDefault = huge }, "config.maxReplicasDefault: must be between 1 and 1048576"},
+		{"tuner budget", func(s *Snapshot, _ *Variant) { s.Config.TunerBudget = huge }, "config.tunerBudget: must be between 1 and 1000000 steps a cycle"},
+		{"negative tuner budget", func(s *Snapshot, _ *Variant) { s.Config.TunerBudget = -1 }, "config.tunerBudget: must be between 1 and 1000000 steps a cycle (0 means the default 500), got -1"},
 		{"accelerators per replica", func(_ *Snapshot, v *Variant) { v.AcceleratorsPerReplica = huge }, "acceleratorsPerReplica: must be between 1 and 1024"},
 		{"inventory", func(s *Snapshot, _ *Variant) { s.Inventory = map[string]int{"H100": huge} }, "inventory.H100: must be between 0 and 1073741824"},
 		{"empty inventory type", func(s *Snapshot, _ *Variant) { s.Inventory = map[string]int{"": 2} }, "inventory: an accelerator type must not be empty"},

@@ -57,6 +57,10 @@ type State struct {
 	Planned map[string]planned
 	// Feedback is each model's attainment feedback.
 	Feedback map[string]*Feedback
+	// TunerSteps is when each variant's tuner last stepped: where more
+	// variants want a step than Config.TunerBudget allows, the longest
+	// waiting go first.
+	TunerSteps map[string]time.Time
 }
 
 // Recommendation is one cycle's target for a variant.
@@ -74,7 +78,7 @@ func New(store tuner.Store) *Engine {
 	return &Engine{store: store, fleetBase: map[FleetKey]float64{}, state: State{
 		LastGood: map[string]int{}, LastTraffic: map[string]time.Time{}, Recommendations: map[string][]Recommendation{},
 		Sizing: map[string]queueing.Hints{}, Forecasts: map[string]*Forecast{}, Provisioning: map[string]*Provisioning{},
-		Planned: map[string]planned{}, Feedback: map[string]*Feedback{},
+		Planned: map[string]planned{}, Feedback: map[string]*Feedback{}, TunerSteps: map[string]time.Time{},
 	}}
 }
 
@@ -164,7 +168,9 @@ type variantState struct {
 	// service model, updates and parameters), which the sizing reads
 	// instead of the store's whole record; nil when the step stored
 	// nothing.
-	stored   *storedTuning
+	stored *tuner.Summary
+	// tuneNow: the variant's tuner steps this cycle (scheduleTuning).
+	tuneNow  bool
 	capacity float64 // requests/s per replica within the SLO
 	maxRate  float64 // requests/s per replica at a full batch (λmax)
 	// spare is the part of modelTarget that covers the forecast's spare
@@ -232,6 +238,8 @@ func (e *Engine) Plan(s *Snapshot) (*Plan, error) {
 	}
 	c.prepare()
 	if c.cfg.TuningEnabled && !c.cfg.TunerIdle {
+		c.parallel(c.tuneCandidates)
+		c.scheduleTuning()
 		c.parallel(c.tune)
 	}
 	// The model analysis comes first: where it succeeds, the backlog is

@@ -1,9 +1,13 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/llm-d-incubation/wva/internal/queueing"
 	"github.com/llm-d-incubation/wva/internal/tuner"
@@ -18,9 +22,11 @@ const tuneWindow = 5
 // the saturation analysis decides, the model may only raise its target).
 const tuneProvisional = 3
 
-// tune runs one tuner step per variant on its mature pods with traffic
-// (the WVA queueing-model guide §4; pods younger than the transient delay are skipped).
-func (c *cycle) tune(ms *modelState) {
+// tuneCandidates finds the variants whose tuner can step this cycle: those
+// not held, with mature pods with traffic (the WVA queueing-model guide §4;
+// pods younger than the transient delay are skipped), outside a backlog's
+// clearing. scheduleTuning then picks which of them step.
+func (c *cycle) tuneCandidates(ms *modelState) {
 	for _, vs := range ms.variants {
 		if vs.held {
 			continue
@@ -31,10 +37,80 @@ func (c *cycle) tune(ms *modelState) {
 			vs.note("tuner skipped: the pods finished %.3g requests/s while %.3g arrived and %.0f waited: a backlog clearing", ms.finished, ms.m.ArrivalRateRPS, ms.waiting)
 			continue
 		}
-		obs, ok := c.observation(vs)
-		if !ok {
+		_, vs.tuneNow = c.observation(vs)
+	}
+}
+
+// scheduleTuning keeps at most Config.TunerBudget of the candidates'
+// steps: when more variants want one, those whose tuner stepped longest
+// ago (never first) step, ties in key order, so that every variant steps
+// at least once every ⌈candidates / budget⌉ cycles. The others keep what
+// their tuners stored, and say so.
+func (c *cycle) scheduleTuning() {
+	last := c.e.state.TunerSteps
+	type candidate struct {
+		at int64 // the last step, Unix ns (0: never)
+		vs *variantState
+	}
+	var cands []candidate
+	for _, vs := range c.all {
+		if vs.tuneNow {
+			var at int64
+			if t, ok := last[vs.key]; ok {
+				at = t.UnixNano()
+			}
+			cands = append(cands, candidate{at, vs})
+		}
+	}
+	if budget := c.cfg.TunerBudget; len(cands) > budget {
+		slices.SortFunc(cands, func(a, b candidate) int {
+			if a.at != b.at {
+				return cmp.Compare(a.at, b.at)
+			}
+			return strings.Compare(a.vs.key, b.vs.key)
+		})
+		// The deferred variants share a few last-step times (the cycles
+		// they last stepped in): one note each.
+		notes := map[int64]string{}
+		for _, cd := range cands[budget:] {
+			cd.vs.tuneNow = false
+			n, ok := notes[cd.at]
+			if !ok {
+				n = fmt.Sprintf("tuner step deferred: %d variants wanted one, tuning-budget allows %d a cycle", len(cands), budget)
+				if cd.at != 0 {
+					n += fmt.Sprintf(" (last step %.0f s ago)", c.now.Sub(time.Unix(0, cd.at)).Seconds())
+				}
+				notes[cd.at] = n
+			}
+			cd.vs.notes = append(cd.vs.notes, n)
+		}
+		cands = cands[:budget]
+	}
+	for _, cd := range cands {
+		last[cd.vs.key] = c.now
+	}
+	// Forget variants no longer planned, so that the map stays the
+	// fleet's size.
+	if len(last) > 2*len(c.all) {
+		now := make(map[string]bool, len(c.all))
+		for _, vs := range c.all {
+			now[vs.key] = true
+		}
+		for k := range last {
+			if !now[k] {
+				delete(last, k)
+			}
+		}
+	}
+}
+
+// tune runs one tuner step for each variant scheduleTuning picked.
+func (c *cycle) tune(ms *modelState) {
+	for _, vs := range ms.variants {
+		if !vs.tuneNow {
 			continue
 		}
+		obs, _ := c.observation(vs)
 		key := tuner.Key{Namespace: ms.m.Namespace, Model: ms.m.ID, Variant: vs.v.Name}
 		cfg := c.cfg.Tuner
 		cfg.ServiceModel, cfg.MaxQueueSize = vs.v.serviceModel(), c.cfg.MaxQueueSize
@@ -56,7 +132,7 @@ func (c *cycle) tune(ms *modelState) {
 		if err := c.e.store.Put(key, rec); err != nil {
 			vs.note("tuner: storing parameters: %v", err)
 		} else {
-			stored := storedOf(rec)
+			stored := tuner.SummaryOf(rec)
 			vs.stored = &stored
 		}
 		if !st.Accepted {
@@ -163,14 +239,14 @@ func (c *cycle) params(vs *variantState) (*tuner.Params, string, string) {
 	key := tuner.Key{Namespace: vs.model.m.Namespace, Model: vs.model.m.ID, Variant: vs.v.Name}
 	tuning := ""
 	if c.cfg.TuningEnabled {
-		if rec, ok := c.tuningOf(key, vs); ok && rec.serviceModel == vs.v.serviceModel() {
-			if rec.updates >= tuneWindow {
-				p := rec.params
-				return &p, "learned", fmt.Sprintf("%d updates", rec.updates)
+		if rec, ok := c.tuningOf(key, vs); ok && rec.ServiceModel == vs.v.serviceModel() {
+			if rec.Updates >= tuneWindow {
+				p := rec.Params
+				return &p, "learned", fmt.Sprintf("%d updates", rec.Updates)
 			}
-			tuning = fmt.Sprintf("warming up (%d of %d updates)", rec.updates, tuneWindow)
-			if rec.updates >= tuneProvisional && vs.v.Params == nil {
-				p := rec.params
+			tuning = fmt.Sprintf("warming up (%d of %d updates)", rec.Updates, tuneWindow)
+			if rec.Updates >= tuneProvisional && vs.v.Params == nil {
+				p := rec.Params
 				return &p, "provisional", tuning + ": it may only add replicas"
 			}
 		} else {
@@ -183,30 +259,19 @@ func (c *cycle) params(vs *variantState) (*tuner.Params, string, string) {
 	return nil, "", tuning
 }
 
-// storedTuning is the part of a tuner's record the sizing reads.
-type storedTuning struct {
-	serviceModel string
-	updates      int
-	params       tuner.Params
-}
-
-// storedOf is the part of rec the sizing reads.
-func storedOf(rec tuner.Record) storedTuning {
-	return storedTuning{serviceModel: rec.ServiceModel, updates: rec.Updates, params: rec.Params}
-}
-
 // tuningOf returns what the store holds for the variant: what this
-// cycle's tuner step stored, else the store's record (a tuner that did not
-// step this cycle: idle between tuner periods, skipped, or held).
-func (c *cycle) tuningOf(key tuner.Key, vs *variantState) (storedTuning, bool) {
+// cycle's tuner step stored, else the summary of the store's record (a
+// tuner that did not step this cycle: idle between tuner periods,
+// deferred by the tuning budget, skipped, or held).
+func (c *cycle) tuningOf(key tuner.Key, vs *variantState) (tuner.Summary, bool) {
 	if vs.stored != nil {
 		return *vs.stored, true
 	}
-	rec, ok, err := c.e.store.Get(key)
+	sum, ok, err := tuner.SummaryFrom(c.e.store, key)
 	if err != nil || !ok {
-		return storedTuning{}, false
+		return tuner.Summary{}, false
 	}
-	return storedOf(rec), true
+	return sum, true
 }
 
 // stdDevOf is the standard deviation of each parameter: the square root of

@@ -139,6 +139,13 @@ type Config struct {
 	// that reports over ImplausibleCapacityFactor (100) times what its
 	// variant's known parameters let one replica serve is implausible too.
 	MaxPodArrivalRPS float64 `json:"maxPodArrivalRPS,omitempty"`
+	// TunerBudget is the most tuner steps one cycle runs (default
+	// DefaultTunerBudget). Where more variants have an observation, those
+	// whose tuner stepped longest ago step, the rest wait for a later
+	// cycle and are sized with what their tuners stored: a step costs tens
+	// of microseconds of CPU a variant, and the cycle's time must stay
+	// bounded however large the fleet (docs/engine.md §7).
+	TunerBudget int `json:"tunerBudget,omitempty"`
 	// Tuner holds the tuner's settings (the controller's tuner ConfigMap);
 	// the service model and queue size come from the variant and from
 	// MaxQueueSize.
@@ -293,6 +300,13 @@ const (
 	DefaultMaxPodArrivalRPS     = 10000.0
 	DefaultAttainment           = 0.99
 	DefaultTokenCV              = 1.0
+	// DefaultTunerBudget is Config.TunerBudget's default: at about 20 µs
+	// of CPU a step, 500 steps keep a 4 000-variant fleet's learning cycle
+	// within its 50-ms budget on two cores (docs/engine.md §7), and leave
+	// a fleet of up to 500 learning variants stepping every cycle.
+	DefaultTunerBudget = 500
+	// MaxTunerBudget bounds Config.TunerBudget.
+	MaxTunerBudget = 1_000_000
 	// MaxQueueSizeLimit bounds Config.MaxQueueSize: the queueing model's
 	// memory and time grow with it.
 	MaxQueueSizeLimit = 1_000_000
@@ -331,6 +345,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxQueueSize == 0 {
 		c.MaxQueueSize = 100
+	}
+	if c.TunerBudget == 0 {
+		c.TunerBudget = DefaultTunerBudget
 	}
 	if c.AllocationAlgorithm == "" {
 		c.AllocationAlgorithm = "exact"

@@ -131,17 +131,25 @@ func (v *validator) config(c Config) {
 	if !(c.TTFTAttainment >= 0 && c.TTFTAttainment < 1) {
 		v.add("config.ttftAttainment", "must be in (0, 1), or 0 to size for the mean TTFT, got %v", c.TTFTAttainment)
 	}
-	if c.MaxQueueSize < 0 || c.MaxQueueSize > MaxQueueSizeLimit {
-		v.add("config.maxQueueSize", "must be between 0 and %d, got %d", MaxQueueSizeLimit, c.MaxQueueSize)
-	}
-	if c.MaxReplicasDefault < 0 || c.MaxReplicasDefault > MaxReplicaCount {
-		v.add("config.maxReplicasDefault", "must be between 1 and %d (0 means the default %d), got %d", MaxReplicaCount, DefaultMaxReplicas, c.MaxReplicasDefault)
-	}
+	v.counts(c)
 	v.scaleUpLimit("config", c.ScaleUpLimitFactor, c.ScaleUpLimitReplicas)
 	if c.MaxPodArrivalRPS != 0 && !(c.MaxPodArrivalRPS > 0 && c.MaxPodArrivalRPS <= math.MaxFloat64) {
 		v.add("config.maxPodArrivalRPS", "must be a positive number of requests/s (0 means the default %v), got %v", DefaultMaxPodArrivalRPS, c.MaxPodArrivalRPS)
 	}
 	v.configChoices(c)
+}
+
+// counts checks the configuration's whole-number bounds.
+func (v *validator) counts(c Config) {
+	if c.MaxQueueSize < 0 || c.MaxQueueSize > MaxQueueSizeLimit {
+		v.add("config.maxQueueSize", "must be between 0 and %d, got %d", MaxQueueSizeLimit, c.MaxQueueSize)
+	}
+	if c.TunerBudget < 0 || c.TunerBudget > MaxTunerBudget {
+		v.add("config.tunerBudget", "must be between 1 and %d steps a cycle (0 means the default %d), got %d", MaxTunerBudget, DefaultTunerBudget, c.TunerBudget)
+	}
+	if c.MaxReplicasDefault < 0 || c.MaxReplicasDefault > MaxReplicaCount {
+		v.add("config.maxReplicasDefault", "must be between 1 and %d (0 means the default %d), got %d", MaxReplicaCount, DefaultMaxReplicas, c.MaxReplicasDefault)
+	}
 }
 
 // capacityModel checks the fleet capacity model's settings.

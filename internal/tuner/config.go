@@ -93,7 +93,8 @@ type Config struct {
 	// Q = 0, a server that rejects what it cannot batch at once).
 	MaxQueueSize int
 	// PercentChange c sets the process noise Q = diag((c·x)²): how much a
-	// parameter may drift per cycle (default 0.05; docs/tuner.md §1).
+	// parameter may drift per cycle (default 0.01; docs/tuner.md §1 and
+	// §7: the reference tuner's 0.05 until issue 30).
 	PercentChange float64
 	// ErrorLevel ε, TPercentile t and GammaFactor g set the measurement
 	// noise σ = (ε/t)·z/√g (defaults 0.05, 1.96, 1; docs/tuner.md §1).

@@ -75,13 +75,50 @@ type Store interface {
 	Delete(k Key) error
 }
 
+// Summary is the part of a record that sizing with learned parameters
+// reads.
+type Summary struct {
+	ServiceModel string
+	Updates      int
+	Params       Params
+}
+
+// SummaryOf is rec's summary.
+func SummaryOf(rec Record) Summary {
+	return Summary{ServiceModel: rec.ServiceModel, Updates: rec.Updates, Params: rec.Params}
+}
+
+// A Summarizer is a Store that gives a record's summary without copying
+// the record (its window and covariances), for callers that only size
+// with it.
+type Summarizer interface {
+	// Summary returns the summary of k's record; ok is false when there
+	// is none.
+	Summary(k Key) (sum Summary, ok bool, err error)
+}
+
+// SummaryFrom reads k's summary from s, through Summarizer where s is one.
+func SummaryFrom(s Store, k Key) (Summary, bool, error) {
+	if sz, ok := s.(Summarizer); ok {
+		return sz.Summary(k)
+	}
+	rec, ok, err := s.Get(k)
+	if err != nil || !ok {
+		return Summary{}, false, err
+	}
+	return SummaryOf(rec), true, nil
+}
+
 // MemoryStore is a Store in memory, safe for concurrent use.
 type MemoryStore struct {
 	mu sync.Mutex
 	m  map[Key]Record
 }
 
-var _ Store = (*MemoryStore)(nil)
+var (
+	_ Store      = (*MemoryStore)(nil)
+	_ Summarizer = (*MemoryStore)(nil)
+)
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore { return &MemoryStore{m: map[Key]Record{}} }
@@ -92,6 +129,17 @@ func (s *MemoryStore) Get(k Key) (Record, bool, error) {
 	defer s.mu.Unlock()
 	r, ok := s.m[k]
 	return r.clone(), ok, nil
+}
+
+// Summary implements Summarizer: it copies nothing but the summary.
+func (s *MemoryStore) Summary(k Key) (Summary, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.m[k]
+	if !ok {
+		return Summary{}, false, nil
+	}
+	return SummaryOf(r), true, nil
 }
 
 // Put implements Store.

@@ -670,3 +670,29 @@ func TestMemoryStoreCopies(t *testing.T) {
 		t.Errorf("changing a got record changed the store: %v", again.StateCovariance)
 	}
 }
+
+// getOnly is a Store without Summarizer.
+type getOnly struct{ Store }
+
+// TestSummaryFrom: a MemoryStore's summary and one read through Get give
+// the record's service model, updates and parameters; no record, no
+// summary.
+func TestSummaryFrom(t *testing.T) {
+	s := NewMemoryStore()
+	k := Key{Namespace: "ns", Model: "m", Variant: "v"}
+	rec := Record{ServiceModel: ModelIteration, Params: Params{Alpha: 6, Beta: 0.02, Gamma: 3e-4}, Updates: 7,
+		StateCovariance: [][]float64{{1}}, Window: []Observation{{RateRPS: 1}}}
+	if err := s.Put(k, rec); err != nil {
+		t.Fatal(err)
+	}
+	want := Summary{ServiceModel: ModelIteration, Updates: 7, Params: rec.Params}
+	for name, st := range map[string]Store{"summarizer": s, "get": getOnly{s}} {
+		got, ok, err := SummaryFrom(st, k)
+		if err != nil || !ok || got != want {
+			t.Errorf("%s: %+v %v %v, want %+v", name, got, ok, err, want)
+		}
+		if _, ok, err := SummaryFrom(st, Key{Model: "none"}); ok || err != nil {
+			t.Errorf("%s: a missing record gave a summary (%v)", name, err)
+		}
+	}
+}
