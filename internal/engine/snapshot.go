@@ -373,6 +373,10 @@ var defaultSaturation = SaturationConfig{
 	MinNonSaturatedReplicasForScaleDown: 1,
 }
 
+// DefaultSaturation is the saturation analyzer's thresholds where nothing
+// configures them.
+func DefaultSaturation() SaturationConfig { return defaultSaturation }
+
 // saturates is Eq. 2 of the saturation analyzer: a replica with this KV
 // usage and queue is saturated.
 func (base SaturationConfig) saturates(kv, queue float64) bool {

@@ -155,6 +155,10 @@ type Config struct {
 	RateWindowSeconds float64
 }
 
+// Resolved is c with every zero field at its documented default: what a
+// tuner built from c uses.
+func (c Config) Resolved() Config { return c.withDefaults() }
+
 func (c Config) withDefaults() Config {
 	def := func(v *float64, d float64) {
 		if *v == 0 {
