@@ -48,6 +48,10 @@ func FuzzSnapshot(f *testing.F) {
 		`"avgInputTokens":1024,"avgOutputTokens":256,"kvCacheUsage":0.5,"waitingRequests":0,` +
 		`"ttftBuckets":[{"le":0.1,"count":50},{"le":"1","count":190},{"le":"+Inf","count":200}],` +
 		`"tpotBuckets":[{"le":0.01,"count":20},{"le":0.1,"count":199},{"le":"+Inf","count":200}]}]}]}]}`))
+	// Learning on with a budget of one step for two variants (issue 31).
+	f.Add([]byte(`{"mode":"hybrid","config":{"tuningEnabled":true,"tunerBudget":1},"models":[{"id":"m","slo":{"ttftMs":1000,"itlMs":50},"variants":[` +
+		`{"name":"a","accelerator":"x","currentReplicas":1,"readyReplicas":1,"pods":[{"name":"p","arrivalRate":2,"avgInputTokens":1024,"avgOutputTokens":256,"avgTTFTMs":40,"avgITLMs":12,"kvCacheUsage":0.5}]},` +
+		`{"name":"b","accelerator":"x","currentReplicas":1,"readyReplicas":1,"pods":[{"name":"q","arrivalRate":3,"avgInputTokens":1024,"avgOutputTokens":256,"avgTTFTMs":45,"avgITLMs":13,"kvCacheUsage":0.6}]}]}]}`))
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := snapshot.ParseFile(data)
