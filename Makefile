@@ -128,6 +128,23 @@ frontiers: eval-binary ## sweep every autoscaler's settings on every shipped sce
 		cp $(BIN)/frontiers/$$s/sweep.csv $(BIN)/frontiers/$$s/attainment.csv $(BIN)/frontiers/$$s/frontier.png docs/evaluation/$$s/; \
 	done
 
+# The calibration tables of docs/evaluation.md: WVA at attainment targets
+# 0.90, 0.95 and 0.99 (its other settings at their defaults) and the
+# clairvoyant bound sized for the same targets with no margin, on every
+# shipped scenario. About 10 minutes on 2 cores.
+CALIBRATION_SEEDS := 5
+CALIBRATION_GRID := --grid wva.attainment=0.9,0.95,0.99 --grid wva.spareQuantile=0 --grid wva.ttftAttainment=0 \
+	--grid wva.kvCacheThreshold=0.8 --grid wva.drainTimeoutSeconds=300 --grid clairvoyant.attainment=0.9,0.95,0.99 --grid clairvoyant.margin=0
+
+.PHONY: calibration
+calibration: eval-binary ## WVA and the clairvoyant bound at attainment targets 0.90, 0.95 and 0.99 on every shipped scenario (CALIBRATION_SEEDS seeds) into docs/evaluation/*/calibration.* (about 10 minutes on 2 cores)
+	@for s in $(SCENARIOS); do \
+		$(EVAL_RUN) simulate --scenario $$s --sweep --autoscalers wva,clairvoyant --repeat $(CALIBRATION_SEEDS) $(CALIBRATION_GRID) --out $(BIN)/calibration/$$s > $(BIN)/calibration-$$s.txt || exit 1; \
+		mkdir -p docs/evaluation/$$s; \
+		cp $(BIN)/calibration-$$s.txt docs/evaluation/$$s/calibration.txt; \
+		cp $(BIN)/calibration/$$s/sweep.csv docs/evaluation/$$s/calibration.csv; \
+	done
+
 .PHONY: admission
 admission: ## rerun docs/admission.md's experiments (seed 003's isolation matrix, admission with autoscaling on a load step) into $(BIN)/admission-* (about 1.5 minutes on 2 cores)
 	@mkdir -p $(BIN)

@@ -24,8 +24,12 @@ import (
 // dominance checks.
 func WriteSweepTable(w io.Writer, r *experiment.SweepResult) error {
 	if len(r.Seeds) > 0 {
-		fmt.Fprintf(w, "%s: %d settings over %d seeds (%d–%d); frontier points (*) and the defaults (d), mean ± sd\n\n",
-			r.Scenario, len(r.Points), len(r.Seeds), r.Seeds[0], r.Seeds[len(r.Seeds)-1])
+		shown := "frontier points (*) and the defaults (d)"
+		if len(r.Points) <= allPointsUpTo {
+			shown = "every setting, the frontier points marked (*) and the defaults (d)"
+		}
+		fmt.Fprintf(w, "%s: %d settings over %d seeds (%d–%d); %s, mean ± sd\n\n",
+			r.Scenario, len(r.Points), len(r.Seeds), r.Seeds[0], r.Seeds[len(r.Seeds)-1], shown)
 	}
 	if err := writeFrontierPoints(w, r); err != nil {
 		return err
@@ -48,13 +52,20 @@ func WriteSweepTable(w io.Writer, r *experiment.SweepResult) error {
 	return nil
 }
 
+// allPointsUpTo: a sweep of at most this many settings (a grid a person
+// chose, such as three attainment targets) lists every setting; a larger
+// one lists its frontier points and defaults (every point is in
+// sweep.csv).
+const allPointsUpTo = 12
+
 // writeFrontierPoints prints the table of the frontier points and the
-// defaults' points.
+// defaults' points, or of every point in a small sweep.
 func writeFrontierPoints(w io.Writer, r *experiment.SweepResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "AUTOSCALER\tSETTINGS\t\tSLO %\tCOST\tTERMINATED")
+	all := len(r.Points) <= allPointsUpTo
 	for _, p := range r.Points {
-		if !p.Frontier && !p.Default {
+		if !p.Frontier && !p.Default && !all {
 			continue
 		}
 		mark := ""
