@@ -21,7 +21,7 @@ data:
   tuning-period: "30s"
   tuning-budget: "2000"
   max-nis-threshold: "7.378"
-  percent-change: "0.05"
+  percent-change: "0.01"
   error-level: "0.05"
   state-constraints: |
     {
@@ -38,7 +38,7 @@ func TestParseTuner(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Tuner{Enabled: true, Period: 30 * time.Second, Budget: 2000, Config: tuner.Config{
-		MaxNIS: 7.378, PercentChange: 0.05, ErrorLevel: 0.05,
+		MaxNIS: 7.378, PercentChange: 0.01, ErrorLevel: 0.05,
 		Bounds: map[string][2]float64{
 			"alpha": {0.1, 100}, "beta": {0.01, 10}, "gamma": {0.1, 100}, "delta": {0.001, 1},
 		},
