@@ -74,6 +74,7 @@ func (p *planner) cycle(ctx context.Context) error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	p.countTunerSteps(before)
+	p.Emitter.TunerStepsDeferred(plan.TunerDeferred)
 	p.decide(ctx, c, plan, snap)
 	c.fillHeld()
 	p.finish(ctx, c, plan)

@@ -49,11 +49,16 @@ func TestTunerBudget(t *testing.T) {
 		if !slices.Equal(stepped, w) {
 			t.Errorf("cycle %d: stepped %v, want %v", cycle, stepped, w)
 		}
+		if p.TunerDeferred != 3 {
+			t.Errorf("cycle %d: %d steps deferred, want 3", cycle, p.TunerDeferred)
+		}
 	}
 	// Within the default budget every variant steps every cycle.
 	s.Config.TunerBudget = 0
 	s.Time = t0.Add(5 * 30 * time.Second)
-	plan(t, e, s)
+	if p := plan(t, e, s); p.TunerDeferred != 0 {
+		t.Errorf("default budget: %d steps deferred", p.TunerDeferred)
+	}
 	for _, n := range names {
 		if rec, _, _ := store.Get(tuner.Key{Namespace: "prod", Model: "llama", Variant: n}); !rec.LastUpdate.Equal(s.Time) {
 			t.Errorf("default budget: variant %s last stepped at %v, want %v", n, rec.LastUpdate, s.Time)

@@ -217,6 +217,8 @@ type cycle struct {
 	// free is, in limited mode, the inventory left after the global
 	// allocation, by accelerator: what the drain planner may still use.
 	free map[string]int
+	// tunerDeferred counts the tuner steps the budget deferred.
+	tunerDeferred int
 	// waiting is, in limited mode, the accelerators per type that this
 	// cycle's scale-ups need beyond what the running replicas leave free:
 	// a scale-down on such a type skips the stabilisation window (release).
@@ -257,7 +259,9 @@ func (e *Engine) Plan(s *Snapshot) (*Plan, error) {
 	c.parallel(c.account)
 	c.parallel(c.pickVictims)
 	c.recordPlanned()
-	return c.plan(), nil
+	p := c.plan()
+	p.TunerDeferred = c.tunerDeferred
+	return p, nil
 }
 
 // parallel runs fn for every model on GOMAXPROCS workers. Each call reads

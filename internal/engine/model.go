@@ -84,6 +84,7 @@ func (c *cycle) scheduleTuning() {
 			}
 			cd.vs.notes = append(cd.vs.notes, n)
 		}
+		c.tunerDeferred = len(cands) - budget
 		cands = cands[:budget]
 	}
 	for _, cd := range cands {

@@ -85,6 +85,9 @@ type Plan struct {
 	Variants []VariantDecision  `json:"variants"`
 	Models   []ModelSummary     `json:"models"`
 	Usage    map[string]GPUUsed `json:"acceleratorUsage,omitempty"`
+	// TunerDeferred counts the variants whose tuner step this cycle the
+	// tuning budget (Config.TunerBudget) deferred to a later cycle.
+	TunerDeferred int `json:"tunerDeferred,omitempty"`
 }
 
 // GPUUsed is the accelerator use of a type before and after the plan.

@@ -43,6 +43,7 @@ type Emitter struct {
 	cycle                   prometheus.Histogram
 	errors                  prometheus.Counter
 	tuner                   *prometheus.CounterVec
+	tunerDeferred           prometheus.Counter
 	lastSuccess             prometheus.Gauge
 	buildInfo               *prometheus.GaugeVec
 	held                    *prometheus.GaugeVec
@@ -112,6 +113,8 @@ func NewEmitter(reg prometheus.Registerer) (*Emitter, error) {
 			Help: "Cycles whose plan failed; the last good decision was held."}),
 		tuner: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wva_tuner_steps_total",
 			Help: "Tuner steps by result (accepted or rejected)."}, []string{"result"}),
+		tunerDeferred: prometheus.NewCounter(prometheus.CounterOpts{Name: "wva_tuner_steps_deferred_total",
+			Help: "Tuner steps the tuning budget (tuning-budget) put off to a later cycle: variants with an observation beyond the budget."}),
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "wva_last_successful_cycle_timestamp_seconds",
 			Help: "Unix time at which the last optimisation cycle that produced a plan ended."}),
 		buildInfo: gauge("wva_build_info", "Always 1; the labels say which build of the controller runs.", "version", "revision", "goversion"),
@@ -148,7 +151,7 @@ func NewEmitter(reg prometheus.Registerer) (*Emitter, error) {
 		e.scaling = append(e.scaling, prometheus.NewCounterVec(prometheus.CounterOpts{Name: prefix + "_replica_scaling_total",
 			Help: "Scaling decisions, by direction (up or down) and reason; a decision repeated while it is applied counts once."}, scalingLabels))
 	}
-	cs := []prometheus.Collector{e.cycle, e.errors, e.tuner, e.lastSuccess, e.buildInfo, e.held, e.unresolved, e.info,
+	cs := []prometheus.Collector{e.cycle, e.errors, e.tuner, e.tunerDeferred, e.lastSuccess, e.buildInfo, e.held, e.unresolved, e.info,
 		e.model.demand, e.model.planned, e.model.sloTTFT, e.model.sloITL, e.model.cost, e.variant.capacity, e.variant.param, e.variant.paramSD}
 	for i := range decisionNames {
 		cs = append(cs, e.desired[i], e.current[i], e.ratio[i], e.scaling[i])
@@ -409,6 +412,13 @@ func (e *Emitter) TunerStep(accepted bool) {
 		e.tuner.WithLabelValues("accepted").Inc()
 	} else {
 		e.tuner.WithLabelValues("rejected").Inc()
+	}
+}
+
+// TunerStepsDeferred counts n tuner steps the tuning budget deferred.
+func (e *Emitter) TunerStepsDeferred(n int) {
+	if n > 0 {
+		e.tunerDeferred.Add(float64(n))
 	}
 }
 

@@ -48,6 +48,9 @@ func TestPublish(t *testing.T) {
 	e.TunerStep(true)
 	e.TunerStep(false)
 	e.TunerStep(true)
+	e.TunerStepsDeferred(0)
+	e.TunerStepsDeferred(3)
+	e.TunerStepsDeferred(4)
 	out := scrape(t, reg)
 	for _, want := range []string{
 		`inferno_desired_replicas{accelerator_type="H100",namespace="llm",variant_name="llama-h100"} 5`,
@@ -61,6 +64,7 @@ func TestPublish(t *testing.T) {
 		`wva_engine_errors_total 1`,
 		`wva_tuner_steps_total{result="accepted"} 2`,
 		`wva_tuner_steps_total{result="rejected"} 1`,
+		`wva_tuner_steps_deferred_total 7`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %s", want)
