@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -49,36 +48,32 @@ func (c *cycle) tuneCandidates(ms *modelState) {
 func (c *cycle) scheduleTuning() {
 	last := c.e.state.TunerSteps
 	type candidate struct {
-		at int64 // the last step, Unix ns (0: never)
+		at time.Time // the last step (zero: never, which sorts first)
 		vs *variantState
 	}
 	var cands []candidate
 	for _, vs := range c.all {
 		if vs.tuneNow {
-			var at int64
-			if t, ok := last[vs.key]; ok {
-				at = t.UnixNano()
-			}
-			cands = append(cands, candidate{at, vs})
+			cands = append(cands, candidate{last[vs.key], vs})
 		}
 	}
 	if budget := c.cfg.TunerBudget; len(cands) > budget {
 		slices.SortFunc(cands, func(a, b candidate) int {
-			if a.at != b.at {
-				return cmp.Compare(a.at, b.at)
+			if order := a.at.Compare(b.at); order != 0 {
+				return order
 			}
 			return strings.Compare(a.vs.key, b.vs.key)
 		})
 		// The deferred variants share a few last-step times (the cycles
 		// they last stepped in): one note each.
-		notes := map[int64]string{}
+		notes := map[time.Time]string{}
 		for _, cd := range cands[budget:] {
 			cd.vs.tuneNow = false
 			n, ok := notes[cd.at]
 			if !ok {
 				n = fmt.Sprintf("tuner step deferred: %d variants wanted one, tuning-budget allows %d a cycle", len(cands), budget)
-				if cd.at != 0 {
-					n += fmt.Sprintf(" (last step %.0f s ago)", c.now.Sub(time.Unix(0, cd.at)).Seconds())
+				if !cd.at.IsZero() {
+					n += fmt.Sprintf(" (last step %.0f s ago)", c.now.Sub(cd.at).Seconds())
 				}
 				notes[cd.at] = n
 			}
