@@ -145,6 +145,24 @@ calibration: eval-binary ## WVA and the clairvoyant bound at attainment targets 
 		cp $(BIN)/calibration/$$s/sweep.csv docs/evaluation/$$s/calibration.csv; \
 	done
 
+# Scenarios nobody tuned for (docs/evaluation.md): RANDOM_N random
+# single-model scenarios drawn by hack/randscen from RANDOM_SEED on, every
+# autoscaler over RANDOM_SEEDS seeds each; the scenario files and tables go
+# to docs/evaluation/random/. About 25 minutes on 2 cores.
+RANDOM_N := 24
+RANDOM_SEED := 100
+RANDOM_SEEDS := 3
+RANDOM_AUTOSCALERS := wva,hpa,keda,keda-queue,keda-tokens,keda-slo,clairvoyant
+
+.PHONY: random-scenarios
+random-scenarios: eval-binary ## every autoscaler on RANDOM_N random scenarios (hack/randscen) into docs/evaluation/random/ (about 25 minutes on 2 cores)
+	@rm -rf docs/evaluation/random && mkdir -p docs/evaluation/random
+	$(GO) run ./hack/randscen -n $(RANDOM_N) -seed $(RANDOM_SEED) -out docs/evaluation/random
+	@for f in docs/evaluation/random/*.yaml; do \
+		$(EVAL_RUN) simulate -f $$f --autoscalers $(RANDOM_AUTOSCALERS) --repeat $(RANDOM_SEEDS) --no-files -o json > $${f%.yaml}.json || exit 1; \
+	done
+	$(GO) run ./hack/randscen -summarize docs/evaluation/random > docs/evaluation/random/summary.md
+
 .PHONY: admission
 admission: ## rerun docs/admission.md's experiments (seed 003's isolation matrix, admission with autoscaling on a load step) into $(BIN)/admission-* (about 1.5 minutes on 2 cores)
 	@mkdir -p $(BIN)
