@@ -259,6 +259,51 @@ func (c *cycle) observeAttainment(ms *modelState) (observed, error) {
 	return o, nil
 }
 
+// reach says in the plan when the variants' maximum puts the model's
+// attainment target out of reach (docs/engine.md §3 item 11): every
+// variant that may run is at its maxReplicas with all its replicas Ready
+// for a whole rate window (youngPodSeconds), so that the window's
+// histograms are the capped fleet's, no backlog is clearing (its misses
+// are the backlog's: the fleet may yet meet the target), and that window
+// missed the target.
+// More replicas are what the target needs, and the configuration allows
+// none: the fleet delivers what its maximum can, and the status says so.
+// It runs after enforcement, on the decided targets.
+func (c *cycle) reach(ms *modelState) {
+	if ms.sum.AttainmentOutOfReach || ms.demand == 0 || ms.finished > 0 || ms.sum.SLOTTFTMs <= 0 || ms.attainment <= 0 || c.e == nil {
+		return
+	}
+	total := 0
+	for _, vs := range ms.variants {
+		hi := vs.v.maxReplicas()
+		if hi < 1 {
+			continue // a variant that may not run
+		}
+		if vs.held || vs.target < hi || vs.v.CurrentReplicas != hi || vs.v.ReadyReplicas != hi {
+			return
+		}
+		for _, p := range vs.pods {
+			if p.AgeSeconds > 0 && p.AgeSeconds < youngPodSeconds {
+				return
+			}
+		}
+		total += hi
+	}
+	if total == 0 {
+		return
+	}
+	o, err := c.observed(ms)
+	if err != nil || o.Requests < feedbackMinRequests || o.Attainment >= ms.attainment {
+		return
+	}
+	ms.sum.AttainmentTarget = ms.attainment
+	ms.sum.ObservedAttainment, ms.sum.ObservedRequests = o.Attainment, o.Requests
+	ms.sum.AttainmentOutOfReach = true
+	ms.sum.FeedbackNote = strings.TrimPrefix(ms.sum.FeedbackNote+"; ", "; ") + fmt.Sprintf(
+		"attainment target %g out of reach at the variants' maxReplicas: %.4g of %.0f requests within the SLO in the last window, with every variant at its maximum (%d replicas, all Ready)",
+		ms.attainment, o.Attainment, o.Requests, total)
+}
+
 // feedback updates the model's attainment feedback from this window and
 // applies its factor to the capacity per replica of every variant the
 // model sized (docs/engine.md §3 item 11).

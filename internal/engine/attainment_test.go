@@ -386,3 +386,54 @@ func TestBucketJSONReads(t *testing.T) {
 		}
 	}
 }
+
+// TestOutOfReachAtMaxReplicas: a model whose only variant has been at its
+// maxReplicas (2), both Ready for more than a rate window, at twice what
+// they serve, and whose window missed the target (80 % within the SLO):
+// the plan says the target is out of reach at the maximum. Not while a
+// replica is younger than the window or still starting, not below the
+// maximum, not while a backlog clears, and not when the window met the
+// target.
+func TestOutOfReachAtMaxReplicas(t *testing.T) {
+	c := capacityOf(t, h100Params, 1024, 256, DefaultMaxBatchSize, queueing.Targets{TTFTMs: 200, ITLMs: 20})
+	build := func(maxReplicas, current, ready int, age, ttftIn float64) *Snapshot {
+		v := variant("h100", "H100").params(h100Params).pods(0.3, 0, 0.3, 0).traffic(2*c, 1024, 256, 40, 15).
+			minMax(1, maxReplicas).replicas(current, ready)
+		for i := range v.v.Pods {
+			v.v.Pods[i].AgeSeconds = age
+		}
+		s := snapshot(ModeModelOnly, v.histograms(ttftIn, 100, 100))
+		s.Models[0].SLO = &SLO{TTFTMs: 200, ITLMs: 20}
+		s.Config.DisableForecast = true
+		return s
+	}
+	// The pods finish 4c requests/s while c arrive and 10 wait.
+	clearing := func(s *Snapshot) *Snapshot {
+		s.Models[0].ArrivalRateRPS = c
+		for i := range s.Models[0].Variants[0].Pods {
+			s.Models[0].Variants[0].Pods[i].WaitingRequests = 5
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		s    *Snapshot
+		want bool
+	}{
+		{"at the maximum, all Ready for 10 minutes, 80 % within", build(2, 2, 2, 600, 80), true},
+		{"a replica Ready for 30 s only", build(2, 2, 2, 30, 80), false},
+		{"a replica still starting", build(2, 2, 1, 600, 80), false},
+		{"room for one more", build(3, 2, 2, 600, 80), false},
+		{"the window met the target", build(2, 2, 2, 600, 100), false},
+		{"a backlog clearing", clearing(build(2, 2, 2, 600, 80)), false},
+	} {
+		m := plan(t, New(nil), tc.s).Models[0]
+		note := "out of reach at the variants' maxReplicas: 0.8 of 200 requests within the SLO in the last window, with every variant at its maximum (2 replicas, all Ready)"
+		if m.AttainmentOutOfReach != tc.want || strings.Contains(m.FeedbackNote, note) != tc.want {
+			t.Errorf("%s: out of reach %v, note %q; want %v", tc.name, m.AttainmentOutOfReach, m.FeedbackNote, tc.want)
+		}
+		if tc.want && (m.ObservedAttainment != 0.8 || m.ObservedRequests != 200 || m.AttainmentTarget != DefaultAttainment) {
+			t.Errorf("%s: observed %v of %v against %v, want 0.8 of 200 against %v", tc.name, m.ObservedAttainment, m.ObservedRequests, m.AttainmentTarget, DefaultAttainment)
+		}
+	}
+}

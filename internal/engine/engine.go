@@ -256,6 +256,7 @@ func (e *Engine) Plan(s *Snapshot) (*Plan, error) {
 	}
 	c.parallel(c.arbitrate)
 	c.enforce()
+	c.parallel(c.reach)
 	c.parallel(c.account)
 	c.parallel(c.pickVictims)
 	c.recordPlanned()

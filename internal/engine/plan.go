@@ -144,7 +144,9 @@ type ModelSummary struct {
 	FeedbackNote       string  `json:"feedbackNote,omitempty"`
 	// AttainmentOutOfReach: the last window the feedback counted missed
 	// the target with the capacity factor at its floor (½): more capacity
-	// has not brought the attainment up.
+	// has not brought the attainment up; or every variant has been at its
+	// maxReplicas, all Ready, for the whole window that missed it: the
+	// configuration allows no more capacity. FeedbackNote says which.
 	AttainmentOutOfReach bool `json:"attainmentOutOfReach,omitempty"`
 	// Saturation analysis per role ("" when the model has one role).
 	Saturation []SaturationDetail `json:"saturation,omitempty"`
