@@ -273,22 +273,7 @@ func (c *cycle) reach(ms *modelState) {
 	if ms.sum.AttainmentOutOfReach || ms.demand == 0 || ms.finished > 0 || ms.sum.SLOTTFTMs <= 0 || ms.attainment <= 0 || c.e == nil {
 		return
 	}
-	total := 0
-	for _, vs := range ms.variants {
-		hi := vs.v.maxReplicas()
-		if hi < 1 {
-			continue // a variant that may not run
-		}
-		if vs.held || vs.target < hi || vs.v.CurrentReplicas != hi || vs.v.ReadyReplicas != hi {
-			return
-		}
-		for _, p := range vs.pods {
-			if p.AgeSeconds > 0 && p.AgeSeconds < youngPodSeconds {
-				return
-			}
-		}
-		total += hi
-	}
+	total := ms.atMaximum()
 	if total == 0 {
 		return
 	}
@@ -302,6 +287,30 @@ func (c *cycle) reach(ms *modelState) {
 	ms.sum.FeedbackNote = strings.TrimPrefix(ms.sum.FeedbackNote+"; ", "; ") + fmt.Sprintf(
 		"attainment target %g out of reach at the variants' maxReplicas: %.4g of %.0f requests within the SLO in the last window, with every variant at its maximum (%d replicas, all Ready)",
 		ms.attainment, o.Attainment, o.Requests, total)
+}
+
+// atMaximum is the replicas of the model's variants when every variant
+// that may run is held at its maxReplicas by this cycle's decision, with
+// all of them Ready for a rate window (youngPodSeconds; an unknown age
+// counts as old); else 0.
+func (ms *modelState) atMaximum() int {
+	total := 0
+	for _, vs := range ms.variants {
+		hi := vs.v.maxReplicas()
+		if hi < 1 {
+			continue // a variant that may not run
+		}
+		if vs.held || vs.target < hi || vs.v.CurrentReplicas != hi || vs.v.ReadyReplicas != hi {
+			return 0
+		}
+		for _, p := range vs.pods {
+			if p.AgeSeconds > 0 && p.AgeSeconds < youngPodSeconds {
+				return 0
+			}
+		}
+		total += hi
+	}
+	return total
 }
 
 // feedback updates the model's attainment feedback from this window and
