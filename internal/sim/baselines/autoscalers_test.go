@@ -140,6 +140,31 @@ func TestWVAEngineErrorsWarn(t *testing.T) {
 	}
 }
 
+// TestWVAOutOfReachWarns: the staircase with at most 2 replicas cannot
+// serve its 10-requests/s step (about 1.5 a replica); the plans say the
+// target is out of reach at the maximum, and the run reports it once per
+// model, with the first plan's note. At the shipped maximum of 10 it
+// never says so.
+func TestWVAOutOfReachWarns(t *testing.T) {
+	run := func(maxReplicas int) []string {
+		sc := simtest.Builtin(t, "staircase", 0)
+		sc.Models[0].Variants[0].MaxReplicas = maxReplicas
+		a, err := sim.NewAutoscaler("wva", &sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sim.New(sc, a).Run(context.Background(), nil).Warnings
+	}
+	got := run(2)
+	if len(got) != 1 || !strings.Contains(got[0], "wva: model llama: the plan said the attainment target was out of reach in ") ||
+		!strings.Contains(got[0], "out of reach at the variants' maxReplicas") || !strings.Contains(got[0], "(2 replicas, all Ready)") {
+		t.Errorf("at most 2 replicas: warnings %q", got)
+	}
+	if got := run(10); len(got) != 0 {
+		t.Errorf("at most 10 replicas: warnings %q, want none", got)
+	}
+}
+
 // TestWVASurgeExtraCycles: with surge on, the fast loop runs extra cycles
 // when requests pile up at the gateway (mixed-slo's 3.5× step at 600 s,
 // gateway saturation on); the periodic cycles keep their times. With it

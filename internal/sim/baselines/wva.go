@@ -44,6 +44,17 @@ type WVA struct {
 	parts      map[string]engine.Breakdown
 	partsSince float64
 	spent      map[string]*engine.Breakdown
+	// unreachable counts, per model, the plans that said its attainment
+	// target was out of reach; the run reports them as a warning.
+	unreachable map[string]*unreachable
+}
+
+// unreachable is a model's record of plans that said its attainment
+// target was out of reach: how many, the first one's time and note.
+type unreachable struct {
+	cycles int
+	first  float64
+	note   string
 }
 
 var (
@@ -147,6 +158,7 @@ func (w *WVA) Decide(v *sim.View) []int {
 		w.trace(v.Now, plan)
 	}
 	w.account(v.Now, plan)
+	w.noteReach(v.Now, plan)
 	clear(w.victims)
 	w.drainOut, w.drainBack = w.drainOut[:0], w.drainBack[:0]
 	for _, d := range plan.Variants {
@@ -241,6 +253,25 @@ func (w *WVA) CostBreakdown(end float64) map[string]map[string]float64 {
 // Drains implements Drainer: the last decision's drain marks.
 func (w *WVA) Drains(*sim.View) (out, back []string) { return w.drainOut, w.drainBack }
 
+// noteReach counts the plan's models whose attainment target it said was
+// out of reach (engine.ModelSummary.AttainmentOutOfReach).
+func (w *WVA) noteReach(now float64, p *engine.Plan) {
+	for _, m := range p.Models {
+		if !m.AttainmentOutOfReach {
+			continue
+		}
+		if w.unreachable == nil {
+			w.unreachable = map[string]*unreachable{}
+		}
+		u := w.unreachable[m.Model]
+		if u == nil {
+			u = &unreachable{first: now, note: m.FeedbackNote}
+			w.unreachable[m.Model] = u
+		}
+		u.cycles++
+	}
+}
+
 // fail counts a problem of a cycle for the run's warnings.
 func (w *WVA) fail(now float64, msg string) {
 	if w.errs[msg] == 0 {
@@ -295,7 +326,8 @@ func (w *WVA) Fast(v *sim.View) ([]int, bool) {
 }
 
 // Warnings implements Warner: each problem of the run's cycles, how often
-// and since when.
+// and since when, and each model whose attainment target the plans said
+// was out of reach.
 func (w *WVA) Warnings() []string {
 	msgs := make([]string, 0, len(w.errs))
 	for m := range w.errs {
@@ -305,6 +337,16 @@ func (w *WVA) Warnings() []string {
 	out := make([]string, 0, len(msgs))
 	for _, m := range msgs {
 		out = append(out, fmt.Sprintf("wva: in %d cycle(s) from t=%.0f s: %s", w.errs[m], w.firstErr[m], m))
+	}
+	models := make([]string, 0, len(w.unreachable))
+	for m := range w.unreachable {
+		models = append(models, m)
+	}
+	sort.Strings(models)
+	for _, m := range models {
+		u := w.unreachable[m]
+		out = append(out, fmt.Sprintf("wva: model %s: the plan said the attainment target was out of reach in %d cycle(s) from t=%.0f s; the first: %s",
+			m, u.cycles, u.first, u.note))
 	}
 	return out
 }
