@@ -283,10 +283,16 @@ func (c *cycle) reach(ms *modelState) {
 	}
 	ms.sum.AttainmentTarget = ms.attainment
 	ms.sum.ObservedAttainment, ms.sum.ObservedRequests = o.Attainment, o.Requests
-	ms.sum.AttainmentOutOfReach = true
-	ms.sum.FeedbackNote = strings.TrimPrefix(ms.sum.FeedbackNote+"; ", "; ") + fmt.Sprintf(
+	ms.outOfReach(fmt.Sprintf(
 		"attainment target %g out of reach at the variants' maxReplicas: %.4g of %.0f requests within the SLO in the last window, with every variant at its maximum (%d replicas, all Ready)",
-		ms.attainment, o.Attainment, o.Requests, total)
+		ms.attainment, o.Attainment, o.Requests, total))
+}
+
+// outOfReach marks the model's target out of reach in its plan summary,
+// the reason after the feedback's note.
+func (ms *modelState) outOfReach(why string) {
+	ms.sum.AttainmentOutOfReach = true
+	ms.sum.FeedbackNote = strings.TrimPrefix(ms.sum.FeedbackNote+"; ", "; ") + why
 }
 
 // atMaximum is the replicas of the model's variants when every variant
@@ -331,10 +337,9 @@ func (c *cycle) feedback(ms *modelState) {
 	// The last window that counted missed the target with the factor at
 	// its floor: more capacity has not helped.
 	if fb.Updates > 0 && fb.LogFactor <= feedbackMinLog && fb.Observed < ms.attainment {
-		ms.sum.AttainmentOutOfReach = true
-		ms.sum.FeedbackNote = strings.TrimPrefix(ms.sum.FeedbackNote+"; ", "; ") + fmt.Sprintf(
+		ms.outOfReach(fmt.Sprintf(
 			"attainment target %g may be out of reach: %.4g of requests within the SLO in the last window that counted, with the capacity factor at its floor (½)",
-			ms.attainment, fb.Observed)
+			ms.attainment, fb.Observed))
 	}
 	factor := math.Exp(fb.LogFactor)
 	ms.sum.CapacityFactor = factor
