@@ -152,11 +152,23 @@ type Feedback struct {
 	Observed float64   `json:"observed"`
 	Requests float64   `json:"requests"`
 	Last     time.Time `json:"last"`
+	// ObservedClearing: the pods were clearing a backlog in that window,
+	// or had been within feedbackSettleSeconds (they finished well above
+	// the arrival rate while requests waited).
+	// Its misses count against the capacity, as any miss the model's
+	// capacity leaves room for, but they are no evidence that the target
+	// is out of reach: the fleet was serving more than arrived.
+	ObservedClearing bool `json:"observedClearing,omitempty"`
 	// LastShort is the last cycle on which the model's fleet was short:
 	// a replica starting, a demand beyond its capacity, or a backlog it
 	// cannot clear within the TTFT target. The windows that still hold
 	// that time's misses do not count.
 	LastShort time.Time `json:"lastShort,omitempty"`
+	// LastClearing is the last cycle on which the model's pods were
+	// clearing a backlog (they finished well above the arrival rate while
+	// requests waited): until the window no longer holds that backlog's
+	// misses, neither rule says the target is out of reach.
+	LastClearing time.Time `json:"lastClearing,omitempty"`
 }
 
 // Attainment feedback's settings. The gain moves the factor by at most 5 %
@@ -263,15 +275,18 @@ func (c *cycle) observeAttainment(ms *modelState) (observed, error) {
 // attainment target out of reach (docs/engine.md §3 item 11): every
 // variant that may run is at its maxReplicas with all its replicas Ready
 // for a whole rate window (youngPodSeconds), so that the window's
-// histograms are the capped fleet's, no backlog is clearing (its misses
-// are the backlog's: the fleet may yet meet the target), and that window
-// missed the target.
+// histograms are the capped fleet's, no backlog has been clearing for
+// feedbackSettleSeconds (the window would hold its misses: the fleet may
+// yet meet the target), and that window missed the target.
 // More replicas are what the target needs, and the configuration allows
 // none: the fleet delivers what its maximum can, and the status says so.
 // It runs after enforcement, on the decided targets.
 func (c *cycle) reach(ms *modelState) {
-	if ms.sum.AttainmentOutOfReach || ms.demand == 0 || ms.finished > 0 || ms.sum.SLOTTFTMs <= 0 || ms.attainment <= 0 || c.e == nil {
+	if ms.sum.AttainmentOutOfReach || ms.demand == 0 || ms.sum.SLOTTFTMs <= 0 || ms.attainment <= 0 || c.e == nil {
 		return
+	}
+	if fb := c.e.state.Feedback[ms.key]; fb == nil || fb.clearing(c.now) {
+		return // the window holds a backlog's misses
 	}
 	total := ms.atMaximum()
 	if total == 0 {
@@ -319,6 +334,12 @@ func (ms *modelState) atMaximum() int {
 	return total
 }
 
+// clearing says whether the model's pods cleared a backlog within the
+// last feedbackSettleSeconds: the metrics window still holds its misses.
+func (f *Feedback) clearing(now time.Time) bool {
+	return !f.LastClearing.IsZero() && now.Sub(f.LastClearing).Seconds() < feedbackSettleSeconds
+}
+
 // feedback updates the model's attainment feedback from this window and
 // applies its factor to the capacity per replica of every variant the
 // model sized (docs/engine.md §3 item 11).
@@ -335,8 +356,9 @@ func (c *cycle) feedback(ms *modelState) {
 		ms.sum.FeedbackNote = why
 	}
 	// The last window that counted missed the target with the factor at
-	// its floor: more capacity has not helped.
-	if fb.Updates > 0 && fb.LogFactor <= feedbackMinLog && fb.Observed < ms.attainment {
+	// its floor: more capacity has not helped — unless the pods were
+	// clearing a backlog then, whose misses an earlier shortage left.
+	if fb.Updates > 0 && fb.LogFactor <= feedbackMinLog && fb.Observed < ms.attainment && !fb.ObservedClearing {
 		ms.outOfReach(fmt.Sprintf(
 			"attainment target %g may be out of reach: %.4g of requests within the SLO in the last window that counted, with the capacity factor at its floor (½)",
 			ms.attainment, fb.Observed))
@@ -419,5 +441,6 @@ func (c *cycle) updateFeedback(ms *modelState, fb *Feedback) string {
 	fb.LogFactor = math.Min(math.Max(fb.LogFactor+feedbackGain*e, feedbackMinLog), feedbackMaxLog)
 	fb.Updates++
 	fb.Observed, fb.Requests, fb.Last = o.Attainment, o.Requests, c.now
+	fb.ObservedClearing = fb.clearing(c.now)
 	return ""
 }

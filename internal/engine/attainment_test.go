@@ -325,14 +325,20 @@ func TestFeedbackCountsMissesBelowCapacity(t *testing.T) {
 		rate     float64
 		ttftIn   float64
 		backlog  float64
+		arrival  float64 // at the gateway; 0: none reported
 		wantLog  float64
 		wantNote string
 	}{
-		{"a backlog with misses counts", 0.8 * c, 20, 0.41 * c, -0.1, ""},
-		{"a backlog without misses is a shortage", 0.8 * c, 100, 0.41 * c, 0, "a backlog of"},
-		{"misses at 30 % of capacity count", 0.3 * c, 90, 0, -0.1, ""},
+		{"a backlog with misses counts", 0.8 * c, 20, 0.41 * c, 0, -0.1, ""},
+		{"a backlog without misses is a shortage", 0.8 * c, 100, 0.41 * c, 0, 0, "a backlog of"},
+		{"misses at 30 % of capacity count", 0.3 * c, 90, 0, 0, -0.1, ""},
+		// The pods finish 1.6c requests/s while 0.5c arrive: they clear a
+		// backlog. Its misses count as well.
+		{"a backlog clearing with misses counts", 0.8 * c, 20, 0.41 * c, 0.5 * c, -0.1, ""},
 	} {
-		p := plan(t, New(nil), withBacklog(feedbackSnapshot(t0, 0, tc.rate, tc.ttftIn, 100, 100), tc.backlog))
+		s := withBacklog(feedbackSnapshot(t0, 0, tc.rate, tc.ttftIn, 100, 100), tc.backlog)
+		s.Models[0].ArrivalRateRPS = tc.arrival
+		p := plan(t, New(nil), s)
 		m := p.Models[0]
 		if math.Abs(math.Log(m.CapacityFactor)-tc.wantLog) > 1e-12 || !strings.Contains(m.FeedbackNote, tc.wantNote) || (tc.wantNote == "") != (m.FeedbackNote == "") {
 			t.Errorf("%s: log factor %v (want %v), note %q (want %q)", tc.name, math.Log(m.CapacityFactor), tc.wantLog, m.FeedbackNote, tc.wantNote)
@@ -347,6 +353,28 @@ func TestFeedbackCountsMissesBelowCapacity(t *testing.T) {
 		}
 		if out := i+1 >= 7; m.AttainmentOutOfReach != out || strings.Contains(m.FeedbackNote, "out of reach") != out {
 			t.Errorf("window %d: out of reach %v (%q), want %v", i+1, m.AttainmentOutOfReach, m.FeedbackNote, out)
+		}
+	}
+	// The same misses while the pods clear a backlog (they finish 0.6c
+	// requests/s, 0.1c arrive) take the factor to its floor as well, but
+	// say nothing of reach: the fleet serves more than arrives, and the
+	// misses are an earlier shortage's. Nor does a window that misses
+	// within 90 s (feedbackSettleSeconds) of the last that cleared one: it
+	// still holds the backlog's misses. The first after that says it.
+	e = New(nil)
+	for i, at := range []int{0, 30, 60, 90, 120, 150, 180, 210, 240, 299, 300} {
+		clearing := at <= 210
+		s := feedbackSnapshot(t0.Add(time.Duration(at)*time.Second), 0, 0.3*c, 90, 100, 100)
+		if clearing {
+			s = withBacklog(s, 0.1*c)
+			s.Models[0].ArrivalRateRPS = 0.1 * c
+		}
+		m := plan(t, e, s).Models[0]
+		if wantLog := math.Max(-0.1*float64(i+1), feedbackMinLog); math.Abs(math.Log(m.CapacityFactor)-wantLog) > 1e-9 {
+			t.Errorf("%d s: log factor %v, want %v", at, math.Log(m.CapacityFactor), wantLog)
+		}
+		if out := at >= 300; m.AttainmentOutOfReach != out || strings.Contains(m.FeedbackNote, "out of reach") != out {
+			t.Errorf("%d s (clearing %v): out of reach %v (%q), want %v", at, clearing, m.AttainmentOutOfReach, m.FeedbackNote, out)
 		}
 	}
 }
@@ -434,6 +462,27 @@ func TestOutOfReachAtMaxReplicas(t *testing.T) {
 		}
 		if tc.want && (m.ObservedAttainment != 0.8 || m.ObservedRequests != 200 || m.AttainmentTarget != DefaultAttainment) {
 			t.Errorf("%s: observed %v of %v against %v, want 0.8 of 200 against %v", tc.name, m.ObservedAttainment, m.ObservedRequests, m.AttainmentTarget, DefaultAttainment)
+		}
+	}
+	// After a backlog cleared, the window still holds its misses for
+	// feedbackSettleSeconds (90 s): 30 s after the last cycle that
+	// cleared one, the target is not out of reach; 90 s after, it is.
+	// The feedback's integral is off, so that only reach keeps the record.
+	e := New(nil)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, step := range []struct {
+		at       float64
+		clearing bool
+		want     bool
+	}{{0, true, false}, {30, false, false}, {89, false, false}, {90, false, true}} {
+		s := build(2, 2, 2, 600, 80)
+		if step.clearing {
+			s = clearing(s)
+		}
+		s.Config.DisableFeedback = true
+		s.Time = t0.Add(time.Duration(step.at * float64(time.Second)))
+		if m := plan(t, e, s).Models[0]; m.AttainmentOutOfReach != step.want {
+			t.Errorf("%.0f s after a backlog cleared: out of reach %v (%q), want %v", step.at, m.AttainmentOutOfReach, m.FeedbackNote, step.want)
 		}
 	}
 }

@@ -470,8 +470,13 @@ func (c *cycle) learn(ms *modelState) {
 	// another: the model analyses that update it run in parallel. It is
 	// kept with the feedback off too: the SLO-miss rule reads and keeps
 	// its record of the fleet's last shortage (arbitrate.go, settling).
-	if c.e.state.Feedback[ms.key] == nil {
-		c.e.state.Feedback[ms.key] = &Feedback{}
+	fb := c.e.state.Feedback[ms.key]
+	if fb == nil {
+		fb = &Feedback{}
+		c.e.state.Feedback[ms.key] = fb
+	}
+	if ms.finished > 0 {
+		fb.LastClearing = c.now
 	}
 	if held || ms.reporting == 0 || c.cfg.DisableForecast {
 		return
