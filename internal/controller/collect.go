@@ -349,7 +349,7 @@ func (p *planner) podOwners(ctx context.Context, m config.Main, vs []*variant) m
 			if !ownedBy(&pod, v.target) {
 				continue
 			}
-			info := podInfo{variant: v.va.Name}
+			info := podInfo{variant: v.va.Name, created: pod.CreationTimestamp.Time}
 			if lws {
 				info.group = pod.Labels[lwsGroupLabel]
 			}

@@ -128,6 +128,7 @@ type variant struct {
 // ready time.
 type podInfo struct {
 	variant string
+	created time.Time
 	ready   time.Time
 	// group names the pod's replica when a replica is several pods (a
 	// LeaderWorkerSet's group index), else "".

@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -67,12 +66,12 @@ func engineVariant(v *variant, set settings, owners map[string]podInfo) snapshot
 	}
 	label := set.Main.PodVariantLabel
 	out.Group = func(pm collector.PodMetrics) string { return owners[pm.Pod.Name].group }
-	out.Owns = func(pm collector.PodMetrics) (bool, time.Time) {
+	out.Owns = func(pm collector.PodMetrics) (bool, snapshot.PodTimes) {
 		if label != "" {
-			return pm.Labels[label] == va.Name, time.Time{}
+			return pm.Labels[label] == va.Name, snapshot.PodTimes{}
 		}
 		info, ok := owners[pm.Pod.Name]
-		return ok && info.variant == va.Name, info.ready
+		return ok && info.variant == va.Name, snapshot.PodTimes{Created: info.created, Ready: info.ready}
 	}
 	return out
 }

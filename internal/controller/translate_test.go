@@ -32,7 +32,7 @@ func TestEngineVariant(t *testing.T) {
 	three := int32(3)
 	d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: &three}, Status: appsv1.DeploymentStatus{ReadyReplicas: 2}}
 	set := settings{Accelerators: map[string]config.Accelerator{"H100": {Name: "H100", Cost: 40}}}
-	owners := map[string]podInfo{"llama-h100-0": {variant: "llama-h100", ready: time.Unix(100, 0)}, "other-0": {variant: "other"}}
+	owners := map[string]podInfo{"llama-h100-0": {variant: "llama-h100", created: time.Unix(40, 0), ready: time.Unix(100, 0)}, "other-0": {variant: "other"}}
 	got := engineVariant(&variant{va: va, target: fromDeployment(d)}, set, owners)
 	ev := got.Variant
 	for _, f := range []struct {
@@ -59,7 +59,7 @@ func TestEngineVariant(t *testing.T) {
 	}
 	mine, ready := got.Owns(collector.PodMetrics{Pod: engine.Pod{Name: "llama-h100-0"}})
 	other, _ := got.Owns(collector.PodMetrics{Pod: engine.Pod{Name: "other-0"}})
-	if !mine || other || !ready.Equal(time.Unix(100, 0)) {
+	if !mine || other || !ready.Ready.Equal(time.Unix(100, 0)) || !ready.Created.Equal(time.Unix(40, 0)) {
 		t.Errorf("owns: mine %v (ready %v), other %v", mine, ready, other)
 	}
 	// A factor that does not parse, or below 1, is ignored (the CRD's CEL

@@ -465,6 +465,7 @@ func (c *cycle) learn(ms *modelState) {
 			c.e.state.Provisioning[vs.key] = p
 		}
 		p.observe(c.now, vs.v.CurrentReplicas, vs.v.ReadyReplicas)
+		p.seed(vs.v.Pods)
 	}
 	// The attainment feedback's state is made here, one model after
 	// another: the model analyses that update it run in parallel. It is

@@ -161,6 +161,33 @@ type Provisioning struct {
 // maxStarts bounds the starts remembered per variant.
 const maxStarts = 1024
 
+// MaxStartupSeconds bounds a pod's start-up time the provisioning learner
+// takes from its pods (Pod.StartupSeconds): two hours. A longer one is a
+// pod that failed and restarted, or a clock that is wrong.
+const MaxStartupSeconds = 7200
+
+// seed sets the learner's time from the pods' start-ups (creation to
+// Ready), their mean, while it has measured no scale-up of its own; it
+// counts as one sample, so that the first scale-up the engine sees
+// through moves it as any later one does. It says whether it seeded.
+func (p *Provisioning) seed(pods []Pod) bool {
+	if p.Samples > 0 {
+		return false
+	}
+	sum, n := 0.0, 0
+	for i := range pods {
+		if s := pods[i].StartupSeconds; s > 0 && s <= MaxStartupSeconds {
+			sum += s
+			n++
+		}
+	}
+	if n == 0 {
+		return false
+	}
+	p.Seconds, p.Samples = sum/float64(n), 1
+	return true
+}
+
 // observe updates the learner with this cycle's counts.
 func (p *Provisioning) observe(now time.Time, current, ready int) {
 	if p.Last.IsZero() {

@@ -54,6 +54,50 @@ func TestProvisioningLearned(t *testing.T) {
 	}
 }
 
+// TestProvisioningSeededFromPods: an engine that has seen none of the
+// variant's scale-ups through takes its provisioning time from the pods'
+// start-ups (creation to Ready), their mean over those in (0, 7200 s]: 200
+// and 280 s give 240 (10 000 s, NaN and a negative one are ignored). It
+// counts as one sample: the next scale-up seen through, 90 s (ordered at
+// the cycle before the new replica appeared), moves it by 0.3 of the
+// difference, as TestProvisioningLearned's second does. In a plan, the
+// horizon is the one pod's start-up, 200 s, plus a cycle (30 s). Without start-ups the
+// default (120 s) stands, and a learned time is not seeded over.
+func TestProvisioningSeededFromPods(t *testing.T) {
+	var p Provisioning
+	if p.seed([]Pod{{}, {StartupSeconds: -5}}) || p.Samples != 0 {
+		t.Fatalf("seeded without start-ups: %+v", p)
+	}
+	pods := []Pod{{StartupSeconds: 200}, {StartupSeconds: 280}, {StartupSeconds: 10000}, {StartupSeconds: math.NaN()}, {StartupSeconds: -1}}
+	if !p.seed(pods) || p.Seconds != 240 || p.Samples != 1 {
+		t.Fatalf("seeded %+v, want 240 s, one sample", p)
+	}
+	if p.seed([]Pod{{StartupSeconds: 30}}) || p.Seconds != 240 {
+		t.Errorf("seeded over a time it had: %+v", p)
+	}
+	p.observe(t0, 1, 1)
+	p.observe(t0.Add(30*time.Second), 2, 1)
+	p.observe(t0.Add(90*time.Second), 2, 2)
+	if want := 240 + 0.3*(90-240); math.Abs(p.Seconds-want) > 1e-9 || p.Samples != 2 {
+		t.Errorf("after a scale-up of 90 s: %+v, want %v s", p, want)
+	}
+	for _, tc := range []struct {
+		startups []float64
+		want     float64
+	}{{[]float64{200}, 230}, {nil, 150}} {
+		_, plan := rampTo16(t, 0.99, 0, func(s *Snapshot) {
+			for i := range s.Models[0].Variants[0].Pods {
+				if i < len(tc.startups) {
+					s.Models[0].Variants[0].Pods[i].StartupSeconds = tc.startups[i]
+				}
+			}
+		})
+		if h := plan.Models[0].HorizonSeconds; h != tc.want {
+			t.Errorf("start-ups %v: horizon %v s, want %v", tc.startups, h, tc.want)
+		}
+	}
+}
+
 // TestSpareLeavesWithoutWindow: the forecast's spare is not recorded in
 // the scale-down window, so the next cycle may drop it; a steady target
 // is held for the window.

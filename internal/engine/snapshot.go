@@ -254,6 +254,13 @@ type Pod struct {
 	// AgeSeconds since the pod became ready (for the tuner's transient
 	// delay); 0 when unknown.
 	AgeSeconds float64 `json:"ageSeconds,omitempty"`
+	// StartupSeconds is how long the pod took from its creation to Ready
+	// (0 when unknown). Until the engine has seen one of the variant's
+	// scale-ups through, the pods' start-ups are its provisioning time
+	// (Provisioning.seed): a fleet that was running before the engine
+	// started has shown how long its replicas take. Values outside
+	// (0, MaxStartupSeconds] are ignored.
+	StartupSeconds float64 `json:"startupSeconds,omitempty"`
 	// SampledAt is when the metrics were read; zero means "now".
 	SampledAt time.Time `json:"sampledAt,omitempty"`
 	// Missing marks a pod whose metrics could not be read.

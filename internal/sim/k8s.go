@@ -43,7 +43,7 @@ func (s *Sim) ready(r *replica) {
 	if r.state != starting {
 		return
 	}
-	r.state, r.readyAt = ready, s.now
+	r.state, r.readyAt, r.startup = ready, s.now, s.now-r.created
 	s.res.everReady = true
 	s.gatewayReleased(r)
 }

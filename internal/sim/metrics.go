@@ -144,8 +144,12 @@ type Member struct {
 
 // PodMetrics is one pod's metrics as a PromQL query would return them.
 type PodMetrics struct {
-	Name            string
-	AgeSeconds      float64
+	Name       string
+	AgeSeconds float64
+	// StartupSeconds is how long the pod took from its creation to Ready,
+	// as Kubernetes records both (creationTimestamp, the Ready
+	// condition's lastTransitionTime).
+	StartupSeconds  float64
 	ArrivalRateRPS  float64 // rate(requests finished[1m]): vLLM's request_success_total, as the collector reads it
 	AvgInputTokens  float64
 	AvgOutputTokens float64
@@ -220,7 +224,7 @@ func (s *Sim) podMetrics(r *replica) (PodMetrics, bool) {
 		return PodMetrics{}, false
 	}
 	s1 := r.samples[last]
-	pm := PodMetrics{Name: podName(r), AgeSeconds: s.now - r.readyAt, KVBlocks: r.v.cfg.KVBlocks, BlockSize: r.v.cfg.BlockSize,
+	pm := PodMetrics{Name: podName(r), AgeSeconds: s.now - r.readyAt, StartupSeconds: r.startup, KVBlocks: r.v.cfg.KVBlocks, BlockSize: r.v.cfg.BlockSize,
 		MaxBatchSize: r.v.cfg.MaxBatchSize, RunningRequests: s1.running}
 	for i := last; i >= first; i-- {
 		pm.KVCacheUsage = math.Max(pm.KVCacheUsage, r.samples[i].kv)

@@ -59,6 +59,10 @@ type replica struct {
 	state   replicaState
 	created float64
 	readyAt float64
+	// startup is how long the pod took from its creation to Ready; for
+	// the initial replicas, which were running before the run began, the
+	// mean of the variant's start-up time.
+	startup float64
 	// deletionCost is the controller.kubernetes.io/pod-deletion-cost
 	// annotation.
 	deletionCost int32

@@ -126,7 +126,9 @@ func (s *Sim) start() {
 	for _, v := range s.variants {
 		for range v.cfg.InitialReplicas {
 			r := s.addReplica(v)
-			r.state, r.readyAt = ready, 0
+			// They started before the run, as a new one would: the
+			// start-up's mean.
+			r.state, r.readyAt, r.startup = ready, 0, v.cfg.StartupSeconds+v.cfg.StartupJitterSeconds/2
 			s.res.everReady = true
 		}
 		v.desired = v.cfg.InitialReplicas

@@ -60,15 +60,23 @@ func (m *Model) Target() collector.Target {
 	return collector.Target{Namespace: m.Model.Namespace, Model: m.Model.ID}
 }
 
+// PodTimes are a pod's creation and Ready times (zero: unknown), as
+// Kubernetes records them: its creationTimestamp and its Ready condition's
+// lastTransitionTime.
+type PodTimes struct {
+	Created, Ready time.Time
+}
+
 // Variant is one variant as observed: the engine's Variant as the platform
 // reports it (CurrentReplicas the desired count, ReadyReplicas the ready
 // pods), without pods.
 type Variant struct {
 	Variant engine.Variant
 	// Owns says whether a pod's metrics belong to this variant and, when
-	// known, when the pod became ready (its age then counts from there if
-	// the source did not give one).
-	Owns func(collector.PodMetrics) (mine bool, readySince time.Time)
+	// known, when the pod was created and became ready (its age then
+	// counts from there, and its start-up is the time between, if the
+	// source did not give them).
+	Owns func(collector.PodMetrics) (mine bool, times PodTimes)
 	// Group, when set, names the replica a pod belongs to when a replica is
 	// several pods (a LeaderWorkerSet's group): the pods of one group are
 	// one replica to the engine (mergeGroup). Empty: the pod is a replica.
@@ -164,13 +172,16 @@ func variant(v *Variant, rep collector.Report, scaleToZero bool) engine.Variant 
 	}
 	groups := map[string]int{} // group → index in ev.Pods
 	for _, pm := range rep.Pods {
-		mine, ready := v.Owns(pm)
+		mine, times := v.Owns(pm)
 		if !mine {
 			continue
 		}
 		pod := pm.Pod
-		if !ready.IsZero() && pod.AgeSeconds == 0 {
+		if ready := times.Ready; !ready.IsZero() && pod.AgeSeconds == 0 {
 			pod.AgeSeconds = max(rep.Time.Sub(ready).Seconds(), 0)
+		}
+		if !times.Ready.IsZero() && !times.Created.IsZero() && pod.StartupSeconds == 0 {
+			pod.StartupSeconds = max(times.Ready.Sub(times.Created).Seconds(), 0)
 		}
 		g := ""
 		if v.Group != nil {
@@ -272,6 +283,7 @@ func mergeGroup(a, b engine.Pod) engine.Pod {
 	out.MaxBatchSize += b.MaxBatchSize
 	out.Missing = a.Missing || b.Missing
 	out.AgeSeconds = min(a.AgeSeconds, b.AgeSeconds)
+	out.StartupSeconds = max(a.StartupSeconds, b.StartupSeconds) // the group is ready when its last pod is
 	if !b.SampledAt.IsZero() && (out.SampledAt.IsZero() || b.SampledAt.Before(out.SampledAt)) {
 		out.SampledAt = b.SampledAt
 	}

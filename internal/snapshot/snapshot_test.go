@@ -13,8 +13,8 @@ import (
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
 // byLabel owns the pods whose "v" label names the variant.
-func byLabel(name string) func(collector.PodMetrics) (bool, time.Time) {
-	return func(pm collector.PodMetrics) (bool, time.Time) { return pm.Labels["v"] == name, time.Time{} }
+func byLabel(name string) func(collector.PodMetrics) (bool, PodTimes) {
+	return func(pm collector.PodMetrics) (bool, PodTimes) { return pm.Labels["v"] == name, PodTimes{} }
 }
 
 func pod(name, variant string, rate float64) collector.PodMetrics {
@@ -63,18 +63,28 @@ func TestBuildVariantRules(t *testing.T) {
 	}
 }
 
-// TestBuildPodAge: a pod's age counts from its ready time when the source
-// gave none; a source's own age stands.
+// TestBuildPodAge: a pod's age counts from its ready time, and its
+// start-up is the time from its creation to Ready, when the source gave
+// neither; a source's own age and start-up stand. A pod whose creation is
+// unknown has no start-up.
 func TestBuildPodAge(t *testing.T) {
 	aged := pod("p-2", "a", 1)
-	aged.Pod.AgeSeconds = 999
-	m := Model{Model: engine.Model{ID: "m"}, Report: collector.Report{Time: t0, Pods: []collector.PodMetrics{pod("p-1", "a", 1), aged}},
-		Variants: []Variant{{Variant: engine.Variant{Name: "a", Accelerator: "H100", CurrentReplicas: 2, ReadyReplicas: 2}, LastGood: -1,
-			Owns: func(collector.PodMetrics) (bool, time.Time) { return true, t0.Add(-90 * time.Second) }}}}
+	aged.Pod.AgeSeconds, aged.Pod.StartupSeconds = 999, 45
+	times := map[string]PodTimes{
+		"p-1": {Created: t0.Add(-330 * time.Second), Ready: t0.Add(-90 * time.Second)},
+		"p-2": {Created: t0.Add(-330 * time.Second), Ready: t0.Add(-90 * time.Second)},
+		"p-3": {Ready: t0.Add(-90 * time.Second)},
+	}
+	m := Model{Model: engine.Model{ID: "m"}, Report: collector.Report{Time: t0, Pods: []collector.PodMetrics{pod("p-1", "a", 1), aged, pod("p-3", "a", 1)}},
+		Variants: []Variant{{Variant: engine.Variant{Name: "a", Accelerator: "H100", CurrentReplicas: 3, ReadyReplicas: 3}, LastGood: -1,
+			Owns: func(pm collector.PodMetrics) (bool, PodTimes) { return true, times[pm.Pod.Name] }}}}
 	var b Builder
 	pods := b.Build(t0, Settings{}, []Model{m}).Snapshot.Models[0].Variants[0].Pods
-	if pods[0].AgeSeconds != 90 || pods[1].AgeSeconds != 999 {
-		t.Errorf("ages %g, %g; want 90, 999", pods[0].AgeSeconds, pods[1].AgeSeconds)
+	if pods[0].AgeSeconds != 90 || pods[1].AgeSeconds != 999 || pods[2].AgeSeconds != 90 {
+		t.Errorf("ages %g, %g, %g; want 90, 999, 90", pods[0].AgeSeconds, pods[1].AgeSeconds, pods[2].AgeSeconds)
+	}
+	if pods[0].StartupSeconds != 240 || pods[1].StartupSeconds != 45 || pods[2].StartupSeconds != 0 {
+		t.Errorf("start-ups %g, %g, %g; want 240, 45, 0", pods[0].StartupSeconds, pods[1].StartupSeconds, pods[2].StartupSeconds)
 	}
 }
 

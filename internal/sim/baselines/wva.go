@@ -406,7 +406,9 @@ func (w *WVA) models(v *sim.View) []snapshot.Model {
 				ev.Params = &p
 			}
 			sm.Variants = append(sm.Variants, snapshot.Variant{Variant: ev, LastGood: -1,
-				Owns: func(pm collector.PodMetrics) (bool, time.Time) { return pm.Labels[variantLabel] == name, time.Time{} }})
+				Owns: func(pm collector.PodMetrics) (bool, snapshot.PodTimes) {
+					return pm.Labels[variantLabel] == name, snapshot.PodTimes{}
+				}})
 		}
 		out = append(out, sm)
 	}
@@ -450,7 +452,7 @@ func (s ViewSource) Collect(_ context.Context, now time.Time, t collector.Target
 		}
 		for _, p := range vv.Pods {
 			rep.Pods = append(rep.Pods, collector.PodMetrics{Namespace: t.Namespace, Labels: map[string]string{variantLabel: vv.Name},
-				Pod: engine.Pod{Name: p.Name, AgeSeconds: p.AgeSeconds, ArrivalRateRPS: p.ArrivalRateRPS,
+				Pod: engine.Pod{Name: p.Name, AgeSeconds: p.AgeSeconds, StartupSeconds: p.StartupSeconds, ArrivalRateRPS: p.ArrivalRateRPS,
 					AvgInputTokens: p.AvgInputTokens, AvgOutputTokens: p.AvgOutputTokens, AvgTTFTMs: p.AvgTTFTMs, AvgITLMs: p.AvgITLMs,
 					KVCacheUsage: p.KVCacheUsage, WaitingRequests: p.WaitingRequests, RunningRequests: p.RunningRequests, PreemptionsPerSec: p.PreemptionsPerSec,
 					KVBlocks: p.KVBlocks, BlockSize: p.BlockSize, MaxBatchSize: p.MaxBatchSize,
