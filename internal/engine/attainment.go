@@ -169,6 +169,12 @@ type Feedback struct {
 	// requests waited): until the window no longer holds that backlog's
 	// misses, neither rule says the target is out of reach.
 	LastClearing time.Time `json:"lastClearing,omitempty"`
+	// HeldAbove: the last cycle's decision kept a variant of the model
+	// above the model's own target (the scale-down window deferred its
+	// scale-down, or the safety block refused it). A window that then
+	// meets the target tested a fleet larger than the model sized, and
+	// does not raise the factor.
+	HeldAbove bool `json:"heldAbove,omitempty"`
 }
 
 // Attainment feedback's settings. The gain moves the factor by at most 5 %
@@ -282,6 +288,7 @@ func (c *cycle) observeAttainment(ms *modelState) (observed, error) {
 // none: the fleet delivers what its maximum can, and the status says so.
 // It runs after enforcement, on the decided targets.
 func (c *cycle) reach(ms *modelState) {
+	c.recordHeld(ms)
 	if ms.sum.AttainmentOutOfReach || ms.demand == 0 || ms.sum.SLOTTFTMs <= 0 || ms.attainment <= 0 || c.e == nil {
 		return
 	}
@@ -301,6 +308,25 @@ func (c *cycle) reach(ms *modelState) {
 	ms.outOfReach(fmt.Sprintf(
 		"attainment target %g out of reach at the variants' maxReplicas: %.4g of %.0f requests within the SLO in the last window, with every variant at its maximum (%d replicas, all Ready)",
 		ms.attainment, o.Attainment, o.Requests, total))
+}
+
+// recordHeld keeps, for the next cycle's feedback, whether this cycle's
+// decision held a variant of the model above the model's target: the
+// scale-down window or the safety block (Feedback.HeldAbove).
+func (c *cycle) recordHeld(ms *modelState) {
+	if c.e == nil {
+		return
+	}
+	fb := c.e.state.Feedback[ms.key]
+	if fb == nil {
+		return
+	}
+	fb.HeldAbove = false
+	for _, vs := range ms.variants {
+		if vs.reason == ReasonStabilized || vs.reason == ReasonSafetyBlock {
+			fb.HeldAbove = true
+		}
+	}
 }
 
 // outOfReach marks the model's target out of reach in its plan summary,
@@ -432,6 +458,9 @@ func (c *cycle) updateFeedback(ms *modelState, fb *Feedback) string {
 	}
 	if since := c.now.Sub(fb.LastShort).Seconds(); !fb.LastShort.IsZero() && since < feedbackSettleSeconds {
 		return fmt.Sprintf("attainment feedback: the fleet was short %.0f s ago (the window still holds its misses)", since)
+	}
+	if fb.HeldAbove && !missed {
+		return "attainment feedback: the last decision held replicas above the model's target (the scale-down window or the safety block): the window tested a larger fleet than the model sized"
 	}
 	if u < feedbackMinUtilization && !missed {
 		return fmt.Sprintf("attainment feedback: demand at %.0f %% of the ready capacity (says nothing of where it ends)", 100*u)

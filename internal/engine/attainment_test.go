@@ -379,6 +379,39 @@ func TestFeedbackCountsMissesBelowCapacity(t *testing.T) {
 	}
 }
 
+// TestFeedbackSkipsHeldFleet: a window that meets the target while the
+// last decision held replicas above the model's target tested a larger
+// fleet than the model sized, and does not raise the factor. Three pods,
+// each at 0.9c, then at 0.67c (c a replica's capacity, no misses):
+//   - cycle 1: u = 0.9, the factor rises by 5 % (log +0.05); target 3;
+//   - cycle 2: the model sizes 2.01c / 1.05c → 2 replicas, the window
+//     keeps 3 (scale-down-stabilized); this window still counts (the last
+//     decision held nothing): u = 2.01 / 3.15 = 0.64, log +0.10;
+//   - cycle 3: the same, but the last decision held a replica: the factor
+//     stays at log 0.10, and the note says why.
+func TestFeedbackSkipsHeldFleet(t *testing.T) {
+	c := capacityOf(t, h100Params, 1024, 256, DefaultMaxBatchSize, queueing.Targets{TTFTMs: 200, ITLMs: 20})
+	e := New(nil)
+	for i, step := range []struct {
+		rate, wantLog float64
+		wantNote      string
+	}{{0.9 * c, 0.05, ""}, {0.67 * c, 0.10, ""}, {0.67 * c, 0.10, "held replicas above the model's target"}} {
+		v := variant("h100", "H100").params(h100Params).pods(0.3, 0, 0.3, 0, 0.3, 0).traffic(step.rate, 1024, 256, 40, 15).replicas(3, 3)
+		s := snapshot(ModeModelOnly, v.histograms(100, 100, 100))
+		s.Time = t0.Add(time.Duration(i) * 30 * time.Second)
+		s.Models[0].SLO = &SLO{TTFTMs: 200, ITLMs: 20}
+		s.Config.DisableForecast = true
+		p := plan(t, e, s)
+		m := p.Models[0]
+		if math.Abs(math.Log(m.CapacityFactor)-step.wantLog) > 1e-9 || !strings.Contains(m.FeedbackNote, step.wantNote) {
+			t.Errorf("cycle %d: log factor %v (want %v), note %q (want %q)", i+1, math.Log(m.CapacityFactor), step.wantLog, m.FeedbackNote, step.wantNote)
+		}
+		if d := decision(t, p, "h100"); i > 0 && (d.Desired != 3 || d.Reason != ReasonStabilized || d.ModelTarget != 2) {
+			t.Errorf("cycle %d: desired %d (%s), model target %d; want 3 held by the window over 2", i+1, d.Desired, d.Reason, d.ModelTarget)
+		}
+	}
+}
+
 // TestBucketJSON: a histogram's last bound, +Inf, survives JSON (which has
 // no infinity) as Prometheus writes it, "+Inf".
 func TestBucketJSON(t *testing.T) {
