@@ -429,6 +429,30 @@ func shortage(ms *modelState, u, supply float64) (why string, backlog bool) {
 	return "", false
 }
 
+// notEvidence says why a window of the model's fleet, whose ready
+// replicas supply requests/s at the model's capacity (times the factor),
+// is no evidence about that capacity, or "" when it is: a shortage now or
+// within feedbackSettleSeconds; for a window that met the target, a last
+// decision that held replicas above the model's target, or a demand below
+// feedbackMinUtilization of the supply.
+func (c *cycle) notEvidence(ms *modelState, fb *Feedback, supply float64, missed bool) string {
+	u := ms.demand / supply
+	if short, backlog := shortage(ms, u, supply); short != "" && (!backlog || !missed) {
+		fb.LastShort = c.now
+		return "the fleet is short (" + short + "): its misses are not the model's error"
+	}
+	if since := c.now.Sub(fb.LastShort).Seconds(); !fb.LastShort.IsZero() && since < feedbackSettleSeconds {
+		return fmt.Sprintf("the fleet was short %.0f s ago (the window still holds its misses)", since)
+	}
+	if fb.HeldAbove && !missed {
+		return "the last decision held replicas above the model's target (the scale-down window or the safety block): the window tested a larger fleet than the model sized"
+	}
+	if u < feedbackMinUtilization && !missed {
+		return fmt.Sprintf("demand at %.0f %% of the ready capacity (says nothing of where it ends)", 100*u)
+	}
+	return ""
+}
+
 // updateFeedback takes one step of the integral, or says why this window
 // does not count.
 func (c *cycle) updateFeedback(ms *modelState, fb *Feedback) string {
@@ -450,20 +474,8 @@ func (c *cycle) updateFeedback(ms *modelState, fb *Feedback) string {
 	if !(supply > 0) {
 		return "attainment feedback: no sized capacity"
 	}
-	u := ms.demand / supply
-	missed := o.Attainment < ms.attainment
-	if short, backlog := shortage(ms, u, supply); short != "" && (!backlog || !missed) {
-		fb.LastShort = c.now
-		return "attainment feedback: the fleet is short (" + short + "): its misses are not the model's error"
-	}
-	if since := c.now.Sub(fb.LastShort).Seconds(); !fb.LastShort.IsZero() && since < feedbackSettleSeconds {
-		return fmt.Sprintf("attainment feedback: the fleet was short %.0f s ago (the window still holds its misses)", since)
-	}
-	if fb.HeldAbove && !missed {
-		return "attainment feedback: the last decision held replicas above the model's target (the scale-down window or the safety block): the window tested a larger fleet than the model sized"
-	}
-	if u < feedbackMinUtilization && !missed {
-		return fmt.Sprintf("attainment feedback: demand at %.0f %% of the ready capacity (says nothing of where it ends)", 100*u)
+	if why := c.notEvidence(ms, fb, supply, o.Attainment < ms.attainment); why != "" {
+		return "attainment feedback: " + why
 	}
 	budget := 1 - ms.attainment
 	e := math.Max((budget-(1-o.Attainment))/budget, -2)
