@@ -162,9 +162,10 @@ type Provisioning struct {
 const maxStarts = 1024
 
 // MaxStartupSeconds bounds a pod's start-up time the provisioning learner
-// takes from its pods (Pod.StartupSeconds): two hours. A longer one is a
-// pod that failed and restarted, or a clock that is wrong.
-const MaxStartupSeconds = 7200
+// takes from its pods (Pod.StartupSeconds): an hour, the most
+// WVA_PROVISIONING_TIME may assume. A longer one is a pod that failed and
+// restarted, or a clock that is wrong.
+const MaxStartupSeconds = 3600
 
 // seed sets the learner's time from the pods' start-ups (creation to
 // Ready), their mean, while it has measured no scale-up of its own; it

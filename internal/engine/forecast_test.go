@@ -56,7 +56,7 @@ func TestProvisioningLearned(t *testing.T) {
 
 // TestProvisioningSeededFromPods: an engine that has seen none of the
 // variant's scale-ups through takes its provisioning time from the pods'
-// start-ups (creation to Ready), their mean over those in (0, 7200 s]: 200
+// start-ups (creation to Ready), their mean over those in (0, 3600 s]: 200
 // and 280 s give 240 (10 000 s, NaN and a negative one are ignored). It
 // counts as one sample: the next scale-up seen through, 90 s (ordered at
 // the cycle before the new replica appeared), moves it by 0.3 of the

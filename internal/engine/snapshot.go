@@ -259,7 +259,7 @@ type Pod struct {
 	// scale-ups through, the pods' start-ups are its provisioning time
 	// (Provisioning.seed): a fleet that was running before the engine
 	// started has shown how long its replicas take. Values outside
-	// (0, MaxStartupSeconds] are ignored.
+	// (0, MaxStartupSeconds] (an hour) are ignored.
 	StartupSeconds float64 `json:"startupSeconds,omitempty"`
 	// SampledAt is when the metrics were read; zero means "now".
 	SampledAt time.Time `json:"sampledAt,omitempty"`
