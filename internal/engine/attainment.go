@@ -288,7 +288,6 @@ func (c *cycle) observeAttainment(ms *modelState) (observed, error) {
 // none: the fleet delivers what its maximum can, and the status says so.
 // It runs after enforcement, on the decided targets.
 func (c *cycle) reach(ms *modelState) {
-	c.recordHeld(ms)
 	if ms.sum.AttainmentOutOfReach || ms.demand == 0 || ms.sum.SLOTTFTMs <= 0 || ms.attainment <= 0 || c.e == nil {
 		return
 	}
@@ -312,7 +311,8 @@ func (c *cycle) reach(ms *modelState) {
 
 // recordHeld keeps, for the next cycle's feedback, whether this cycle's
 // decision held a variant of the model above the model's target: the
-// scale-down window or the safety block (Feedback.HeldAbove).
+// scale-down window or the safety block (Feedback.HeldAbove). It runs with
+// the decision's account, after every rule has set its reason.
 func (c *cycle) recordHeld(ms *modelState) {
 	if c.e == nil {
 		return

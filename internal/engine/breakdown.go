@@ -139,6 +139,7 @@ func (c *cycle) account(ms *modelState) {
 		}
 	}
 	ms.sum.CostBreakdown = &bs[len(ms.variants)]
+	c.recordHeld(ms)
 }
 
 // breakdownNote is the explanation's account of a variant's headroom:
