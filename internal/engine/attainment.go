@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llm-d-incubation/wva/internal/queueing"
 )
 
 // Bucket is one bucket of a latency histogram over the metrics window, as
@@ -175,6 +177,13 @@ type Feedback struct {
 	// meets the target tested a fleet larger than the model sized, and
 	// does not raise the factor.
 	HeldAbove bool `json:"heldAbove,omitempty"`
+	// Demonstrated is the highest demand per ready replica, as a share of
+	// the model's own capacity per replica (before the factor), at which a
+	// window that counted met the target since the last one that counted
+	// and missed it; 0 when none has. Where the ITL target sets a
+	// variant's capacity, the factor rises to at most demonstratedProbe
+	// times it (itlBound).
+	Demonstrated float64 `json:"demonstrated,omitempty"`
 }
 
 // Attainment feedback's settings. The gain moves the factor by at most 5 %
@@ -195,6 +204,11 @@ const (
 	feedbackMaxLog         = 0.4054651081081644  // ln 1.5
 	feedbackMinRequests    = 100
 	feedbackMinUtilization = 0.6
+	// demonstratedProbe bounds the factor of a model whose capacity the
+	// ITL target sets: at most this multiple of the highest load a window
+	// has met the target at (Feedback.Demonstrated). A third: the next
+	// fleet so sized runs at most a third beyond what was seen to work.
+	demonstratedProbe = 4.0 / 3
 	// feedbackSettleSeconds is how long after the fleet was last short a
 	// window counts again: the collector's one-minute window and a cycle.
 	feedbackSettleSeconds = 90
@@ -479,9 +493,46 @@ func (c *cycle) updateFeedback(ms *modelState, fb *Feedback) string {
 	}
 	budget := 1 - ms.attainment
 	e := math.Max((budget-(1-o.Attainment))/budget, -2)
-	fb.LogFactor = math.Min(math.Max(fb.LogFactor+feedbackGain*e, feedbackMinLog), feedbackMaxLog)
+	next, note := fb.LogFactor+feedbackGain*e, ""
+	// The demand per ready replica as a share of the model's capacity
+	// before the factor: what this window tested.
+	load := ms.demand / supply * math.Exp(fb.LogFactor)
+	if o.Attainment < ms.attainment {
+		fb.Demonstrated = 0
+	} else {
+		fb.Demonstrated = math.Max(fb.Demonstrated, load)
+		if limit := math.Log(demonstratedProbe * fb.Demonstrated); next > limit && itlBound(ms) {
+			next = math.Max(fb.LogFactor, limit)
+			note = fmt.Sprintf("attainment feedback: the ITL target sets this model's capacity, whose attainment falls off a cliff past it: the factor rises to at most %.3g, %.3g × the highest load met (%.0f %% of the model's capacity)",
+				math.Exp(next), demonstratedProbe, 100*fb.Demonstrated)
+		}
+	}
+	fb.LogFactor = math.Min(math.Max(next, feedbackMinLog), feedbackMaxLog)
 	fb.Updates++
 	fb.Observed, fb.Requests, fb.Last = o.Attainment, o.Requests, c.now
 	fb.ObservedClearing = fb.clearing(c.now)
-	return ""
+	return note
+}
+
+// itlBound says whether the ITL target sets the capacity of any variant
+// the model sized with parameters the tuner fitted to its pods. Per-request
+// ITL grows with the batch for every request at once, so past that
+// capacity the attainment falls off a cliff: the 8B's 99 % and 90 % rates
+// on H100 are 4–6 % apart (`wva model capacity`), where a KV-bound
+// server's are 10–37 % apart. A factor raised beyond the load a window has
+// shown to work then costs whole windows when the demand climbs to it.
+// With fitted parameters a window below capacity that meets the target
+// tells nothing the fit has not used: what the model can still be wrong
+// about is the spread of per-request ITL near its capacity, which only a
+// window there shows. Profiled parameters (tuning off, or before the
+// tuner has warmed up) may misstate the latency curve itself, either way,
+// and the feedback's rise is then the correction a pessimistic one gets.
+func itlBound(ms *modelState) bool {
+	for _, vs := range ms.variants {
+		d := vs.detail
+		if d != nil && d.Error == "" && d.Binding == queueing.TargetITL && (d.ParamsSource == "learned" || d.ParamsSource == "provisional") {
+			return true
+		}
+	}
+	return false
 }

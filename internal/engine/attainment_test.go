@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llm-d-incubation/wva/internal/queueing"
+	"github.com/llm-d-incubation/wva/internal/tuner"
 )
 
 // hist builds a cumulative histogram from (bound, count) pairs.
@@ -183,13 +184,27 @@ func TestAttainmentTargetPerModel(t *testing.T) {
 	}
 }
 
+// ttftBound is feedbackSnapshot's SLO with a 60-ms ITL target, under which
+// the TTFT target sets the model's capacity (at 20 ms the ITL target does,
+// and itlBound bounds the factor's rise). The histograms still put itlIn
+// requests within it (beyond their last finite bound, 20 ms).
+var ttftBound = queueing.Targets{TTFTMs: 200, ITLMs: 60}
+
+// ttftBoundSnapshot is feedbackSnapshot under ttftBound.
+func ttftBoundSnapshot(at time.Time, current int, r, ttftIn, itlIn, requests float64) *Snapshot {
+	s := feedbackSnapshot(at, current, r, ttftIn, itlIn, requests)
+	s.Models[0].SLO = &SLO{TTFTMs: ttftBound.TTFTMs, ITLMs: ttftBound.ITLMs}
+	return s
+}
+
 // TestFeedbackStopsWhereTheEvidenceEnds: with no misses the factor climbs
 // by 0.05 a cycle only while the demand stays at 60 % or more of the
 // capacity it implies. At 80 % of the model's capacity that is six steps:
 // e^0.30 = 1.35 puts the demand at 0.8/1.35 = 59 %. At 95 % it climbs to
-// the cap, 1.5, and stays. Disabled, it never moves.
+// the cap, 1.5, and stays. Disabled, it never moves. The TTFT target sets
+// the capacity here (TestFeedbackBoundedByDemonstratedLoad: the ITL).
 func TestFeedbackStopsWhereTheEvidenceEnds(t *testing.T) {
-	c := capacityOf(t, h100Params, 1024, 256, DefaultMaxBatchSize, queueing.Targets{TTFTMs: 200, ITLMs: 20})
+	c := capacityOf(t, h100Params, 1024, 256, DefaultMaxBatchSize, ttftBound)
 	for _, tc := range []struct {
 		share, wantLog float64
 		disabled       bool
@@ -197,7 +212,7 @@ func TestFeedbackStopsWhereTheEvidenceEnds(t *testing.T) {
 		e := New(nil)
 		var m ModelSummary
 		for i := range 20 {
-			s := feedbackSnapshot(t0.Add(time.Duration(i)*30*time.Second), 0, tc.share*c, 100, 100, 100)
+			s := ttftBoundSnapshot(t0.Add(time.Duration(i)*30*time.Second), 0, tc.share*c, 100, 100, 100)
 			s.Config.DisableFeedback = tc.disabled
 			m = plan(t, e, s).Models[0]
 		}
@@ -221,7 +236,7 @@ func TestFeedbackStopsWhereTheEvidenceEnds(t *testing.T) {
 // clear is one too when the window meets the target; when it misses, the
 // backlog is the model's error and counts (TestFeedbackCountsMissesBelowCapacity).
 func TestFeedbackAfterAShortage(t *testing.T) {
-	c := capacityOf(t, h100Params, 1024, 256, DefaultMaxBatchSize, queueing.Targets{TTFTMs: 200, ITLMs: 20})
+	c := capacityOf(t, h100Params, 1024, 256, DefaultMaxBatchSize, ttftBound)
 	e := New(nil)
 	backlog := func(s *Snapshot, b float64) *Snapshot {
 		for i := range s.Models[0].Variants[0].Pods {
@@ -247,7 +262,7 @@ func TestFeedbackAfterAShortage(t *testing.T) {
 		if i == 0 {
 			current = 3 // a third replica starting
 		}
-		p := plan(t, e, backlog(feedbackSnapshot(t0.Add(step.at), current, 0.8*c, step.ttft, 100, 100), step.backlog))
+		p := plan(t, e, backlog(ttftBoundSnapshot(t0.Add(step.at), current, 0.8*c, step.ttft, 100, 100), step.backlog))
 		m := p.Models[0]
 		if !strings.Contains(m.FeedbackNote, step.note) || (step.note == "") != (m.FeedbackNote == "") || math.Abs(math.Log(m.CapacityFactor)-step.wantLog) > 1e-12 {
 			t.Errorf("step %d: note %q (want %q), log factor %v (want %v)", i, m.FeedbackNote, step.note, math.Log(m.CapacityFactor), step.wantLog)
@@ -408,6 +423,87 @@ func TestFeedbackSkipsHeldFleet(t *testing.T) {
 		}
 		if d := decision(t, p, "h100"); i > 0 && (d.Desired != 3 || d.Reason != ReasonStabilized || d.ModelTarget != 2) {
 			t.Errorf("cycle %d: desired %d (%s), model target %d; want 3 held by the window over 2", i+1, d.Desired, d.Reason, d.ModelTarget)
+		}
+	}
+}
+
+// TestFeedbackBoundedByDemonstratedLoad: where the ITL target sets the
+// capacity (20 ms here) of parameters the tuner fitted, a window that meets
+// the target raises the factor to at most 4/3 of the highest load per
+// replica a window has met it at, as a share of the model's capacity
+// (Feedback.Demonstrated), which a window that misses resets. Two ready
+// replicas, no misses but in cycle 5 (3 %: a step of −0.1), each cycle's
+// demand a share of the model's capacity c:
+//   - 0.8: +0.05 (the bound is ln(0.8 × 4/3) = 0.06454);
+//   - 0.8, 0.8: +0.05 would pass the bound: held at 0.06454, with a note;
+//   - 0.95: the bound rises to ln(1.2667) = 0.23639: +0.05, 0.11454;
+//   - 0.95 with 3 % misses: 0.01454, and nothing demonstrated;
+//   - 0.7: the bound, ln(0.9333) < 0, is below the factor, which a met
+//     window never lowers: 0.01454.
+//
+// Where the TTFT target sets it (a 60-ms ITL target), or the parameters
+// are the profile's (no tuner record), the same windows move the factor by
+// the gain alone: 0.05, 0.10, 0.15, 0.20, 0.10, 0.15 (the demand stays
+// above 60 % of the capacity the factor implies).
+func TestFeedbackBoundedByDemonstratedLoad(t *testing.T) {
+	bound := math.Log(0.8 * demonstratedProbe)
+	steps := []struct {
+		share, ttftIn       float64
+		wantBound, wantGain float64
+		demonstrated        float64
+		note                string
+	}{
+		{0.8, 100, 0.05, 0.05, 0.8, ""},
+		{0.8, 100, bound, 0.10, 0.8, "rises to at most 1.07"},
+		{0.8, 100, bound, 0.15, 0.8, "rises to at most 1.07"},
+		{0.95, 100, bound + 0.05, 0.20, 0.95, ""},
+		{0.95, 97, bound + 0.05 - 0.1, 0.10, 0, ""},
+		{0.7, 100, bound + 0.05 - 0.1, 0.15, 0.7, "rises to at most 1.01"},
+	}
+	itl := queueing.Targets{TTFTMs: 200, ITLMs: 20}
+	for _, tc := range []struct {
+		name    string
+		slo     queueing.Targets
+		learned bool
+		binding string
+	}{
+		{"ITL-bound, learned", itl, true, queueing.TargetITL},
+		{"ITL-bound, profiled", itl, false, queueing.TargetITL},
+		{"TTFT-bound, learned", ttftBound, true, queueing.TargetTTFT},
+	} {
+		c := capacityOf(t, h100Params, 1024, 256, DefaultMaxBatchSize, tc.slo)
+		store, source := tuner.NewMemoryStore(), "profiled"
+		if tc.learned {
+			key := tuner.Key{Namespace: "prod", Model: "llama", Variant: "h100"}
+			if err := store.Put(key, tuner.Record{ServiceModel: tuner.ModelIteration, Params: h100Params, Updates: tuneWindow}); err != nil {
+				t.Fatal(err)
+			}
+			source = "learned"
+		}
+		e := New(store)
+		capped := tc.learned && tc.binding == queueing.TargetITL
+		for i, st := range steps {
+			s := feedbackSnapshot(t0.Add(time.Duration(i)*30*time.Second), 0, st.share*c, st.ttftIn, 100, 100)
+			s.Models[0].SLO = &SLO{TTFTMs: tc.slo.TTFTMs, ITLMs: tc.slo.ITLMs}
+			s.Config.TuningEnabled, s.Config.TunerIdle = true, true
+			p := plan(t, e, s)
+			m, d := p.Models[0], decision(t, p, "h100")
+			if d.Queueing.Binding != tc.binding || d.Queueing.ParamsSource != source {
+				t.Fatalf("%s: binding %q with %s parameters", tc.name, d.Queueing.Binding, d.Queueing.ParamsSource)
+			}
+			want, note := st.wantGain, ""
+			if capped {
+				want, note = st.wantBound, st.note
+			}
+			if got := math.Log(m.CapacityFactor); math.Abs(got-want) > 1e-9 {
+				t.Errorf("%s, cycle %d: log factor %v, want %v (%q)", tc.name, i+1, got, want, m.FeedbackNote)
+			}
+			if !strings.Contains(m.FeedbackNote, note) || (note == "") != (m.FeedbackNote == "") {
+				t.Errorf("%s, cycle %d: note %q, want %q", tc.name, i+1, m.FeedbackNote, note)
+			}
+			if got := e.State().Feedback["prod/llama"].Demonstrated; math.Abs(got-st.demonstrated) > 1e-9 {
+				t.Errorf("%s, cycle %d: demonstrated %v, want %v", tc.name, i+1, got, st.demonstrated)
+			}
 		}
 	}
 }

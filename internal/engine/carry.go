@@ -301,6 +301,9 @@ func (v *validator) feedback(p string, f *Feedback) {
 		v.add(p+".observed", "must be a share in [0, 1], got %v", f.Observed)
 	}
 	v.finiteNonNeg(p+".requests", f.Requests)
+	if !(f.Demonstrated >= 0 && f.Demonstrated <= math.Exp(feedbackMaxLog)) {
+		v.add(p+".demonstrated", "must be in [0, 1.5] (a load as a share of the model's capacity, which a counted window's demand never exceeds), got %v", f.Demonstrated)
+	}
 	if f.Updates < 0 {
 		v.add(p+".updates", "must be ≥ 0, got %d", f.Updates)
 	}

@@ -276,6 +276,8 @@ func TestParseFileErrors(t *testing.T) {
 			strings.Repeat("{time: 2026-11-22T09:59:00Z, replicas: 2}, ", 301) + "]}]}]}\n",
 			"state.models[0].variants[0].recommendations: must hold at most 300, got 301"},
 		{"a negative variance", head + "state: {models: [{namespace: ns, model: m, forecast: {level: 1, variance: -1}}]}\n", "state.models[0].forecast.variance: must be a finite number ≥ 0"},
+		{"a demonstrated load beyond the factor's cap", head + "state: {models: [{namespace: ns, model: m, feedback: {demonstrated: 2}}]}\n",
+			"state.models[0].feedback.demonstrated: must be in [0, 1.5]"},
 		{"a forecast without its time", head + "state: {models: [{namespace: ns, model: m, forecast: {level: 1, updates: 2}}]}\n", "state.models[0].forecast.last: must be the time"},
 		{"an unusable learned record", head + "state: {models: [{namespace: ns, model: m, variants: [{name: v, learned: {ServiceModel: iteration, Strategy: robust, " +
 			"Params: {Alpha: 6, Beta: 0.01, Gamma: 0.00003}, StateCovariance: [[1]]}}]}]}\n", "state.models[0].variants[0].learned: a tuner cannot resume from it: tuner: record covariance is 1×1, want 3×3"},
