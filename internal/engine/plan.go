@@ -135,8 +135,9 @@ type ModelSummary struct {
 	// within both targets; ObservedAttainment the share the pods'
 	// histograms show over the window (of ObservedRequests requests);
 	// CapacityFactor the attainment feedback's factor on the capacity per
-	// replica, and FeedbackNote why this window did not move it, or that
-	// the target may be out of reach (docs/engine.md §3 item 11).
+	// replica, and FeedbackNote why this window did not move it, or what
+	// bounded its rise, or that the target may be out of reach
+	// (docs/engine.md §3 item 11).
 	AttainmentTarget   float64 `json:"attainmentTarget,omitempty"`
 	ObservedAttainment float64 `json:"observedAttainment,omitempty"`
 	ObservedRequests   float64 `json:"observedRequests,omitempty"`
