@@ -478,29 +478,31 @@ func (c *cycle) updateFeedback(ms *modelState, fb *Feedback) string {
 	if o.Requests < feedbackMinRequests {
 		return fmt.Sprintf("attainment feedback: %.0f requests in the window, fewer than %d", o.Requests, feedbackMinRequests)
 	}
-	supply := 0.0
+	// raw is the ready replicas' capacity by the model alone, supply the
+	// same times the factor.
+	raw := 0.0
 	for _, vs := range ms.variants {
 		if vs.detail != nil && vs.detail.Error == "" {
-			supply += float64(vs.v.ReadyReplicas) * vs.capacity
+			raw += float64(vs.v.ReadyReplicas) * vs.capacity
 		}
 	}
-	supply *= math.Exp(fb.LogFactor)
+	supply := raw * math.Exp(fb.LogFactor)
 	if !(supply > 0) {
 		return "attainment feedback: no sized capacity"
 	}
-	if why := c.notEvidence(ms, fb, supply, o.Attainment < ms.attainment); why != "" {
+	missed := o.Attainment < ms.attainment
+	if why := c.notEvidence(ms, fb, supply, missed); why != "" {
 		return "attainment feedback: " + why
 	}
 	budget := 1 - ms.attainment
 	e := math.Max((budget-(1-o.Attainment))/budget, -2)
 	next, note := fb.LogFactor+feedbackGain*e, ""
-	// The demand per ready replica as a share of the model's capacity
-	// before the factor: what this window tested.
-	load := ms.demand / supply * math.Exp(fb.LogFactor)
-	if o.Attainment < ms.attainment {
+	if missed {
 		fb.Demonstrated = 0
 	} else {
-		fb.Demonstrated = math.Max(fb.Demonstrated, load)
+		// The demand per ready replica as a share of the model's
+		// capacity before the factor: what this window tested.
+		fb.Demonstrated = math.Max(fb.Demonstrated, ms.demand/raw)
 		if limit := math.Log(demonstratedProbe * fb.Demonstrated); next > limit && itlBound(ms) {
 			next = math.Max(fb.LogFactor, limit)
 			note = fmt.Sprintf("attainment feedback: the ITL target sets this model's capacity, whose attainment falls off a cliff past it: the factor rises to at most %.3g, %.3g × the highest load met (%.0f %% of the model's capacity)",
