@@ -272,6 +272,10 @@ var mainKeys = map[string]setter{
 		m.Engine.SpareQuantile, err = parseFloat(v, fraction(false))
 		return err
 	},
+	"WVA_SURGE_RATIO": func(m *Main, v string) (err error) {
+		m.Engine.SurgeRatio, err = parseFloat(v, surgeRatioRule)
+		return err
+	},
 	"WVA_FORECAST": func(m *Main, v string) error {
 		on, err := parseBool(v)
 		m.Engine.DisableForecast = !on

@@ -1,12 +1,14 @@
 package config
 
 import (
+	"fmt"
+
 	"github.com/llm-d-incubation/wva/internal/engine"
 )
 
 const (
 	queueingDefaultExample = `{"sloMultiplier": 3.0, "tuningEnabled": true}`
-	queueingEntryExample   = `{"model_id": "meta-llama/Meta-Llama-3.1-8B-Instruct", "namespace": "llm-d-prod", "targetTTFT": 500, "targetITL": 50, "sloMultiplier": 3.0, "attainment": 0.99}`
+	queueingEntryExample   = `{"model_id": "meta-llama/Meta-Llama-3.1-8B-Instruct", "namespace": "llm-d-prod", "targetTTFT": 500, "targetITL": 50, "sloMultiplier": 3.0, "attainment": 0.99, "surgeRatio": 2}`
 )
 
 // queueingDefault is the "default" value of the queueing-model ConfigMap
@@ -24,6 +26,7 @@ type queueingEntry struct {
 	TargetITL     *float64 `json:"targetITL"`
 	SLOMultiplier *float64 `json:"sloMultiplier"`
 	Attainment    *float64 `json:"attainment"`
+	SurgeRatio    *float64 `json:"surgeRatio"`
 }
 
 // ParseQueueingModel parses the queueing-model ConfigMap (QueueingModelName,
@@ -31,8 +34,10 @@ type queueingEntry struct {
 // tuningEnabled (default true), and its presence sets Present; every other
 // key is a per-model entry with model_id, an optional namespace ("" matches
 // every namespace), sloMultiplier, targetTTFT with targetITL (ms; both
-// or neither), and attainment (the model's target share of requests within
-// both targets, in (0, 1)). An empty ConfigMap is valid and not Present.
+// or neither), attainment (the model's target share of requests within
+// both targets, in (0, 1)) and surgeRatio (the rise its demand may make
+// within one start-up, which its fleet holds the capacity for, in [1,
+// engine.MaxSurgeRatio]). An empty ConfigMap is valid and not Present.
 func ParseQueueingModel(data map[string]string) (QueueingModel, error) {
 	ps := problems{configMap: QueueingModelName}
 	q := QueueingModel{SLOMultiplier: engine.DefaultSLOMultiplier, TuningEnabled: true}
@@ -84,6 +89,10 @@ func parseQueueingEntry(ps *problems, key, value string) (QueueingModelEntry, bo
 		ps.field(key, "sloMultiplier", above(1).check(q.SLOMultiplier))
 	}
 	q.Attainment = optionalAttainment(ps, key, e.Attainment)
+	if e.SurgeRatio != nil {
+		q.SurgeRatio = *e.SurgeRatio
+		ps.field(key, "surgeRatio", surgeRatioRule.check(q.SurgeRatio))
+	}
 	q.TargetTTFTMs = optionalTarget(ps, key, "targetTTFT", e.TargetTTFT)
 	q.TargetITLMs = optionalTarget(ps, key, "targetITL", e.TargetITL)
 	if len(ps.list) == n && (q.TargetTTFTMs > 0) != (q.TargetITLMs > 0) {
@@ -102,3 +111,7 @@ func (q QueueingModel) For(modelID, namespace string) *QueueingModelEntry {
 	e := q.Models[i]
 	return &e
 }
+
+// surgeRatioRule accepts a declared surge (engine.Config.SurgeRatio): 1
+// (none) to engine.MaxSurgeRatio.
+var surgeRatioRule = rule{fmt.Sprintf("a number in [1, %g] (1: no surge)", engine.MaxSurgeRatio), func(x float64) bool { return x >= 1 && x <= engine.MaxSurgeRatio }}

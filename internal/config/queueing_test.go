@@ -57,6 +57,10 @@ func TestParseQueueingModel(t *testing.T) {
 	if err != nil || len(q.Models) != 1 || q.Models[0].Attainment != 0.95 {
 		t.Errorf("attainment 0.95: got %+v, %v", q, err)
 	}
+	q, err = ParseQueueingModel(map[string]string{"m": "model_id: m\nsurgeRatio: 2.5"})
+	if err != nil || len(q.Models) != 1 || q.Models[0].SurgeRatio != 2.5 {
+		t.Errorf("surgeRatio 2.5: got %+v, %v", q, err)
+	}
 }
 
 func TestParseQueueingModelDefaults(t *testing.T) {
@@ -122,6 +126,12 @@ func TestParseQueueingModelInvalid(t *testing.T) {
 			[]problem{p("m", "attainment: want a number in (0, 1), got 1")}},
 		{"attainment 0", map[string]string{"m": "model_id: m\nattainment: 0"},
 			[]problem{p("m", "attainment: want a number in (0, 1), got 0")}},
+		{"surge ratio 0.5", map[string]string{"m": "model_id: m\nsurgeRatio: 0.5"},
+			[]problem{p("m", "surgeRatio: want a number in [1, 100] (1: no surge), got 0.5")}},
+		{"surge ratio 101", map[string]string{"m": "model_id: m\nsurgeRatio: 101"},
+			[]problem{p("m", "surgeRatio: want a number in [1, 100] (1: no surge), got 101")}},
+		{"surge ratio NaN", map[string]string{"m": "model_id: m\nsurgeRatio: .nan"},
+			[]problem{p("m", "want finite numbers, got NaN")}},
 		{"negative target", map[string]string{"m": "model_id: m\ntargetTTFT: -1\ntargetITL: 50"},
 			[]problem{p("m", "targetTTFT: want a number ≥ 0, got -1")}},
 		{"no model_id", map[string]string{"m": "namespace: prod"},

@@ -194,6 +194,8 @@ type QueueingModelEntry struct {
 	// Attainment is the model's target share of requests within both
 	// targets (0: its service class's, else WVA_ATTAINMENT).
 	Attainment float64
+	// SurgeRatio is the model's declared surge (0: WVA_SURGE_RATIO's).
+	SurgeRatio float64
 }
 
 // QueueingModel is the queueing-model ConfigMap.

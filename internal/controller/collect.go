@@ -289,7 +289,7 @@ func (p *planner) engineModel(ctx context.Context, c *cycleState, t collector.Ta
 		}
 	}
 	if e := set.QueueingModel.For(t.Model, t.Namespace); e != nil {
-		m.SLOMultiplier, m.Attainment = e.SLOMultiplier, e.Attainment
+		m.SLOMultiplier, m.Attainment, m.SurgeRatio = e.SLOMultiplier, e.Attainment, e.SurgeRatio
 		if e.TargetTTFTMs > 0 && e.TargetITLMs > 0 {
 			m.SLO = &engine.SLO{TTFTMs: e.TargetTTFTMs, ITLMs: e.TargetITLMs}
 		}

@@ -306,7 +306,11 @@ func (c *cycle) noteModel(vs *variantState) {
 	default:
 		vs.note("model: %.3g rps demand, %.3g rps per replica within TTFT %.4g ms / ITL %.4g ms (%s SLO)",
 			ms.demand, vs.capacity, ms.sum.SLOTTFTMs, ms.sum.SLOITLMs, ms.sum.SLOSource)
-		if vs.spare > 0 {
+		if vs.spare > 0 && ms.surged {
+			vs.note("+%d replica(s) spare: a surge to %.3g× the demand (surgeRatio) within the %.0f-s horizon is %.3g rps; the spare costs %.3g, %.0f %% of this variant's model target",
+				vs.spare, ms.surgeRatio, ms.horizon, ms.planned,
+				float64(vs.spare)*vs.v.cost(), 100*float64(vs.spare)/float64(max(vs.modelTarget, vs.spare)))
+		} else if vs.spare > 0 {
 			trend := ""
 			if ms.provisional {
 				trend = ", its level: a provisional size plans without the trend"

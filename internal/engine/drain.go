@@ -12,16 +12,21 @@ import (
 // time any of its variants takes from scale-up to Ready, plus one cycle. A
 // replica ordered now serves from then on, so it is sized for the load
 // expected then, with a margin for the forecast's error. An idle model is
-// not forecast (scale to zero is decided on observed idleness).
+// not forecast (scale to zero is decided on observed idleness). A declared
+// surge (surgeRatio) then raises it further (surge).
 func (c *cycle) forecast(ms *modelState) {
 	ms.planned = ms.demand
-	f := c.e.state.Forecasts[ms.key]
-	if c.cfg.DisableForecast || f == nil || ms.demand == 0 {
+	if ms.demand == 0 {
 		return
 	}
+	f := c.e.state.Forecasts[ms.key]
 	h := 0.0
 	for _, vs := range ms.variants {
 		h = math.Max(h, c.provisioning(vs))
+	}
+	if c.cfg.DisableForecast || f == nil {
+		c.surge(ms, h)
+		return
 	}
 	h += f.StepSeconds
 	// q from the configuration, else from the model's attainment target;
@@ -43,6 +48,32 @@ func (c *cycle) forecast(ms *modelState) {
 	ms.planned = math.Max(ms.demand, upper)
 	ms.sum.PlannedRPS, ms.sum.HorizonSeconds = ms.planned, h
 	ms.sum.SpareQuantile, ms.sum.SpareHeld = q, SpareHeld(ms.attainment)
+	c.surge(ms, h)
+}
+
+// surge raises the planned rate to the model's declared surge: surgeRatio
+// r times the demand measured now, the rise the user says the demand may
+// make within one provisioning horizon h, faster than any replica ordered
+// when it starts could be ready. The fleet holds the capacity for it the
+// way it holds the forecast's spare (the replicas count as spare: they
+// leave as soon as the demand falls, kept by the scale-down window only
+// above the default attainment target), and the plan prices it. r = 1 (the
+// default) declares no surge.
+func (c *cycle) surge(ms *modelState, h float64) {
+	if ms.surgeRatio <= 1 || ms.demand <= 0 {
+		return
+	}
+	ms.sum.SurgeRatio = ms.surgeRatio
+	s := ms.surgeRatio * ms.demand
+	if s <= ms.planned {
+		return
+	}
+	ms.planned, ms.surged = s, true
+	if ms.horizon == 0 {
+		ms.horizon = h
+	}
+	ms.sum.PlannedRPS, ms.sum.HorizonSeconds = ms.planned, ms.horizon
+	ms.sum.SpareHeld = SpareHeld(ms.attainment)
 }
 
 // drainAll runs the drain planner for every model: in parallel in

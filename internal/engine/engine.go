@@ -125,6 +125,10 @@ type modelState struct {
 	// attainment is the model's target share of requests within both
 	// targets (attainmentTarget).
 	attainment float64
+	// surgeRatio is the model's declared surge (surgeRatioFor; 1: none);
+	// surged: it set the planned rate this cycle (surge).
+	surgeRatio float64
+	surged     bool
 	// observation caches the window's observed attainment (observed):
 	// the feedback and the SLO-miss rule read it in different phases.
 	observation *observation
@@ -140,6 +144,18 @@ func (c *cycle) attainmentTarget(m *Model) float64 {
 		return sc.Attainment
 	}
 	return c.cfg.Attainment
+}
+
+// surgeRatioFor resolves a model's declared surge: the model's own, else
+// the configuration's, else 1 (none).
+func (c *cycle) surgeRatioFor(m *Model) float64 {
+	switch {
+	case m.SurgeRatio > 0:
+		return m.SurgeRatio
+	case c.cfg.SurgeRatio > 0:
+		return c.cfg.SurgeRatio
+	}
+	return 1
 }
 
 // variantState is a variant during one cycle.
@@ -322,6 +338,7 @@ func (c *cycle) prepare() {
 		*ms = modelState{m: m, key: modelKey(m.Namespace, m.ID), satCfg: defaultSaturation.merged(c.s.Saturation).merged(m.Saturation)}
 		ms.sum = ModelSummary{Model: m.ID, Namespace: m.Namespace}
 		ms.attainment = c.attainmentTarget(m)
+		ms.surgeRatio = c.surgeRatioFor(m)
 		ms.variants = ptrs[k : k+len(m.Variants) : k+len(m.Variants)]
 		for j := range m.Variants {
 			v := c.variant(&m.Variants[j], &copies[k])

@@ -416,3 +416,86 @@ func TestForecastDropClipped(t *testing.T) {
 		})
 	}
 }
+
+// TestSurgeRatio: a declared surge raises the planned rate to surgeRatio
+// times the demand where that exceeds the forecast's quantile. The
+// forecast of TestSpareFromAttainmentTarget plans 16 + 1.6449·√23.76 =
+// 24.018 rps at the default target; a surge of 2 plans 2·16 = 32, one of
+// 1.2 (19.2) leaves the forecast's 24.018, and a model's own ratio (3:
+// 48) overrides the configuration's. The replicas are those the variant's
+// capacity per replica gives for the planned rate, the ones beyond the
+// demand's marked spare and priced in the explanation.
+func TestSurgeRatio(t *testing.T) {
+	sd := math.Sqrt(23.76)
+	for _, tc := range []struct {
+		config, model, want float64
+		surged              bool
+	}{
+		{0, 0, 16 + 1.6448536269514722*sd, false},
+		{1, 0, 16 + 1.6448536269514722*sd, false},
+		{1.2, 0, 16 + 1.6448536269514722*sd, false},
+		{2, 0, 32, true},
+		{2, 3, 48, true},
+		{2, 1, 16 + 1.6448536269514722*sd, false},
+	} {
+		_, p := rampTo16(t, 0, 0, func(s *Snapshot) {
+			s.Config.SurgeRatio, s.Models[0].SurgeRatio = tc.config, tc.model
+		})
+		m := p.Models[0]
+		if math.Abs(m.PlannedRPS-tc.want) > 1e-9 {
+			t.Errorf("surge %v (model %v): planned %v, want %v", tc.config, tc.model, m.PlannedRPS, tc.want)
+		}
+		ratio := tc.config
+		if tc.model > 0 {
+			ratio = tc.model
+		}
+		if wantRatio := map[bool]float64{true: ratio, false: 0}[ratio > 1]; m.SurgeRatio != wantRatio {
+			t.Errorf("surge %v (model %v): summary's surgeRatio %v, want %v", tc.config, tc.model, m.SurgeRatio, wantRatio)
+		}
+		d := decision(t, p, "v")
+		c := d.Queueing.CapacityPerReplicaRPS
+		if want := int(math.Ceil(tc.want/c - 1e-9)); d.Desired != want {
+			t.Errorf("surge %v (model %v): %d replicas for %v rps at %v a replica, want %d", tc.config, tc.model, d.Desired, tc.want, c, want)
+		}
+		if got := strings.Contains(d.Explanation, "a surge to"); got != tc.surged {
+			t.Errorf("surge %v (model %v): explanation %q names the surge: %v, want %v", tc.config, tc.model, d.Explanation, got, tc.surged)
+		}
+		if tc.surged && !strings.Contains(d.Explanation, fmt.Sprintf("a surge to %.3g× the demand (surgeRatio) within the 150-s horizon is %.3g rps", ratio, tc.want)) {
+			t.Errorf("surge %v (model %v): explanation %q", tc.config, tc.model, d.Explanation)
+		}
+	}
+}
+
+// TestSurgeWithoutForecast: with the forecast off the declared surge still
+// holds: 2.5 × 16 rps = 40 over the provisioning time alone (120 s: no
+// forecaster, so no cycle is added).
+func TestSurgeWithoutForecast(t *testing.T) {
+	_, p := rampTo16(t, 0, 0, func(s *Snapshot) {
+		s.Config.DisableForecast, s.Config.SurgeRatio = true, 2.5
+	})
+	if m := p.Models[0]; m.PlannedRPS != 40 || m.HorizonSeconds != 120 || m.SurgeRatio != 2.5 {
+		t.Errorf("planned %v over %v s (surge %v), want 40 over 120 s (2.5)", m.PlannedRPS, m.HorizonSeconds, m.SurgeRatio)
+	}
+}
+
+// TestSurgeRatioValidated: a declared surge is 0, or in [1, 100].
+func TestSurgeRatioValidated(t *testing.T) {
+	for _, r := range []float64{0.5, -1, 101, math.NaN(), math.Inf(1)} {
+		s := snapshot(ModeModelOnly, variant("v", "H100").params(testParams).pods(0.1, 0).traffic(4, 512, 128, 100, 20))
+		s.Config.SurgeRatio = r
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "config.surgeRatio") {
+			t.Errorf("config surge %v: %v", r, err)
+		}
+		s.Config.SurgeRatio, s.Models[0].SurgeRatio = 0, r
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "surgeRatio") {
+			t.Errorf("model surge %v: %v", r, err)
+		}
+	}
+	for _, r := range []float64{0, 1, 2.5, 100} {
+		s := snapshot(ModeModelOnly, variant("v", "H100").params(testParams).pods(0.1, 0).traffic(4, 512, 128, 100, 20))
+		s.Config.SurgeRatio, s.Models[0].SurgeRatio = r, r
+		if err := s.Validate(); err != nil {
+			t.Errorf("surge %v refused: %v", r, err)
+		}
+	}
+}

@@ -115,6 +115,10 @@ type ModelSummary struct {
 	// (SpareHeld); false where the spare leaves as soon as the forecast
 	// drops.
 	SpareHeld bool `json:"spareHeld,omitempty"`
+	// SurgeRatio is the model's declared surge (Config.SurgeRatio,
+	// Model.SurgeRatio) when above 1: PlannedRPS is at least SurgeRatio
+	// times DemandRPS.
+	SurgeRatio float64 `json:"surgeRatio,omitempty"`
 	// SpareCost is the price of the forecast's spare: the spare replicas
 	// the queueing model planned over covering the measured demand, at
 	// each variant's cost per replica (the units of

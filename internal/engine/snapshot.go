@@ -96,6 +96,14 @@ type Config struct {
 	// forecast's mean, which still follows a trend) at 0.9 or below. A
 	// value set here applies to every model.
 	SpareQuantile float64 `json:"spareQuantile,omitempty"`
+	// SurgeRatio r declares the surge every model's demand may make within
+	// one provisioning horizon (the time a new replica takes to become
+	// ready): the queueing-model analyzer plans for at least r times the
+	// demand measured now, so that the fleet absorbs such a rise before
+	// any replica it orders could serve (docs/engine.md §3 item 9). 0 or 1
+	// (the default): none; at most MaxSurgeRatio. Model.SurgeRatio
+	// overrides it.
+	SurgeRatio float64 `json:"surgeRatio,omitempty"`
 	// DisableForecast sizes for the measured arrival rate only.
 	DisableForecast bool `json:"disableForecast,omitempty"`
 	// DisableFeedback turns the attainment feedback off: the capacity the
@@ -199,6 +207,10 @@ type Model struct {
 	// model's target share of requests within both its TTFT and its ITL
 	// target (0: inherit).
 	Attainment float64 `json:"attainment,omitempty"`
+	// SurgeRatio overrides Config.SurgeRatio for this model: the rise its
+	// demand may make within one provisioning horizon, which its fleet
+	// holds the capacity for (0: inherit; 1: none).
+	SurgeRatio float64 `json:"surgeRatio,omitempty"`
 	// Saturation overrides individual default thresholds for this model.
 	Saturation *SaturationConfig `json:"saturation,omitempty"`
 	// GatewayWaitingRequests are requests for this model held at the
@@ -306,7 +318,10 @@ const (
 	DefaultScaleUpLimitReplicas = 8
 	DefaultMaxPodArrivalRPS     = 10000.0
 	DefaultAttainment           = 0.99
-	DefaultTokenCV              = 1.0
+	// MaxSurgeRatio bounds a declared surge (Config.SurgeRatio,
+	// Model.SurgeRatio): a hundredfold rise within one start-up.
+	MaxSurgeRatio  = 100.0
+	DefaultTokenCV = 1.0
 	// DefaultTunerBudget is Config.TunerBudget's default: at about 20 µs
 	// of CPU a step, 500 steps keep a 4 000-variant fleet's learning cycle
 	// within its 50-ms budget on two cores (docs/engine.md §7), and leave

@@ -139,6 +139,8 @@ func TestScenarioFieldValidation(t *testing.T) {
 		{"NaN weight", func(s *scenario.Scenario) { s.Gateway.Weights = &scenario.ScorerWeights{KV: nan} }, "gateway.weights.kv: must be a finite number ≥ 0, got NaN"},
 		{"endless drain", func(s *scenario.Scenario) { s.DrainSeconds = 1e12 }, "drainSeconds: must be ≥ 0 seconds and at most 2.592e+06 (30 days), got 1e+12"},
 		{"unknown mode", func(s *scenario.Scenario) { s.Autoscalers.WVA.Mode = "turbo" }, `autoscalers.wva.mode: must be capacity-only, model-only or hybrid, got "turbo"`},
+		{"surge below 1", func(s *scenario.Scenario) { s.Autoscalers.WVA.SurgeRatio = 0.5 }, "autoscalers.wva.surgeRatio: must be in [1, 100] (1 or 0: no surge), got 0.5"},
+		{"NaN surge", func(s *scenario.Scenario) { s.Autoscalers.WVA.SurgeRatio = nan }, "autoscalers.wva.surgeRatio: must be in [1, 100] (1 or 0: no surge), got NaN"},
 		{"margin", func(s *scenario.Scenario) { s.Autoscalers.ClairvoyantMargin = 1e300 }, "autoscalers.clairvoyantMargin: must be a number between 0 and 100, got 1e+300"},
 		{"duplicate default", func(s *scenario.Scenario) { s.Autoscalers.Default = []string{"wva", "static:2", "static:02"} },
 			"autoscalers.default: static:2 is listed twice"},

@@ -96,7 +96,17 @@ func init() {
 			"ttftAttainment":      {Grid: []float64{0, 0.99}, Field: func(a *scenario.Autoscalers) *float64 { return &a.WVA.TTFTAttainment }, Check: sim.FromZero(1, false, true)},
 			"kvCacheThreshold":    {Grid: []float64{0.7, 0.8, 0.9}, Field: func(a *scenario.Autoscalers) *float64 { return &a.WVA.KVCacheThreshold }, Unset: engine.DefaultKVCacheThreshold, Check: kvThreshold},
 			"drainTimeoutSeconds": {Field: drainTimeout, Check: sim.FromZero(scenario.MaxDrainTimeoutSeconds, false, false)},
+			"surgeRatio":          {Field: func(a *scenario.Autoscalers) *float64 { return &a.WVA.SurgeRatio }, Unset: 1, Check: surgeRatio},
 		}})
+}
+
+// surgeRatio checks a sweep's declared surge: 1 (none) to
+// engine.MaxSurgeRatio.
+func surgeRatio(v float64) error {
+	if !(v >= 1 && v <= engine.MaxSurgeRatio) {
+		return fmt.Errorf("must be in [1, %g] (1: no surge), got %g", engine.MaxSurgeRatio, v)
+	}
+	return nil
 }
 
 // kvThreshold checks a sweep's KV threshold (kvThresholdOK).
@@ -367,7 +377,7 @@ func (w *WVA) settings(v *sim.View) snapshot.Settings {
 	tuning := w.cfg.Tuning == nil || *w.cfg.Tuning
 	set := snapshot.Settings{Mode: engine.Mode(w.cfg.Mode), QueueingModel: true, Tuning: tuning, ScaleToZero: true,
 		Optimizer: engine.OptimizerKind(w.cfg.Optimizer), Inventory: v.Scenario.Inventory,
-		Engine: engine.Config{SaturationPolicy: w.cfg.SaturationPolicy, SpareQuantile: w.cfg.SpareQuantile,
+		Engine: engine.Config{SaturationPolicy: w.cfg.SaturationPolicy, SpareQuantile: w.cfg.SpareQuantile, SurgeRatio: w.cfg.SurgeRatio,
 			DisableForecast: w.cfg.DisableForecast, DisableFeedback: w.cfg.DisableFeedback, TTFTAttainment: w.cfg.TTFTAttainment,
 			CapacityModel: w.cfg.CapacityModel, Attainment: w.cfg.Attainment, TokenCV: w.cfg.TokenCV,
 			ProvisioningSeconds: w.cfg.ProvisioningSeconds, ScaleDownStabilizationSeconds: w.cfg.ScaleDownStabilizationSeconds}}

@@ -327,6 +327,10 @@ type WVAConfig struct {
 	// zero means the engine's default.
 	SpareQuantile   float64 `json:"spareQuantile,omitempty"`
 	DisableForecast bool    `json:"disableForecast,omitempty"`
+	// SurgeRatio declares the rise every model's demand may make within
+	// one start-up, which the fleet holds the capacity for (the engine's
+	// surgeRatio; 0 or 1: none; docs/engine.md §3 item 9).
+	SurgeRatio float64 `json:"surgeRatio,omitempty"`
 	// DisableFeedback turns the attainment feedback off (the engine's
 	// disableFeedback; docs/engine.md §3 item 11).
 	DisableFeedback bool `json:"disableFeedback,omitempty"`

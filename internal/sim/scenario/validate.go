@@ -295,6 +295,9 @@ func validateWVA(p string, w WVAConfig, add func(string, string, ...any)) {
 	if !(w.SpareQuantile >= 0 && w.SpareQuantile < 1) {
 		add(p+".spareQuantile", "must be in (0, 1) (0: from the attainment target), got %v", w.SpareQuantile)
 	}
+	if !(w.SurgeRatio == 0 || (w.SurgeRatio >= 1 && w.SurgeRatio <= engine.MaxSurgeRatio)) {
+		add(p+".surgeRatio", "must be in [1, %g] (1 or 0: no surge), got %v", engine.MaxSurgeRatio, w.SurgeRatio)
+	}
 	if !(w.TTFTAttainment >= 0 && w.TTFTAttainment < 1) {
 		add(p+".ttftAttainment", "must be in (0, 1), or 0 to size for the mean TTFT, got %v", w.TTFTAttainment)
 	}
