@@ -276,6 +276,21 @@ func validateWVACapacity(p string, w WVAConfig, add func(string, string, ...any)
 	}
 }
 
+// validateWVAHeadroom checks the settings that size the queueing model's
+// headroom: the forecast's quantile, the declared surge and the TTFT
+// attainment.
+func validateWVAHeadroom(p string, w WVAConfig, add func(string, string, ...any)) {
+	if !(w.SpareQuantile >= 0 && w.SpareQuantile < 1) {
+		add(p+".spareQuantile", "must be in (0, 1) (0: from the attainment target), got %v", w.SpareQuantile)
+	}
+	if !(w.SurgeRatio == 0 || (w.SurgeRatio >= 1 && w.SurgeRatio <= engine.MaxSurgeRatio)) {
+		add(p+".surgeRatio", "must be in [1, %g] (1 or 0: no surge), got %v", engine.MaxSurgeRatio, w.SurgeRatio)
+	}
+	if !(w.TTFTAttainment >= 0 && w.TTFTAttainment < 1) {
+		add(p+".ttftAttainment", "must be in (0, 1), or 0 to size for the mean TTFT, got %v", w.TTFTAttainment)
+	}
+}
+
 func validateWVA(p string, w WVAConfig, add func(string, string, ...any)) {
 	switch w.Mode {
 	case "", "capacity-only", "model-only", "hybrid":
@@ -292,15 +307,7 @@ func validateWVA(p string, w WVAConfig, add func(string, string, ...any)) {
 	default:
 		add(p+".saturationPolicy", "must be None, PriorityExhaustive, PriorityRoundRobin or RoundRobin, got %q", w.SaturationPolicy)
 	}
-	if !(w.SpareQuantile >= 0 && w.SpareQuantile < 1) {
-		add(p+".spareQuantile", "must be in (0, 1) (0: from the attainment target), got %v", w.SpareQuantile)
-	}
-	if !(w.SurgeRatio == 0 || (w.SurgeRatio >= 1 && w.SurgeRatio <= engine.MaxSurgeRatio)) {
-		add(p+".surgeRatio", "must be in [1, %g] (1 or 0: no surge), got %v", engine.MaxSurgeRatio, w.SurgeRatio)
-	}
-	if !(w.TTFTAttainment >= 0 && w.TTFTAttainment < 1) {
-		add(p+".ttftAttainment", "must be in (0, 1), or 0 to size for the mean TTFT, got %v", w.TTFTAttainment)
-	}
+	validateWVAHeadroom(p, w, add)
 	validateWVACapacity(p, w, add)
 	for _, f := range []struct {
 		name string
