@@ -112,11 +112,12 @@ func (v *validator) attainment(path string, a float64) {
 	}
 }
 
-// surgeRatio checks a declared surge: 0 (inherit or none), or in
-// [1, MaxSurgeRatio].
-func (v *validator) surgeRatio(path string, r float64) {
+// surgeRatio checks a declared surge at prefix.surgeRatio: 0 (inherit or
+// none), or in [1, MaxSurgeRatio]. The path is built only for an error:
+// the check runs for every model every cycle.
+func (v *validator) surgeRatio(prefix string, r float64) {
 	if !(r == 0 || (r >= 1 && r <= MaxSurgeRatio)) {
-		v.add(path, "must be in [1, %g] (1 or 0: no surge), got %v", MaxSurgeRatio, r)
+		v.add(prefix+".surgeRatio", "must be in [1, %g] (1 or 0: no surge), got %v", MaxSurgeRatio, r)
 	}
 }
 
@@ -132,7 +133,7 @@ func (v *validator) config(c Config) {
 	if c.SLOMultiplier != 0 && !(c.SLOMultiplier > 1) {
 		v.add("config.sloMultiplier", "must be > 1, got %v", c.SLOMultiplier)
 	}
-	v.surgeRatio("config.surgeRatio", c.SurgeRatio)
+	v.surgeRatio("config", c.SurgeRatio)
 	if !(c.SpareQuantile >= 0 && c.SpareQuantile < 1) {
 		v.add("config.spareQuantile", "must be in (0, 1) (0: from each model's attainment target), got %v", c.SpareQuantile)
 	}
@@ -244,7 +245,7 @@ func (v *validator) model(p string, s *Snapshot, m *Model) {
 		v.add(p+".sloMultiplier", "must be > 1, got %v", m.SLOMultiplier)
 	}
 	v.attainment(p+".attainment", m.Attainment)
-	v.surgeRatio(p+".surgeRatio", m.SurgeRatio)
+	v.surgeRatio(p, m.SurgeRatio)
 	v.saturation(p+".saturation", m.Saturation)
 	v.spareBelowThreshold(p+".saturation", defaultSaturation.merged(s.Saturation).merged(m.Saturation))
 	v.finiteNonNeg(p+".gatewayWaitingRequests", m.GatewayWaitingRequests)
