@@ -141,6 +141,7 @@ func TestScenarioFieldValidation(t *testing.T) {
 		{"unknown mode", func(s *scenario.Scenario) { s.Autoscalers.WVA.Mode = "turbo" }, `autoscalers.wva.mode: must be capacity-only, model-only or hybrid, got "turbo"`},
 		{"surge below 1", func(s *scenario.Scenario) { s.Autoscalers.WVA.SurgeRatio = 0.5 }, "autoscalers.wva.surgeRatio: must be in [1, 100] (1 or 0: no surge), got 0.5"},
 		{"NaN surge", func(s *scenario.Scenario) { s.Autoscalers.WVA.SurgeRatio = nan }, "autoscalers.wva.surgeRatio: must be in [1, 100] (1 or 0: no surge), got NaN"},
+		{"model surge below 1", func(s *scenario.Scenario) { s.Models[0].SurgeRatio = 0.9 }, "models[0].surgeRatio: must be in [1, 100] (1: no surge; 0: autoscalers.wva.surgeRatio), got 0.9"},
 		{"margin", func(s *scenario.Scenario) { s.Autoscalers.ClairvoyantMargin = 1e300 }, "autoscalers.clairvoyantMargin: must be a number between 0 and 100, got 1e+300"},
 		{"duplicate default", func(s *scenario.Scenario) { s.Autoscalers.Default = []string{"wva", "static:2", "static:02"} },
 			"autoscalers.default: static:2 is listed twice"},

@@ -375,3 +375,35 @@ func TestCostBreakdown(t *testing.T) {
 	}
 	t.Logf("breakdown %v; cost %v", r.CostBreakdown, r.Cost)
 }
+
+// TestSurgeRatioReachesTheEngine: a scenario's declared surges reach the
+// engine as the controller's do — a model's own (models[].surgeRatio)
+// over autoscalers.wva.surgeRatio — and every plan with traffic covers
+// that many times the model's demand.
+func TestSurgeRatioReachesTheEngine(t *testing.T) {
+	sc := simtest.Builtin(t, "compute-bound", 0)
+	sc.DurationSeconds = 600
+	sc.Autoscalers.WVA.SurgeRatio = 1.5
+	sc.Models[1].SurgeRatio = 2
+	want := map[string]float64{sc.Models[0].Name: 1.5, sc.Models[1].Name: 2}
+	a, err := sim.NewAutoscaler("wva", &sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := 0
+	a.(*WVA).trace = func(now float64, p *engine.Plan) {
+		for _, m := range p.Models {
+			if m.DemandRPS == 0 {
+				continue
+			}
+			plans++
+			if m.SurgeRatio != want[m.Model] || m.PlannedRPS < want[m.Model]*m.DemandRPS-1e-9 {
+				t.Errorf("%.0f s, %s: surge %v, planned %v for %v demand; want surge %v", now, m.Model, m.SurgeRatio, m.PlannedRPS, m.DemandRPS, want[m.Model])
+			}
+		}
+	}
+	sim.New(sc, a).Run(context.Background(), nil)
+	if plans < 20 {
+		t.Fatalf("only %d plans with traffic", plans)
+	}
+}

@@ -397,7 +397,7 @@ func (w *WVA) models(v *sim.View) []snapshot.Model {
 	for m, mod := range v.Scenario.Models {
 		rep, _ := src.Collect(context.Background(), now, collector.Target{Model: mod.Name}) // a view cannot fail
 		em := engine.Model{ID: mod.Name, Priority: mod.Priority, SLO: &engine.SLO{TTFTMs: mod.SLO.TTFTMs, ITLMs: mod.SLO.ITLMs}, Attainment: mod.SLO.Attainment,
-			GatewayWaitingRequests: float64(v.GatewayWaiting[m]), ArrivalRateRPS: max(v.GatewayArrivalRPS[m], 0)}
+			SurgeRatio: mod.SurgeRatio, GatewayWaitingRequests: float64(v.GatewayWaiting[m]), ArrivalRateRPS: max(v.GatewayArrivalRPS[m], 0)}
 		sm := snapshot.Model{Model: em, Report: rep}
 		for _, vv := range v.Variants {
 			if vv.Model != m {

@@ -31,11 +31,16 @@ type Scenario struct {
 
 // Model is one served model: its SLO, workload and variants.
 type Model struct {
-	Name     string    `json:"name"`
-	SLO      SLO       `json:"slo"`
-	Priority int       `json:"priority,omitempty"`
-	Workload Workload  `json:"workload"`
-	Variants []Variant `json:"variants"`
+	Name     string `json:"name"`
+	SLO      SLO    `json:"slo"`
+	Priority int    `json:"priority,omitempty"`
+	// SurgeRatio is the rise this model's demand may make within one
+	// start-up, which WVA holds the capacity for (the engine's
+	// Model.SurgeRatio; 0: autoscalers.wva.surgeRatio). The baselines do
+	// not read it.
+	SurgeRatio float64   `json:"surgeRatio,omitempty"`
+	Workload   Workload  `json:"workload"`
+	Variants   []Variant `json:"variants"`
 }
 
 // SLO are the latency targets a request is judged against, in ms.

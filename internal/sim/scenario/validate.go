@@ -93,6 +93,9 @@ func validateModel(p string, m Model, add func(string, string, ...any)) {
 	if a := m.SLO.Attainment; !(a >= 0 && a < 1) {
 		add(p+".slo.attainment", "must be in (0, 1), or 0 for autoscalers.wva.attainment, got %v", a)
 	}
+	if r := m.SurgeRatio; !(r == 0 || (r >= 1 && r <= engine.MaxSurgeRatio)) {
+		add(p+".surgeRatio", "must be in [1, %g] (1: no surge; 0: autoscalers.wva.surgeRatio), got %v", engine.MaxSurgeRatio, r)
+	}
 	validateWorkload(p+".workload", m.Workload, add)
 	if len(m.Variants) == 0 {
 		add(p+".variants", "must list at least one variant")
