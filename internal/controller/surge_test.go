@@ -48,4 +48,3 @@ func TestSurgeRatioReachesTheSnapshot(t *testing.T) {
 		t.Errorf("the replayed plan: surge %v, planned %v for %v demand; want 2.5 times a demand > 0", m.SurgeRatio, m.PlannedRPS, m.DemandRPS)
 	}
 }
-
