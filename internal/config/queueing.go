@@ -114,4 +114,4 @@ func (q QueueingModel) For(modelID, namespace string) *QueueingModelEntry {
 
 // surgeRatioRule accepts a declared surge (engine.Config.SurgeRatio): 1
 // (none) to engine.MaxSurgeRatio.
-var surgeRatioRule = rule{fmt.Sprintf("a number in [1, %g] (1: no surge)", engine.MaxSurgeRatio), func(x float64) bool { return x >= 1 && x <= engine.MaxSurgeRatio }}
+var surgeRatioRule = rule{fmt.Sprintf("a number in [1, %g] (1: no surge)", engine.MaxSurgeRatio), engine.SurgeRatioOK}

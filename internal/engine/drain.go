@@ -68,11 +68,8 @@ func (c *cycle) surge(ms *modelState, h float64) {
 	if s <= ms.planned {
 		return
 	}
-	ms.planned, ms.surged = s, true
-	if ms.horizon == 0 {
-		ms.horizon = h
-	}
-	ms.sum.PlannedRPS, ms.sum.HorizonSeconds = ms.planned, ms.horizon
+	ms.planned, ms.surged, ms.horizon = s, true, h
+	ms.sum.PlannedRPS, ms.sum.HorizonSeconds = ms.planned, h
 	ms.sum.SpareHeld = SpareHeld(ms.attainment)
 }
 

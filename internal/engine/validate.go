@@ -112,11 +112,15 @@ func (v *validator) attainment(path string, a float64) {
 	}
 }
 
+// SurgeRatioOK says whether r is a declared surge: in [1, MaxSurgeRatio]
+// (1: none). Where a setting inherits, its caller also accepts 0.
+func SurgeRatioOK(r float64) bool { return r >= 1 && r <= MaxSurgeRatio }
+
 // surgeRatio checks a declared surge at prefix.surgeRatio: 0 (inherit or
-// none), or in [1, MaxSurgeRatio]. The path is built only for an error:
-// the check runs for every model every cycle.
+// none), or SurgeRatioOK. The path is built only for an error: the check
+// runs for every model every cycle.
 func (v *validator) surgeRatio(prefix string, r float64) {
-	if !(r == 0 || (r >= 1 && r <= MaxSurgeRatio)) {
+	if !(r == 0 || SurgeRatioOK(r)) {
 		v.add(prefix+".surgeRatio", "must be in [1, %g] (1 or 0: no surge), got %v", MaxSurgeRatio, r)
 	}
 }

@@ -103,7 +103,7 @@ func init() {
 // surgeRatio checks a sweep's declared surge: 1 (none) to
 // engine.MaxSurgeRatio.
 func surgeRatio(v float64) error {
-	if !(v >= 1 && v <= engine.MaxSurgeRatio) {
+	if !engine.SurgeRatioOK(v) {
 		return fmt.Errorf("must be in [1, %g] (1: no surge), got %g", engine.MaxSurgeRatio, v)
 	}
 	return nil

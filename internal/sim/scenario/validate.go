@@ -93,7 +93,7 @@ func validateModel(p string, m Model, add func(string, string, ...any)) {
 	if a := m.SLO.Attainment; !(a >= 0 && a < 1) {
 		add(p+".slo.attainment", "must be in (0, 1), or 0 for autoscalers.wva.attainment, got %v", a)
 	}
-	if r := m.SurgeRatio; !(r == 0 || (r >= 1 && r <= engine.MaxSurgeRatio)) {
+	if r := m.SurgeRatio; !(r == 0 || engine.SurgeRatioOK(r)) {
 		add(p+".surgeRatio", "must be in [1, %g] (1: no surge; 0: autoscalers.wva.surgeRatio), got %v", engine.MaxSurgeRatio, r)
 	}
 	validateWorkload(p+".workload", m.Workload, add)
@@ -286,7 +286,7 @@ func validateWVAHeadroom(p string, w WVAConfig, add func(string, string, ...any)
 	if !(w.SpareQuantile >= 0 && w.SpareQuantile < 1) {
 		add(p+".spareQuantile", "must be in (0, 1) (0: from the attainment target), got %v", w.SpareQuantile)
 	}
-	if !(w.SurgeRatio == 0 || (w.SurgeRatio >= 1 && w.SurgeRatio <= engine.MaxSurgeRatio)) {
+	if !(w.SurgeRatio == 0 || engine.SurgeRatioOK(w.SurgeRatio)) {
 		add(p+".surgeRatio", "must be in [1, %g] (1 or 0: no surge), got %v", engine.MaxSurgeRatio, w.SurgeRatio)
 	}
 	if !(w.TTFTAttainment >= 0 && w.TTFTAttainment < 1) {
