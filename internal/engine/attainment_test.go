@@ -184,6 +184,37 @@ func TestAttainmentTargetPerModel(t *testing.T) {
 	}
 }
 
+// TestTTFTAttainmentAliasesTheTarget: the configuration's ttftAttainment
+// is the attainment target where the configuration sets none (issue 31:
+// it stays as an alias of attainment); an explicit attainment, a service
+// class's or a model's overrides it. The target's spare follows it: at
+// 0.95 the forecast's 1 − 5 × 0.05 = 75 % quantile (TestSpareFromAttainmentTarget).
+func TestTTFTAttainmentAliasesTheTarget(t *testing.T) {
+	for _, tc := range []struct {
+		name                       string
+		ttft, config, class, model float64
+		want, wantQ                float64
+	}{
+		{"ttftAttainment alone", 0.95, 0, 0, 0, 0.95, 0.75},
+		{"neither: the default", 0, 0, 0, 0, 0.99, 0.95},
+		{"the configuration's attainment over it", 0.95, 0.99, 0, 0, 0.99, 0.95},
+		{"the class's over it", 0.95, 0, 0.9, 0, 0.9, 0.5},
+		{"the model's over it", 0.9, 0, 0, 0.99, 0.99, 0.95},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, p := rampTo16(t, tc.model, 0, func(s *Snapshot) {
+				s.Config.TTFTAttainment, s.Config.Attainment = tc.ttft, tc.config
+				s.ServiceClasses = map[string]ServiceClass{"gold": {Priority: 1, TTFTMs: 1000, ITLMs: 50, Attainment: tc.class}}
+				s.Models[0].ServiceClass = "gold"
+			})
+			m := p.Models[0]
+			if m.AttainmentTarget != tc.want || math.Abs(m.SpareQuantile-tc.wantQ) > 1e-12 {
+				t.Errorf("target %v at quantile %v, want %v at %v", m.AttainmentTarget, m.SpareQuantile, tc.want, tc.wantQ)
+			}
+		})
+	}
+}
+
 // ttftBound is feedbackSnapshot's SLO with a 60-ms ITL target, under which
 // the TTFT target sets the model's capacity (at 20 ms the ITL target does,
 // and itlBound bounds the factor's rise). The histograms still put itlIn

@@ -115,7 +115,9 @@ type Config struct {
 	ProvisioningSeconds float64 `json:"provisioningSeconds,omitempty"`
 	// TTFTAttainment, when set (0 < a < 1), sizes replicas so that a share
 	// a of the requests is predicted to meet the TTFT target, instead of
-	// the mean TTFT meeting it (0, the default, sizes for the mean).
+	// the mean TTFT meeting it (0, the default, sizes for the mean). It is
+	// also the attainment target (Attainment) where that is not set: an
+	// alias kept from before the target existed.
 	TTFTAttainment float64 `json:"ttftAttainment,omitempty"`
 	// CapacityModel is how a variant's capacity is sized: "queueing" (the
 	// default: one queue per replica, mean latencies or the TTFT
@@ -125,8 +127,11 @@ type Config struct {
 	// curves come from the engine's capacity model (SetCapacityModel);
 	// until a variant's curve is computed the queueing model sizes it.
 	CapacityModel string `json:"capacityModel,omitempty"`
-	// Attainment is the fleet model's target: the share of requests within
-	// both the TTFT and the ITL target (default 0.99).
+	// Attainment is every model's target share of requests within both the
+	// TTFT and the ITL target where neither the model nor its service class
+	// sets one: what the attainment feedback steers to, the forecast's
+	// spare covers and the fleet model sizes for (default TTFTAttainment
+	// where that is set, else 0.99).
 	Attainment float64 `json:"attainment,omitempty"`
 	// TokenCV is the coefficient of variation the fleet model assumes for
 	// prompt and output lengths around the observed means (lognormal;
@@ -355,6 +360,12 @@ func (c Config) withDefaults() Config {
 	def(&c.MetricsMaxAgeSeconds, DefaultMetricsMaxAge)
 	def(&c.AcceleratorPenaltyFactor, DefaultAcceleratorPenalty)
 	def(&c.ProvisioningSeconds, DefaultProvisioning)
+	if c.Attainment == 0 && c.TTFTAttainment > 0 {
+		// ttftAttainment is an alias of the attainment target where none
+		// is set (issue 31): who asked for that share of requests within
+		// the TTFT target asked for that target.
+		c.Attainment = c.TTFTAttainment
+	}
 	def(&c.Attainment, DefaultAttainment)
 	def(&c.TokenCV, DefaultTokenCV)
 	def(&c.ScaleUpLimitFactor, DefaultScaleUpLimitFactor)

@@ -18,7 +18,10 @@ type Knob struct {
 	Grid  []float64
 	Field func(*scenario.Autoscalers) *float64
 	Unset float64
-	Check func(float64) error
+	// UnsetFrom, when set, is what the field's 0 stands for where it
+	// depends on another setting (an alias); a 0 it returns means Unset.
+	UnsetFrom func(*scenario.Autoscalers) float64
+	Check     func(float64) error
 }
 
 // FromZero checks that a value lies between 0 and hi, each end open or
@@ -90,6 +93,9 @@ func ParseGrid(s string) (string, []float64, error) {
 func KnobValue(a scenario.Autoscalers, key string) float64 {
 	k := knobs[key]
 	v := *k.Field(&a)
+	if v == 0 && k.UnsetFrom != nil {
+		v = k.UnsetFrom(&a)
+	}
 	if v == 0 && k.Unset != 0 {
 		return k.Unset
 	}

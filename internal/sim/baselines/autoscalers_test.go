@@ -407,3 +407,38 @@ func TestSurgeRatioReachesTheEngine(t *testing.T) {
 		t.Fatalf("only %d plans with traffic", plans)
 	}
 }
+
+// TestTTFTAttainmentReachesTheTarget: a scenario's
+// autoscalers.wva.ttftAttainment is the attainment target of every model
+// that sets none (the alias of issue 31), a model's own slo.attainment
+// overrides it, and the sweep counts it as the attainment knob's default.
+func TestTTFTAttainmentReachesTheTarget(t *testing.T) {
+	sc := simtest.Builtin(t, "compute-bound", 0)
+	sc.DurationSeconds = 300
+	sc.Autoscalers.WVA.TTFTAttainment = 0.95
+	sc.Models[1].SLO.Attainment = 0.99
+	want := map[string]float64{sc.Models[0].Name: 0.95, sc.Models[1].Name: 0.99}
+	if got := sim.KnobValue(sc.Autoscalers, "wva.attainment"); got != 0.95 {
+		t.Errorf("the sweep reads the attainment knob's default as %v, want 0.95", got)
+	}
+	a, err := sim.NewAutoscaler("wva", &sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := 0
+	a.(*WVA).trace = func(now float64, p *engine.Plan) {
+		for _, m := range p.Models {
+			if m.DemandRPS == 0 {
+				continue
+			}
+			plans++
+			if m.AttainmentTarget != want[m.Model] {
+				t.Errorf("%.0f s, %s: target %v, want %v", now, m.Model, m.AttainmentTarget, want[m.Model])
+			}
+		}
+	}
+	sim.New(sc, a).Run(context.Background(), nil)
+	if plans < 10 {
+		t.Fatalf("only %d model plans", plans)
+	}
+}

@@ -91,8 +91,10 @@ func init() {
 		Summary: "WVA's decision engine, the same code as the controller",
 		New:     func(sc *scenario.Scenario, _ string) (sim.Autoscaler, error) { return newWVA(sc), nil },
 		Knobs: map[string]sim.Knob{
-			"spareQuantile":       {Grid: []float64{0.5, 0.8, 0.95, 0.99}, Field: func(a *scenario.Autoscalers) *float64 { return &a.WVA.SpareQuantile }, Check: sim.FromZero(1, false, true)},
-			"attainment":          {Grid: []float64{0.9, engine.DefaultAttainment}, Field: func(a *scenario.Autoscalers) *float64 { return &a.WVA.Attainment }, Unset: engine.DefaultAttainment, Check: sim.FromZero(1, true, true)},
+			"spareQuantile": {Grid: []float64{0.5, 0.8, 0.95, 0.99}, Field: func(a *scenario.Autoscalers) *float64 { return &a.WVA.SpareQuantile }, Check: sim.FromZero(1, false, true)},
+			"attainment": {Grid: []float64{0.9, engine.DefaultAttainment}, Field: func(a *scenario.Autoscalers) *float64 { return &a.WVA.Attainment }, Unset: engine.DefaultAttainment,
+				// ttftAttainment stands for the target where none is set.
+				UnsetFrom: func(a *scenario.Autoscalers) float64 { return a.WVA.TTFTAttainment }, Check: sim.FromZero(1, true, true)},
 			"ttftAttainment":      {Grid: []float64{0, 0.99}, Field: func(a *scenario.Autoscalers) *float64 { return &a.WVA.TTFTAttainment }, Check: sim.FromZero(1, false, true)},
 			"kvCacheThreshold":    {Grid: []float64{0.7, 0.8, 0.9}, Field: func(a *scenario.Autoscalers) *float64 { return &a.WVA.KVCacheThreshold }, Unset: engine.DefaultKVCacheThreshold, Check: kvThreshold},
 			"drainTimeoutSeconds": {Field: drainTimeout, Check: sim.FromZero(scenario.MaxDrainTimeoutSeconds, false, false)},
