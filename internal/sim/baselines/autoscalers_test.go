@@ -386,23 +386,11 @@ func TestSurgeRatioReachesTheEngine(t *testing.T) {
 	sc.Autoscalers.WVA.SurgeRatio = 1.5
 	sc.Models[1].SurgeRatio = 2
 	want := map[string]float64{sc.Models[0].Name: 1.5, sc.Models[1].Name: 2}
-	a, err := sim.NewAutoscaler("wva", &sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plans := 0
-	a.(*WVA).trace = func(now float64, p *engine.Plan) {
-		for _, m := range p.Models {
-			if m.DemandRPS == 0 {
-				continue
-			}
-			plans++
-			if m.SurgeRatio != want[m.Model] || m.PlannedRPS < want[m.Model]*m.DemandRPS-1e-9 {
-				t.Errorf("%.0f s, %s: surge %v, planned %v for %v demand; want surge %v", now, m.Model, m.SurgeRatio, m.PlannedRPS, m.DemandRPS, want[m.Model])
-			}
+	plans := modelPlans(t, sc, func(now float64, m engine.ModelSummary) {
+		if m.SurgeRatio != want[m.Model] || m.PlannedRPS < want[m.Model]*m.DemandRPS-1e-9 {
+			t.Errorf("%.0f s, %s: surge %v, planned %v for %v demand; want surge %v", now, m.Model, m.SurgeRatio, m.PlannedRPS, m.DemandRPS, want[m.Model])
 		}
-	}
-	sim.New(sc, a).Run(context.Background(), nil)
+	})
 	if plans < 20 {
 		t.Fatalf("only %d plans with traffic", plans)
 	}
@@ -421,6 +409,20 @@ func TestTTFTAttainmentReachesTheTarget(t *testing.T) {
 	if got := sim.KnobValue(sc.Autoscalers, "wva.attainment"); got != 0.95 {
 		t.Errorf("the sweep reads the attainment knob's default as %v, want 0.95", got)
 	}
+	plans := modelPlans(t, sc, func(now float64, m engine.ModelSummary) {
+		if m.AttainmentTarget != want[m.Model] {
+			t.Errorf("%.0f s, %s: target %v, want %v", now, m.Model, m.AttainmentTarget, want[m.Model])
+		}
+	})
+	if plans < 10 {
+		t.Fatalf("only %d model plans with traffic", plans)
+	}
+}
+
+// modelPlans runs WVA on sc and calls check with each plan's summary of
+// every model with traffic; it returns how many it checked.
+func modelPlans(t *testing.T, sc scenario.Scenario, check func(now float64, m engine.ModelSummary)) int {
+	t.Helper()
 	a, err := sim.NewAutoscaler("wva", &sc)
 	if err != nil {
 		t.Fatal(err)
@@ -432,13 +434,9 @@ func TestTTFTAttainmentReachesTheTarget(t *testing.T) {
 				continue
 			}
 			plans++
-			if m.AttainmentTarget != want[m.Model] {
-				t.Errorf("%.0f s, %s: target %v, want %v", now, m.Model, m.AttainmentTarget, want[m.Model])
-			}
+			check(now, m)
 		}
 	}
 	sim.New(sc, a).Run(context.Background(), nil)
-	if plans < 10 {
-		t.Fatalf("only %d model plans", plans)
-	}
+	return plans
 }
