@@ -40,12 +40,12 @@ const (
 	// MaxStabilization bounds WVA_SCALE_DOWN_STABILIZATION (as the HPA's
 	// stabilizationWindowSeconds): the engine keeps every cycle's
 	// recommendation for the window, so the window bounds that memory.
-	MaxStabilization = time.Hour
+	MaxStabilization = time.Duration(engine.MaxStabilizationSeconds) * time.Second
 	// MaxRetention bounds WVA_SCALE_TO_ZERO_RETENTION (a week).
-	MaxRetention = 7 * 24 * time.Hour
+	MaxRetention = time.Duration(engine.MaxRetentionSeconds) * time.Second
 	// MaxEngineDelay bounds WVA_METRICS_MAX_AGE, WVA_TRANSIENT_DELAY and
 	// WVA_PROVISIONING_TIME.
-	MaxEngineDelay = time.Hour
+	MaxEngineDelay = time.Duration(engine.MaxDelaySeconds) * time.Second
 	// DefaultDrainTimeout and MaxDrainTimeout: WVA_DRAIN_TIMEOUT.
 	DefaultDrainTimeout = 5 * time.Minute
 	MaxDrainTimeout     = time.Hour

@@ -121,7 +121,7 @@ func (c *cycle) idleFor(ms *modelState, busy bool) float64 {
 	case busy:
 		st[ms.key] = c.now
 	case ms.m.IdleSeconds != nil:
-		st[ms.key] = c.now.Add(-time.Duration(*ms.m.IdleSeconds * float64(time.Second)))
+		st[ms.key] = c.now.Add(-secondsDuration(*ms.m.IdleSeconds))
 	default:
 		if _, ok := st[ms.key]; !ok {
 			st[ms.key] = c.now
@@ -222,6 +222,19 @@ func (c *cycle) inventory() {
 	}
 }
 
+// secondsDuration converts seconds to a time.Duration, at most
+// maxDurationSeconds (about 31 years): a snapshot's idleSeconds is only
+// bounded as a finite number, and converting more than 292 years of
+// nanoseconds overflows (a window or an idle spell then reads as negative).
+func secondsDuration(s float64) time.Duration {
+	if !(s > 0) {
+		return 0 // also NaN
+	}
+	return time.Duration(min(s, maxDurationSeconds) * float64(time.Second))
+}
+
+const maxDurationSeconds = 1e9
+
 // maxRecommendations bounds the recommendations a variant's scale-down
 // window remembers (a 300-s window at one cycle a second).
 const maxRecommendations = 300
@@ -230,7 +243,7 @@ const maxRecommendations = 300
 // stabilisation window (as the HPA's): a scale-down happens only when every
 // recent cycle agreed it could.
 func (c *cycle) stabilize(vs *variantState) {
-	window := time.Duration(c.cfg.ScaleDownStabilizationSeconds * float64(time.Second))
+	window := secondsDuration(c.cfg.ScaleDownStabilizationSeconds)
 	recs := c.e.state.Recommendations[vs.key]
 	keep := recs[:0]
 	for _, r := range recs {
@@ -260,7 +273,7 @@ func (c *cycle) stabilize(vs *variantState) {
 	// the pods.
 	var idleSince time.Time
 	if idle := vs.model.idleSeconds; idle >= idleReleaseSeconds && vs.model.empty() {
-		idleSince = c.now.Add(-time.Duration(idle * float64(time.Second)))
+		idleSince = c.now.Add(-secondsDuration(idle))
 	}
 	highest := vs.target
 	for _, r := range keep {

@@ -295,7 +295,8 @@ func TestValidationNamesFields(t *testing.T) {
 		{Name: "v", Accelerator: "H100", MinReplicas: &lo, MaxReplicas: hi, CurrentReplicas: 1, ReadyReplicas: 2, ScaleUpLimitFactor: 0.5},
 		{Name: "v", Accelerator: "", ScaleUpLimitReplicas: -1},
 	}}}}
-	s.Config = Config{MaxQueueSize: 100_000_000, MaxReplicasDefault: -1, ScaleUpLimitFactor: math.Inf(1), MaxPodArrivalRPS: -5}
+	s.Config = Config{MaxQueueSize: 100_000_000, MaxReplicasDefault: -1, ScaleUpLimitFactor: math.Inf(1), MaxPodArrivalRPS: -5,
+		ScaleDownStabilizationSeconds: 1e11, ScaleToZeroRetentionSeconds: 8 * 24 * 3600, ProvisioningSeconds: math.Inf(1)}
 	err := s.Validate()
 	var fe *FieldError
 	if !errors.As(err, &fe) {
@@ -316,6 +317,9 @@ func TestValidationNamesFields(t *testing.T) {
 		"config.maxReplicasDefault: must be between 1 and 1048576 (0 means the default 1000), got -1",
 		"config.scaleUpLimitFactor: must be between 1 and 1048576 (0 means the default 4), got +Inf",
 		"config.maxPodArrivalRPS: must be a positive number of requests/s (0 means the default 10000), got -5",
+		"config.scaleDownStabilizationSeconds: must be between 0 and 3600 s (0 means the default 300), got 1e+11",
+		"config.scaleToZeroRetentionSeconds: must be between 0 and 604800 s (0 means the default 600), got 691200",
+		"config.provisioningSeconds: must be between 0 and 3600 s (0 means the default 120), got +Inf",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in\n%v", want, err)
@@ -483,5 +487,30 @@ func TestWake(t *testing.T) {
 	m.Variants[0].CurrentReplicas = 1
 	if _, ok := New(nil).Wake(&m); ok {
 		t.Error("woke a model that has a replica")
+	}
+}
+
+// TestLongestWindowHolds: the scale-down window at its bound (an hour)
+// still holds a scale-down, and a model idle for longer than a time.Duration
+// can count still reads as idle. A window of 10¹¹ s was accepted before the
+// bound and converted to a negative duration: 3 replicas went to 1 at once.
+func TestLongestWindowHolds(t *testing.T) {
+	e := New(nil)
+	for i, rate := range []float64{40, 5} {
+		v := variant("h100", "H100").params(h100Params).pods(0.3, 0, 0.3, 0, 0.3, 0).traffic(rate, 1024, 256, 40, 15).replicas(3, 3)
+		s := snapshot(ModeModelOnly, v)
+		s.Time = t0.Add(time.Duration(i) * 30 * time.Second)
+		s.Config.DisableForecast = true
+		s.Config.ScaleDownStabilizationSeconds = MaxStabilizationSeconds
+		d := decision(t, plan(t, e, s), "h100")
+		if i == 1 && (d.Desired != 3 || d.Reason != ReasonStabilized || d.ModelTarget != 1) {
+			t.Errorf("desired %d (%s), model target %d; want 3 held by the window over 1", d.Desired, d.Reason, d.ModelTarget)
+		}
+	}
+	if got := secondsDuration(1e300); got != time.Duration(maxDurationSeconds)*time.Second {
+		t.Errorf("1e300 s is %v", got)
+	}
+	if got := secondsDuration(math.NaN()); got != 0 {
+		t.Errorf("NaN s is %v", got)
 	}
 }

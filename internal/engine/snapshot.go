@@ -334,6 +334,15 @@ const (
 	DefaultTunerBudget = 500
 	// MaxTunerBudget bounds Config.TunerBudget.
 	MaxTunerBudget = 1_000_000
+	// MaxStabilizationSeconds bounds Config.ScaleDownStabilizationSeconds
+	// (the controller's WVA_SCALE_DOWN_STABILIZATION), MaxRetentionSeconds
+	// Config.ScaleToZeroRetentionSeconds (a week), and MaxDelaySeconds
+	// Config.MetricsMaxAgeSeconds, TransientDelaySeconds and
+	// ProvisioningSeconds. Beyond them a time.Duration of the window
+	// overflows long before anything a user means is reached.
+	MaxStabilizationSeconds = 3600.0
+	MaxRetentionSeconds     = 7 * 24 * 3600.0
+	MaxDelaySeconds         = 3600.0
 	// MaxQueueSizeLimit bounds Config.MaxQueueSize: the queueing model's
 	// memory and time grow with it.
 	MaxQueueSizeLimit = 1_000_000

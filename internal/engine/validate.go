@@ -127,13 +127,19 @@ func (v *validator) surgeRatio(prefix string, r float64) {
 
 func (v *validator) config(c Config) {
 	for _, f := range []struct {
-		name string
-		x    float64
-	}{{"transientDelaySeconds", c.TransientDelaySeconds}, {"scaleToZeroRetentionSeconds", c.ScaleToZeroRetentionSeconds},
-		{"scaleDownStabilizationSeconds", c.ScaleDownStabilizationSeconds}, {"metricsMaxAgeSeconds", c.MetricsMaxAgeSeconds},
-		{"acceleratorPenaltyFactor", c.AcceleratorPenaltyFactor}, {"provisioningSeconds", c.ProvisioningSeconds}} {
-		v.finiteNonNeg("config."+f.name, f.x)
+		name   string
+		x, def float64
+		max    float64
+	}{{"transientDelaySeconds", c.TransientDelaySeconds, DefaultTransientDelay, MaxDelaySeconds},
+		{"scaleToZeroRetentionSeconds", c.ScaleToZeroRetentionSeconds, DefaultScaleToZeroRetention, MaxRetentionSeconds},
+		{"scaleDownStabilizationSeconds", c.ScaleDownStabilizationSeconds, DefaultStabilization, MaxStabilizationSeconds},
+		{"metricsMaxAgeSeconds", c.MetricsMaxAgeSeconds, DefaultMetricsMaxAge, MaxDelaySeconds},
+		{"provisioningSeconds", c.ProvisioningSeconds, DefaultProvisioning, MaxDelaySeconds}} {
+		if !(f.x >= 0 && f.x <= f.max) {
+			v.add("config."+f.name, "must be between 0 and %g s (0 means the default %g), got %v", f.max, f.def, f.x)
+		}
 	}
+	v.finiteNonNeg("config.acceleratorPenaltyFactor", c.AcceleratorPenaltyFactor)
 	if c.SLOMultiplier != 0 && !(c.SLOMultiplier > 1) {
 		v.add("config.sloMultiplier", "must be > 1, got %v", c.SLOMultiplier)
 	}

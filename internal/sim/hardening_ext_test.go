@@ -161,6 +161,10 @@ func TestScenarioFieldValidation(t *testing.T) {
 		}, `inventory.H100: 3 accelerators cannot hold the variants' initial replicas, which need 4`},
 		{"KV threshold below the spare trigger", func(s *scenario.Scenario) { s.Autoscalers.WVA.KVCacheThreshold = 0.05 },
 			"autoscalers.wva.kvCacheThreshold: must be a KV-cache utilisation in (0.1, 1], above the analyzer's spare trigger (0: the default 0.8), got 0.05"},
+		{"a scale-down window past an hour", func(s *scenario.Scenario) { s.Autoscalers.WVA.ScaleDownStabilizationSeconds = 1e11 },
+			"autoscalers.wva.scaleDownStabilizationSeconds: must be between 0 and 3600 seconds (0: the default), got 1e+11"},
+		{"a provisioning time past an hour", func(s *scenario.Scenario) { s.Autoscalers.WVA.ProvisioningSeconds = 3601 },
+			"autoscalers.wva.provisioningSeconds: must be between 0 and 3600 seconds (0: the default), got 3601"},
 		{"limited without inventory", func(s *scenario.Scenario) { s.Autoscalers.WVA.Optimizer = "limited" },
 			`inventory: the limited optimizer needs every variant's accelerator type listed; "H100" is not`},
 	} {

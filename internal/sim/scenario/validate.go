@@ -313,11 +313,12 @@ func validateWVA(p string, w WVAConfig, add func(string, string, ...any)) {
 	validateWVAHeadroom(p, w, add)
 	validateWVACapacity(p, w, add)
 	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"provisioningSeconds", w.ProvisioningSeconds}, {"scaleDownStabilizationSeconds", w.ScaleDownStabilizationSeconds}} {
-		if !(f.v >= 0) || math.IsInf(f.v, 0) {
-			add(p+"."+f.name, "must be a finite number of seconds ≥ 0 (0: the default), got %v", f.v)
+		name   string
+		v, max float64
+	}{{"provisioningSeconds", w.ProvisioningSeconds, engine.MaxDelaySeconds},
+		{"scaleDownStabilizationSeconds", w.ScaleDownStabilizationSeconds, engine.MaxStabilizationSeconds}} {
+		if !(f.v >= 0 && f.v <= f.max) {
+			add(p+"."+f.name, "must be between 0 and %g seconds (0: the default), got %v", f.max, f.v)
 		}
 	}
 	validateDrain(p, w, add)
