@@ -23,6 +23,7 @@ type thresholds struct {
 	KVSpareTrigger                      *float64 `json:"kvSpareTrigger"`
 	QueueSpareTrigger                   *float64 `json:"queueSpareTrigger"`
 	MinNonSaturatedReplicasForScaleDown *int     `json:"minNonSaturatedReplicasForScaleDown"`
+	KVScaleUpThreshold                  *float64 `json:"kvScaleUpThreshold"`
 }
 
 // saturationOverrideEntry is a per-model value of the saturation ConfigMap.
@@ -90,6 +91,10 @@ func (t thresholds) check(ps *problems, key string, base engine.SaturationConfig
 	if t.KVCacheThreshold != nil {
 		c.KVCacheThreshold = *t.KVCacheThreshold
 		ps.field(key, "kvCacheThreshold", fraction(true).check(c.KVCacheThreshold))
+	}
+	if t.KVScaleUpThreshold != nil {
+		c.KVScaleUpThreshold = *t.KVScaleUpThreshold
+		ps.field(key, "kvScaleUpThreshold", fraction(true).check(c.KVScaleUpThreshold))
 	}
 	if t.QueueLengthThreshold != nil {
 		c.QueueLengthThreshold = *t.QueueLengthThreshold

@@ -59,6 +59,21 @@ func TestParseSaturation(t *testing.T) {
 	}
 }
 
+// TestParseSaturationScaleUpThreshold: kvScaleUpThreshold reaches the
+// engine's configuration, by default and per model.
+func TestParseSaturationScaleUpThreshold(t *testing.T) {
+	s, err := ParseSaturation(map[string]string{"default": "kvScaleUpThreshold: 0.9", "m": "model_id: m\nkvScaleUpThreshold: 0.95"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Default != (engine.SaturationConfig{KVScaleUpThreshold: 0.9}) {
+		t.Errorf("Default = %+v", s.Default)
+	}
+	if got := s.For("m", "any"); got == nil || *got != (engine.SaturationConfig{KVScaleUpThreshold: 0.95}) {
+		t.Errorf("For = %+v", got)
+	}
+}
+
 func TestParseSaturationWithoutDefault(t *testing.T) {
 	s, err := ParseSaturation(map[string]string{"m": "model_id: m\nqueueSpareTrigger: 1"})
 	if err != nil {
@@ -98,6 +113,10 @@ func TestParseSaturationInvalid(t *testing.T) {
 		{"override threshold below the default spare", map[string]string{
 			"default": "kvSpareTrigger: 0.3", "m": "model_id: m\nkvCacheThreshold: 0.25"},
 			[]problem{p("m", "kvSpareTrigger 0.3 (inherited) must be below kvCacheThreshold 0.25")}},
+		{"scale-up threshold above 1", map[string]string{"default": "kvScaleUpThreshold: 1.1"},
+			[]problem{p("default", "kvScaleUpThreshold: want a number in (0, 1], got 1.1")}},
+		{"scale-up threshold 0", map[string]string{"default": "kvScaleUpThreshold: 0"},
+			[]problem{p("default", "kvScaleUpThreshold: want a number in (0, 1], got 0")}},
 		{"override without model_id", map[string]string{"m": "kvCacheThreshold: 0.9"},
 			[]problem{p("m", "model_id: required")}},
 		{"model fields in default", map[string]string{"default": "model_id: m"},

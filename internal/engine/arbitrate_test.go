@@ -34,7 +34,7 @@ func TestHybridMatrix(t *testing.T) {
 			ms := &modelState{m: &Model{ID: "m"}}
 			v := &Variant{Name: "v", Accelerator: "H100", CurrentReplicas: 4, ReadyReplicas: 4}
 			vs := &variantState{model: ms, v: v, capTarget: tc.cap, modelTarget: tc.model, detail: &ModelDetail{}}
-			g := &satGroup{cfg: defaultSaturation, variants: []*variantState{vs}, unit: func(*variantState) float64 { return 1 },
+			g := &satGroup{cfg: defaultSaturation, down: defaultSaturation, variants: []*variantState{vs}, unit: func(*variantState) float64 { return 1 },
 				capKV: 4, nonSat: 4}
 			g.d.Replicas, g.d.LoadKV = 4, 0.8
 			if tc.unsafeGroup {
@@ -86,7 +86,7 @@ func TestCalibratedModelPassesTheSafetyCheck(t *testing.T) {
 			if tc.saturated {
 				vs.pods[0].KVCacheUsage = 0.95
 			}
-			g := &satGroup{cfg: defaultSaturation, variants: []*variantState{vs}, unit: func(*variantState) float64 { return 1 },
+			g := &satGroup{cfg: defaultSaturation, down: defaultSaturation, variants: []*variantState{vs}, unit: func(*variantState) float64 { return 1 },
 				capKV: 4, nonSat: 4}
 			g.d.Replicas, g.d.LoadKV = 4, 2.6 // unsafe: see TestHybridMatrix
 			vs.sat = g

@@ -297,6 +297,7 @@ func TestValidationNamesFields(t *testing.T) {
 	}}}}
 	s.Config = Config{MaxQueueSize: 100_000_000, MaxReplicasDefault: -1, ScaleUpLimitFactor: math.Inf(1), MaxPodArrivalRPS: -5,
 		ScaleDownStabilizationSeconds: 1e11, ScaleToZeroRetentionSeconds: 8 * 24 * 3600, ProvisioningSeconds: math.Inf(1)}
+	s.Saturation = &SaturationConfig{KVScaleUpThreshold: 1.5}
 	err := s.Validate()
 	var fe *FieldError
 	if !errors.As(err, &fe) {
@@ -320,6 +321,7 @@ func TestValidationNamesFields(t *testing.T) {
 		"config.scaleDownStabilizationSeconds: must be between 0 and 3600 s (0 means the default 300), got 1e+11",
 		"config.scaleToZeroRetentionSeconds: must be between 0 and 604800 s (0 means the default 600), got 691200",
 		"config.provisioningSeconds: must be between 0 and 3600 s (0 means the default 120), got +Inf",
+		"saturation.kvScaleUpThreshold: must be in (0, 1], got 1.5",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in\n%v", want, err)

@@ -56,7 +56,7 @@ type satPod struct {
 // the backlog is sized by the time it takes to clear, at most as the
 // batches it would fill (drainBacklog).
 func analyzeSaturation(cfg SaturationConfig, role string, group []*variantState, drainQueue bool, bl satBacklog) *satGroup {
-	g := &satGroup{cfg: cfg, variants: group, drainQueue: drainQueue, bl: bl}
+	g := &satGroup{cfg: cfg, down: cfg, variants: group, drainQueue: drainQueue, bl: bl}
 	g.d.Role = role
 	d := &g.d
 	pods, normalized := saturationPods(group)
@@ -73,6 +73,12 @@ func analyzeSaturation(cfg SaturationConfig, role string, group []*variantState,
 		return g
 	}
 	g.unit = unitCapacity(pods, normalized)
+	if drainQueue {
+		// The queueing model sizes the model: the scale-up is a hold for
+		// metrics that contradict it, from KVScaleUpThreshold; the
+		// scale-down check below keeps the guide's threshold.
+		g.cfg = cfg.scaleUp()
+	}
 	g.addSupply()
 	g.addLoad(pods, normalized)
 	nonSat := g.nonSat
@@ -156,10 +162,13 @@ func (g *satGroup) addLoad(pods []satPod, normalized bool) {
 // satGroup is the saturation analysis of one model and role, kept so that
 // arbitration can check a proposed scale-down against it.
 type satGroup struct {
-	cfg      SaturationConfig
-	d        SaturationDetail
-	variants []*variantState
-	unit     func(*variantState) float64
+	// cfg is the analysis's thresholds (the scale-up's: KVScaleUpThreshold
+	// where the queueing model sizes the model), down the scale-down
+	// check's (the configured ones).
+	cfg, down SaturationConfig
+	d         SaturationDetail
+	variants  []*variantState
+	unit      func(*variantState) float64
 	// drainQueue: the queueing model plans for the queues (see
 	// analyzeSaturation).
 	drainQueue bool
@@ -221,7 +230,7 @@ func (g *satGroup) safeToRemove(removed map[*variantState]int) bool {
 		n -= k
 		capLeft -= float64(k) * g.unit(vs)
 	}
-	c := g.cfg
+	c := g.down
 	if nonSat < max(c.MinNonSaturatedReplicasForScaleDown, 1) || capLeft <= 0 {
 		return false
 	}

@@ -374,3 +374,62 @@ func TestGrowingBacklogSizedInBatches(t *testing.T) {
 		}
 	}
 }
+
+// TestKVScaleUpThreshold: where the queueing model sizes the model, the
+// saturation analyzer's scale-up reads kvScaleUpThreshold, its scale-down
+// check kvCacheThreshold. Two replicas at KV 0.75: against τ 0.8 the
+// average spare is 0.05, below ε 0.1: scale up. Against 0.9 it is 0.15,
+// and the load, 1.5, is within the supply 2 × (0.9 − 0.1) = 1.6: no scale-up;
+// nor a scale-down: 1.5 on one replica leaves 0.8 − 1.5 < 0.1. At 0.85 the
+// spare against 0.9 is 0.05: scale up. In capacity-only mode, and before
+// the model can size, the analyzer is the fallback and keeps τ 0.8.
+func TestKVScaleUpThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mode   Mode
+		kv, up float64
+		sized  bool
+		wantUp bool
+	}{
+		{"unset: the guide's threshold", ModeHybrid, 0.75, 0, true, true},
+		{"0.9 where the model sizes", ModeHybrid, 0.75, 0.9, true, false},
+		{"0.9 and pods near it", ModeHybrid, 0.85, 0.9, true, true},
+		{"0.9 before the model sizes", ModeHybrid, 0.75, 0.9, false, true},
+		{"0.9 in capacity-only mode", ModeCapacityOnly, 0.75, 0.9, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := variant("v", "H100").minMax(1, 10).pods(tc.kv, 0, tc.kv, 0)
+			if tc.sized {
+				v = v.params(testParams).traffic(2, 512, 128, 100, 20)
+			}
+			s := snapshot(tc.mode, v)
+			s.Saturation = &SaturationConfig{KVScaleUpThreshold: tc.up}
+			p := plan(t, nil, s)
+			sat := p.Models[0].Saturation[0]
+			if sat.ScaleUp != tc.wantUp || sat.ScaleDownSafe {
+				t.Errorf("scale up %v (want %v), scale-down safe %v: %+v", sat.ScaleUp, tc.wantUp, sat.ScaleDownSafe, sat)
+			}
+			if want := 0.8 - tc.kv; tc.up > 0 && tc.sized && tc.mode == ModeHybrid {
+				if want = tc.up - tc.kv; math.Abs(sat.AvgSpareKV-want) > 1e-12 {
+					t.Errorf("average spare %v, want %v against %v", sat.AvgSpareKV, want, tc.up)
+				}
+			} else if math.Abs(sat.AvgSpareKV-want) > 1e-12 {
+				t.Errorf("average spare %v, want %v against the guide's 0.8", sat.AvgSpareKV, want)
+			}
+		})
+	}
+}
+
+// TestKVScaleUpThresholdBelowTheThreshold: a scale-up threshold below the
+// KV threshold in force (the model's own 0.9 here, over the snapshot's
+// 0.85) leaves the model's threshold for both: two replicas at 0.75 have a
+// spare of 0.15 against 0.9, no scale-up, as with no scale-up threshold.
+func TestKVScaleUpThresholdBelowTheThreshold(t *testing.T) {
+	s := snapshot(ModeHybrid, variant("v", "H100").minMax(1, 10).pods(0.75, 0, 0.75, 0).params(testParams).traffic(2, 512, 128, 100, 20))
+	s.Saturation = &SaturationConfig{KVScaleUpThreshold: 0.85}
+	s.Models[0].Saturation = &SaturationConfig{KVCacheThreshold: 0.9}
+	sat := plan(t, nil, s).Models[0].Saturation[0]
+	if sat.ScaleUp || math.Abs(sat.AvgSpareKV-0.15) > 1e-12 {
+		t.Errorf("scale up %v, spare %v; want none, 0.15 against the model's 0.9", sat.ScaleUp, sat.AvgSpareKV)
+	}
+}

@@ -176,6 +176,13 @@ type SaturationConfig struct {
 	// after a scale-down (default 1; the WVA guide's 2 cost 17 % more on the
 	// diurnal scenario at the same SLO attainment: docs/engine.md).
 	MinNonSaturatedReplicasForScaleDown int `json:"minNonSaturatedReplicasForScaleDown,omitempty"`
+	// KVScaleUpThreshold, where set, is τ_kv for the analyzer's scale-up
+	// (which replicas count as saturated, the spare averaged against it,
+	// the supply a replica adds) while the queueing model sizes the model;
+	// the scale-down check keeps KVCacheThreshold, so the two leave a dead
+	// band. Below KVCacheThreshold (or 0) KVCacheThreshold acts: an
+	// override of one need not restate the other (docs/engine.md §2 item 2).
+	KVScaleUpThreshold float64 `json:"kvScaleUpThreshold,omitempty"`
 }
 
 // ServiceClass is a named SLO and priority (docs/configuration.md).
@@ -444,6 +451,19 @@ func (base SaturationConfig) merged(o *SaturationConfig) SaturationConfig {
 	}
 	if o.MinNonSaturatedReplicasForScaleDown != 0 {
 		base.MinNonSaturatedReplicasForScaleDown = o.MinNonSaturatedReplicasForScaleDown
+	}
+	if o.KVScaleUpThreshold != 0 {
+		base.KVScaleUpThreshold = o.KVScaleUpThreshold
+	}
+	return base
+}
+
+// scaleUp is the configuration the analyzer's scale-up reads where the
+// queueing model sizes the model: KVCacheThreshold raised to
+// KVScaleUpThreshold, where that is set above it.
+func (base SaturationConfig) scaleUp() SaturationConfig {
+	if base.KVScaleUpThreshold > base.KVCacheThreshold {
+		base.KVCacheThreshold = base.KVScaleUpThreshold
 	}
 	return base
 }

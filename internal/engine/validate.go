@@ -229,6 +229,9 @@ func (v *validator) saturation(p string, c *SaturationConfig) {
 	if c.KVCacheThreshold != 0 && !(c.KVCacheThreshold > 0 && c.KVCacheThreshold <= 1) {
 		v.add(p+".kvCacheThreshold", "must be in (0, 1], got %v", c.KVCacheThreshold)
 	}
+	if c.KVScaleUpThreshold != 0 && !(c.KVScaleUpThreshold > 0 && c.KVScaleUpThreshold <= 1) {
+		v.add(p+".kvScaleUpThreshold", "must be in (0, 1], got %v", c.KVScaleUpThreshold)
+	}
 	if c.QueueLengthThreshold != 0 && !(c.QueueLengthThreshold > 0) {
 		v.add(p+".queueLengthThreshold", "must be > 0, got %v", c.QueueLengthThreshold)
 	}

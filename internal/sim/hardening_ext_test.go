@@ -161,6 +161,8 @@ func TestScenarioFieldValidation(t *testing.T) {
 		}, `inventory.H100: 3 accelerators cannot hold the variants' initial replicas, which need 4`},
 		{"KV threshold below the spare trigger", func(s *scenario.Scenario) { s.Autoscalers.WVA.KVCacheThreshold = 0.05 },
 			"autoscalers.wva.kvCacheThreshold: must be a KV-cache utilisation in (0.1, 1], above the analyzer's spare trigger (0: the default 0.8), got 0.05"},
+		{"a scale-up KV threshold above 1", func(s *scenario.Scenario) { s.Autoscalers.WVA.KVScaleUpThreshold = 1.2 },
+			"autoscalers.wva.kvScaleUpThreshold: must be a KV-cache utilisation in (0.1, 1] (0: kvCacheThreshold; below it, kvCacheThreshold acts), got 1.2"},
 		{"a scale-down window past an hour", func(s *scenario.Scenario) { s.Autoscalers.WVA.ScaleDownStabilizationSeconds = 1e11 },
 			"autoscalers.wva.scaleDownStabilizationSeconds: must be between 0 and 3600 seconds (0: the default), got 1e+11"},
 		{"a provisioning time past an hour", func(s *scenario.Scenario) { s.Autoscalers.WVA.ProvisioningSeconds = 3601 },

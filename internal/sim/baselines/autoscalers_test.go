@@ -440,3 +440,45 @@ func modelPlans(t *testing.T, sc scenario.Scenario, check func(now float64, m en
 	sim.New(sc, a).Run(context.Background(), nil)
 	return plans
 }
+
+// TestKVScaleUpThresholdReachesTheEngine: autoscalers.wva.kvScaleUpThreshold
+// is the saturation analyzer's scale-up threshold once the model sizes. The
+// run with 0.95 is the default run's until then (the fallback keeps 0.8);
+// the first saturation summary that differs measures the same pods' spare
+// against 0.95 instead of 0.8, 0.15 more. The sweep reads the knob's
+// default as the KV threshold in force.
+func TestKVScaleUpThresholdReachesTheEngine(t *testing.T) {
+	sc := simtest.Builtin(t, "diurnal", 0)
+	sc.DurationSeconds = 900
+	if got := sim.KnobValue(sc.Autoscalers, "wva.kvScaleUpThreshold"); got != 0.8 {
+		t.Errorf("the knob's default with kvCacheThreshold unset is %v, want 0.8", got)
+	}
+	spares := func(up float64) map[float64]float64 {
+		s := sc
+		s.Autoscalers.WVA.KVScaleUpThreshold = up
+		out := map[float64]float64{}
+		modelPlans(t, s, func(now float64, m engine.ModelSummary) {
+			if len(m.Saturation) > 0 {
+				out[now] = m.Saturation[0].AvgSpareKV
+			}
+		})
+		return out
+	}
+	base, up := spares(0), spares(0.95)
+	first := math.Inf(1)
+	for at, v := range up {
+		if math.Abs(v-base[at]) > 1e-9 {
+			first = math.Min(first, at)
+		}
+	}
+	if math.IsInf(first, 1) {
+		t.Fatal("no saturation summary differs")
+	}
+	if d := up[first] - base[first]; math.Abs(d-0.15) > 1e-9 {
+		t.Errorf("at %.0f s the spare is %v against %v: %v more, want 0.15", first, up[first], base[first], d)
+	}
+	sc.Autoscalers.WVA.KVCacheThreshold = 0.9
+	if got := sim.KnobValue(sc.Autoscalers, "wva.kvScaleUpThreshold"); got != 0.9 {
+		t.Errorf("the knob's default with kvCacheThreshold 0.9 is %v, want 0.9", got)
+	}
+}

@@ -99,6 +99,10 @@ func init() {
 			"kvCacheThreshold":    {Grid: []float64{0.7, 0.8, 0.9}, Field: func(a *scenario.Autoscalers) *float64 { return &a.WVA.KVCacheThreshold }, Unset: engine.DefaultKVCacheThreshold, Check: kvThreshold},
 			"drainTimeoutSeconds": {Field: drainTimeout, Check: sim.FromZero(scenario.MaxDrainTimeoutSeconds, false, false)},
 			"surgeRatio":          {Field: func(a *scenario.Autoscalers) *float64 { return &a.WVA.SurgeRatio }, Unset: 1, Check: surgeRatio},
+			// No default grid, like surgeRatio; a point below the
+			// kvCacheThreshold swept with it is that threshold.
+			"kvScaleUpThreshold": {Field: func(a *scenario.Autoscalers) *float64 { return &a.WVA.KVScaleUpThreshold },
+				UnsetFrom: func(a *scenario.Autoscalers) float64 { return a.WVA.KVCacheThreshold }, Unset: engine.DefaultKVCacheThreshold, Check: kvThreshold},
 		}})
 }
 
@@ -383,8 +387,8 @@ func (w *WVA) settings(v *sim.View) snapshot.Settings {
 			DisableForecast: w.cfg.DisableForecast, DisableFeedback: w.cfg.DisableFeedback, TTFTAttainment: w.cfg.TTFTAttainment,
 			CapacityModel: w.cfg.CapacityModel, Attainment: w.cfg.Attainment, TokenCV: w.cfg.TokenCV,
 			ProvisioningSeconds: w.cfg.ProvisioningSeconds, ScaleDownStabilizationSeconds: w.cfg.ScaleDownStabilizationSeconds}}
-	if n, kv := w.cfg.MinNonSaturatedReplicas, w.cfg.KVCacheThreshold; n > 0 || kv > 0 {
-		set.Saturation = &engine.SaturationConfig{MinNonSaturatedReplicasForScaleDown: n, KVCacheThreshold: kv}
+	if n, kv, up := w.cfg.MinNonSaturatedReplicas, w.cfg.KVCacheThreshold, w.cfg.KVScaleUpThreshold; n > 0 || kv > 0 || up > 0 {
+		set.Saturation = &engine.SaturationConfig{MinNonSaturatedReplicasForScaleDown: n, KVCacheThreshold: kv, KVScaleUpThreshold: up}
 	}
 	return set
 }

@@ -362,6 +362,10 @@ type WVAConfig struct {
 	// kvCacheThreshold (the KV-cache usage at which a replica counts as
 	// saturated; default 0.8).
 	KVCacheThreshold float64 `json:"kvCacheThreshold,omitempty"`
+	// KVScaleUpThreshold overrides the saturation analyzer's
+	// kvScaleUpThreshold: τ_kv of its scale-up while the queueing model
+	// sizes the model (0: kvCacheThreshold; docs/engine.md §2).
+	KVScaleUpThreshold float64 `json:"kvScaleUpThreshold,omitempty"`
 	// ScaleFromZeroIntervalSeconds: the period of the fast loop that
 	// wakes a model at zero with requests waiting (default 2, the
 	// controller's WVA_SCALE_FROM_ZERO_INTERVAL).

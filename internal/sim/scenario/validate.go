@@ -323,6 +323,10 @@ func validateWVA(p string, w WVAConfig, add func(string, string, ...any)) {
 	}
 	validateDrain(p, w, add)
 	validateKVThreshold(p, w.KVCacheThreshold, add)
+	if up := w.KVScaleUpThreshold; up != 0 && !KVThresholdOK(up) {
+		add(p+".kvScaleUpThreshold", "must be a KV-cache utilisation in (%g, 1] (0: kvCacheThreshold; below it, kvCacheThreshold acts), got %v",
+			engine.DefaultKVSpareTrigger, up)
+	}
 	if w.MinNonSaturatedReplicas < 0 || w.MinNonSaturatedReplicas > MaxReplicasPerVariant {
 		add(p+".minNonSaturatedReplicas", "must be between 0 and %d (0: the default), got %d", MaxReplicasPerVariant, w.MinNonSaturatedReplicas)
 	}
