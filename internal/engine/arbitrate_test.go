@@ -35,7 +35,7 @@ func TestHybridMatrix(t *testing.T) {
 			v := &Variant{Name: "v", Accelerator: "H100", CurrentReplicas: 4, ReadyReplicas: 4}
 			vs := &variantState{model: ms, v: v, capTarget: tc.cap, modelTarget: tc.model, detail: &ModelDetail{}}
 			g := &satGroup{cfg: defaultSaturation, down: defaultSaturation, variants: []*variantState{vs}, unit: func(*variantState) float64 { return 1 },
-				capKV: 4, nonSat: 4}
+				capKV: 4, nonSat: 4, nonSatDown: 4}
 			g.d.Replicas, g.d.LoadKV = 4, 0.8
 			if tc.unsafeGroup {
 				// 2.6 over the two replicas left is 1.3 each: above τ_kv − ε_kv.
@@ -87,7 +87,7 @@ func TestCalibratedModelPassesTheSafetyCheck(t *testing.T) {
 				vs.pods[0].KVCacheUsage = 0.95
 			}
 			g := &satGroup{cfg: defaultSaturation, down: defaultSaturation, variants: []*variantState{vs}, unit: func(*variantState) float64 { return 1 },
-				capKV: 4, nonSat: 4}
+				capKV: 4, nonSat: 4, nonSatDown: 4}
 			g.d.Replicas, g.d.LoadKV = 4, 2.6 // unsafe: see TestHybridMatrix
 			vs.sat = g
 			ms.variants = []*variantState{vs}

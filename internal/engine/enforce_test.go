@@ -493,9 +493,10 @@ func TestWake(t *testing.T) {
 }
 
 // TestLongestWindowHolds: the scale-down window at its bound (an hour)
-// still holds a scale-down, and a model idle for longer than a time.Duration
-// can count still reads as idle. A window of 10¹¹ s was accepted before the
-// bound and converted to a negative duration: 3 replicas went to 1 at once.
+// still holds a scale-down, and seconds beyond what a time.Duration can
+// count, or NaN, convert without overflow. A window of 10¹¹ s was accepted
+// before the bound (TestValidationNamesFields now refuses it) and converted
+// to a negative duration: 3 replicas went to 1 at once.
 func TestLongestWindowHolds(t *testing.T) {
 	e := New(nil)
 	for i, rate := range []float64{40, 5} {

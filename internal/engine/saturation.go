@@ -145,6 +145,9 @@ func (g *satGroup) addLoad(pods []satPod, normalized bool) {
 			g.batchN++
 			g.servedBy(p)
 		}
+		if !g.down.saturates(p.kv, g.queueOf(p)) {
+			g.nonSatDown++
+		}
 		if g.saturated(p) {
 			d.Saturated++
 			continue
@@ -188,16 +191,25 @@ type satGroup struct {
 	youngAge        float64
 	bl              satBacklog
 	nonSat, pending int
-	text            string // summary, once formatted
+	// nonSatDown counts the replicas the scale-down check finds
+	// unsaturated: against down, where nonSat is against cfg.
+	nonSatDown int
+	text       string // summary, once formatted
 }
 
 // saturated is Eq. 2: KV usage at its threshold or, unless the drain
 // planner owns the queues, a queue at its threshold.
 func (g *satGroup) saturated(p satPod) bool {
+	return g.cfg.saturates(p.kv, g.queueOf(p))
+}
+
+// queueOf is the queue Eq. 2 reads: none where the drain planner owns the
+// queues.
+func (g *satGroup) queueOf(p satPod) float64 {
 	if g.drainQueue {
-		return g.cfg.saturates(p.kv, 0)
+		return 0
 	}
-	return g.cfg.saturates(p.kv, p.queue)
+	return p.queue
 }
 
 // downBlocked says why no scale-down of this group is safe, or "".
@@ -224,7 +236,7 @@ func (g *satGroup) safeToRemove(removed map[*variantState]int) bool {
 	if g.downBlocked() != "" {
 		return false
 	}
-	nonSat, n, capLeft := g.nonSat, g.d.Replicas, g.capKV
+	nonSat, n, capLeft := g.nonSatDown, g.d.Replicas, g.capKV
 	for vs, k := range removed {
 		nonSat -= k
 		n -= k

@@ -396,6 +396,9 @@ func TestKVScaleUpThreshold(t *testing.T) {
 		{"0.9 and pods near it", ModeHybrid, 0.85, 0.9, true, true},
 		{"0.9 before the model sizes", ModeHybrid, 0.75, 0.9, false, true},
 		{"0.9 in capacity-only mode", ModeCapacityOnly, 0.75, 0.9, true, true},
+		// 0.76 on one replica leaves 0.8 − 0.76 = 0.04 below ε against
+		// the configured threshold (0.14 against 0.9): still unsafe.
+		{"0.9: the scale-down check keeps 0.8", ModeHybrid, 0.38, 0.9, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := variant("v", "H100").minMax(1, 10).pods(tc.kv, 0, tc.kv, 0)
@@ -417,6 +420,23 @@ func TestKVScaleUpThreshold(t *testing.T) {
 				t.Errorf("average spare %v, want %v against the guide's 0.8", sat.AvgSpareKV, want)
 			}
 		})
+	}
+}
+
+// TestKVScaleUpThresholdKeepsTheMinimum: the scale-down check counts the
+// replicas left unsaturated against kvCacheThreshold. Pods at KV 0.85,
+// 0.1 and 0.1 with two to stay unsaturated: one of the 0.1 pods would go,
+// leaving one (the 0.85 pod is saturated at 0.8, if not at 0.9), so no
+// scale-down, though the load, 1.05 over two replicas, leaves a spare of
+// 0.275.
+func TestKVScaleUpThresholdKeepsTheMinimum(t *testing.T) {
+	for _, up := range []float64{0, 0.9} {
+		s := snapshot(ModeHybrid, variant("v", "H100").minMax(1, 10).pods(0.85, 0, 0.1, 0, 0.1, 0).params(testParams).traffic(1, 512, 128, 100, 20))
+		s.Saturation = &SaturationConfig{KVScaleUpThreshold: up, MinNonSaturatedReplicasForScaleDown: 2}
+		sat := plan(t, nil, s).Models[0].Saturation[0]
+		if sat.ScaleUp || sat.ScaleDownSafe {
+			t.Errorf("scale-up threshold %v: scale up %v, scale-down safe %v; want neither", up, sat.ScaleUp, sat.ScaleDownSafe)
+		}
 	}
 }
 

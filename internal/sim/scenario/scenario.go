@@ -342,7 +342,10 @@ type WVAConfig struct {
 	// Surge makes the fast loop run an extra cycle when the gateway's
 	// queue or arrival rate outruns the last plan (the controller's
 	// WVA_SURGE; default false).
-	Surge          bool    `json:"surge,omitempty"`
+	Surge bool `json:"surge,omitempty"`
+	// TTFTAttainment sizes for that share of requests within the TTFT
+	// target instead of the mean, and is the attainment target where
+	// Attainment is not set (an alias; docs/engine.md §3 item 10).
 	TTFTAttainment float64 `json:"ttftAttainment,omitempty"`
 	// CapacityModel ("queueing" or "fleet"), Attainment and TokenCV are
 	// the engine's settings of the same names: the fleet capacity model

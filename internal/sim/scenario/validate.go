@@ -272,7 +272,7 @@ func validateWVACapacity(p string, w WVAConfig, add func(string, string, ...any)
 		add(p+".capacityModel", "must be queueing or fleet, got %q", w.CapacityModel)
 	}
 	if !(w.Attainment >= 0 && w.Attainment < 1) {
-		add(p+".attainment", "must be in (0, 1) (0: the default 0.99), got %v", w.Attainment)
+		add(p+".attainment", "must be in (0, 1) (0: ttftAttainment where set, else 0.99), got %v", w.Attainment)
 	}
 	if !(w.TokenCV >= 0 && w.TokenCV <= 10) {
 		add(p+".tokenCV", "must be in [0, 10] (0: the default 1), got %v", w.TokenCV)
